@@ -1,0 +1,46 @@
+//! `desync analyze`: the post-mortem on a directory of dumps.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Context;
+
+use crate::Outcome;
+use crate::cli::{AnalyzeArgs, ColorChoice, Format};
+use crate::progress::Bar;
+
+pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
+    let config = args.config()?;
+    let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
+    let analysis = desync_core::analyze(&config, &bar)?;
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        Format::Json => desync_core::report::write_json(&analysis, &mut out)?,
+        Format::Text if args.quiet => {
+            let d = &analysis.diagnosis;
+            writeln!(out, "{}: {}", d.category.as_str(), d.headline)?;
+        }
+        Format::Text => {
+            let color = match args.color {
+                ColorChoice::Always => true,
+                ColorChoice::Never => false,
+                ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            };
+            let options = desync_core::report::TextOptions { color, max_mismatches: 5 };
+            desync_core::report::write_text(&analysis, options, &mut out)?;
+        }
+    }
+    out.flush()?;
+
+    if let Some(path) = &args.emit_probes {
+        if analysis.probes.is_empty() {
+            eprintln!("desync: no probes to emit (no branch point was found in local sources); {} not written", path.display());
+        } else {
+            let base = std::env::current_dir().context("current directory")?;
+            let diff = desync_core::bridge::probes_diff(&analysis.probes, &base);
+            std::fs::write(path, diff).map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
+        }
+    }
+    Ok(if analysis.diagnosis.category.is_problem() { Outcome::Findings } else { Outcome::Clean })
+}

@@ -1,0 +1,362 @@
+//! Stage 2: per process group, line up every member's collectives by `collective_seq_id`.
+//!
+//! Ranks whose streams are identical (same tokens in the common window, same progress)
+//! collapse into one [`StreamClass`], so thousands of ranks cost as much as the few ways they
+//! behave. Mismatches are found between classes, and the side most ranks are on is the
+//! reference: torchfrtrace instead compares everyone to whichever file loaded first.
+
+mod p2p;
+mod signature;
+
+use std::hash::{Hash, Hasher};
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::model::{Entry, OpKind, ProcessGroup, RankDump, RankSet, State, Trace};
+
+pub use p2p::{P2pMismatch, align_p2p};
+pub use signature::{Difference, Token, difference, numel, token as token_of};
+
+#[derive(Debug)]
+pub struct Alignment {
+    pub groups: Vec<GroupAlignment>,
+}
+
+/// One process group across its members.
+#[derive(Debug)]
+pub struct GroupAlignment {
+    /// Index into `Trace::process_groups`.
+    pub pg: usize,
+    pub members: Vec<u32>,
+    /// Members without a readable dump.
+    pub absent: Vec<u32>,
+    pub streams: Vec<RankStream>,
+    /// First sequence id every member with entries still holds (ring buffers drop old ones).
+    pub window_start: u64,
+    pub classes: Vec<StreamClass>,
+    pub mismatches: Vec<Mismatch>,
+    pub p2p_mismatches: Vec<P2pMismatch>,
+}
+
+/// One member's collectives in this group, as indices into its dump's entries.
+#[derive(Debug)]
+pub struct RankStream {
+    pub rank: u32,
+    /// Non-p2p entries sorted by (seq, record_id); coalesced ops share a seq.
+    pub entries: Vec<u32>,
+    pub progress: Progress,
+}
+
+/// Last sequence ids a rank reached in a group (from entries, and from `pg_status`, which
+/// survives ring-buffer eviction).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Progress {
+    pub last_enqueued: Option<u64>,
+    pub last_started: Option<u64>,
+    pub last_completed: Option<u64>,
+}
+
+/// Ranks that behaved identically in one group.
+#[derive(Debug, Clone)]
+pub struct StreamClass {
+    pub ranks: RankSet,
+    pub progress: Progress,
+    /// Index into `GroupAlignment::streams` of one member, for its entries.
+    pub representative: usize,
+    /// Tokens from `window_start` to `progress.last_enqueued`.
+    tokens: Vec<Option<Token>>,
+    window_start: u64,
+}
+
+impl StreamClass {
+    /// The class's token at `seq`; `None` when it has not issued (or no longer holds) it.
+    pub fn token(&self, seq: u64) -> Option<Token> {
+        let i = seq.checked_sub(self.window_start)?;
+        self.tokens.get(usize::try_from(i).ok()?).copied().flatten()
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.progress.last_enqueued.unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MismatchKind {
+    /// Different operations at the same sequence id.
+    Op,
+    /// Same op, incompatible sizes.
+    Size,
+    /// Same op and sizes, different dtypes.
+    Dtype,
+    /// all_to_all whose total input and output element counts differ.
+    Numel,
+    /// Some members never issued this collective.
+    Missing,
+    /// Everyone issued it compatibly but it completed on some ranks only (NCCL states).
+    State,
+}
+
+impl From<Difference> for MismatchKind {
+    fn from(d: Difference) -> Self {
+        match d {
+            Difference::Op => Self::Op,
+            Difference::Size => Self::Size,
+            Difference::Dtype => Self::Dtype,
+        }
+    }
+}
+
+/// Ranks disagreeing at one sequence id of one group.
+#[derive(Debug, Clone)]
+pub struct Mismatch {
+    pub pg: usize,
+    pub seq: u64,
+    pub kind: MismatchKind,
+    /// Largest side first; the first side is the reference.
+    pub sides: Vec<Side>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub ranks: RankSet,
+    /// A rank of this side that holds the entry (`None` when the side did not issue it).
+    pub holder: Option<u32>,
+    pub state: Option<State>,
+}
+
+pub fn align(trace: &Trace) -> Alignment {
+    let groups = trace
+        .process_groups
+        .par_iter()
+        .enumerate()
+        .map(|(i, pg)| align_group(trace, i, pg))
+        .collect();
+    Alignment { groups }
+}
+
+impl GroupAlignment {
+    pub fn stream(&self, rank: u32) -> Option<&RankStream> {
+        self.streams.binary_search_by_key(&rank, |s| s.rank).ok().map(|i| &self.streams[i])
+    }
+
+    /// The entries `rank` holds at `seq` in this group (several for a coalesced group).
+    pub fn entries_at<'t>(&self, trace: &'t Trace, rank: u32, seq: u64) -> Vec<&'t Entry> {
+        let (Some(stream), Some(dump)) = (self.stream(rank), trace.rank(rank)) else { return Vec::new() };
+        entries_at(dump, &stream.entries, seq)
+    }
+
+    /// The class holding `rank`.
+    pub fn class_of(&self, rank: u32) -> Option<&StreamClass> {
+        self.classes.iter().find(|c| c.ranks.contains(rank))
+    }
+
+    pub fn max_seq(&self) -> u64 {
+        self.classes.iter().map(StreamClass::last_seq).max().unwrap_or(0)
+    }
+}
+
+fn entries_at<'t>(dump: &'t RankDump, indices: &[u32], seq: u64) -> Vec<&'t Entry> {
+    let start = indices.partition_point(|&i| dump.entries[i as usize].collective_seq_id < seq);
+    indices[start..]
+        .iter()
+        .map(|&i| &dump.entries[i as usize])
+        .take_while(|e| e.collective_seq_id == seq)
+        .collect()
+}
+
+fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignment {
+    let streams: Vec<RankStream> =
+        pg.members.iter().filter_map(|&r| trace.rank(r)).map(|dump| stream(dump, pg)).collect();
+    let absent = pg.members.iter().copied().filter(|&r| trace.rank(r).is_none()).collect();
+    let window_start = streams
+        .iter()
+        .filter_map(|s| s.entries.first().map(|&i| trace.rank(s.rank).map_or(0, |d| d.entries[i as usize].collective_seq_id)))
+        .max()
+        .unwrap_or(1);
+    let classes = classes(trace, &streams, window_start);
+    let mut group = GroupAlignment {
+        pg: pg_index,
+        members: pg.members.clone(),
+        absent,
+        streams,
+        window_start,
+        classes,
+        mismatches: Vec::new(),
+        p2p_mismatches: Vec::new(),
+    };
+    group.mismatches = mismatches(trace, &group);
+    group.p2p_mismatches = align_p2p(trace, &group, pg);
+    group
+}
+
+fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
+    let mut entries: Vec<u32> = dump
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.pg_name == pg.name && !e.is_p2p)
+        .map(|(i, _)| i as u32)
+        .collect();
+    entries.sort_by_key(|&i| {
+        let e = &dump.entries[i as usize];
+        (e.collective_seq_id, e.record_id)
+    });
+    let mut progress = Progress::default();
+    for &i in &entries {
+        let e = &dump.entries[i as usize];
+        let seq = Some(e.collective_seq_id);
+        progress.last_enqueued = progress.last_enqueued.max(seq);
+        if matches!(e.state, State::Started | State::Completed) {
+            progress.last_started = progress.last_started.max(seq);
+        }
+        if e.state == State::Completed {
+            progress.last_completed = progress.last_completed.max(seq);
+        }
+    }
+    // pg_status is keyed by the process-local pg_id; any entry of this group tells it.
+    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id);
+    if let Some(status) = pg_id.and_then(|id| dump.pg_status.iter().find(|s| s.pg_id == id)) {
+        progress.last_enqueued = progress.last_enqueued.max(status.last_enqueued);
+        progress.last_started = progress.last_started.max(status.last_started);
+        progress.last_completed = progress.last_completed.max(status.last_completed);
+    }
+    RankStream { rank: dump.rank, entries, progress }
+}
+
+fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<StreamClass> {
+    let tokens: Vec<Vec<Option<Token>>> = streams
+        .par_iter()
+        .map(|s| {
+            let Some(dump) = trace.rank(s.rank) else { return Vec::new() };
+            let last = s.progress.last_enqueued.unwrap_or(0);
+            (window_start..=last).map(|seq| {
+                let at = entries_at(dump, &s.entries, seq);
+                (!at.is_empty()).then(|| signature::token(&at))
+            }).collect()
+        })
+        .collect();
+    let mut by_key: FxHashMap<(u64, Progress), usize> = FxHashMap::default();
+    let mut classes: Vec<StreamClass> = Vec::new();
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    for (i, (s, t)) in streams.iter().zip(tokens).enumerate() {
+        let mut h = FxHasher::default();
+        t.hash(&mut h);
+        let key = (h.finish(), s.progress);
+        let slot = *by_key.entry(key).or_insert_with(|| {
+            classes.push(StreamClass {
+                ranks: RankSet::default(),
+                progress: s.progress,
+                representative: i,
+                tokens: t,
+                window_start,
+            });
+            members.push(Vec::new());
+            classes.len() - 1
+        });
+        members[slot].push(s.rank);
+    }
+    for (class, ranks) in classes.iter_mut().zip(members) {
+        class.ranks = RankSet::new(ranks);
+    }
+    classes.sort_by(|a, b| b.ranks.len().cmp(&a.ranks.len()).then(a.ranks.cmp(&b.ranks)));
+    classes
+}
+
+/// Every sequence id where classes disagree: different tokens, or some never issued it.
+fn mismatches(trace: &Trace, group: &GroupAlignment) -> Vec<Mismatch> {
+    let mut found = Vec::new();
+    let end = group.max_seq();
+    let mut seq = group.window_start;
+    while seq <= end && !group.classes.is_empty() {
+        if let Some(m) = mismatch_at(trace, group, seq) {
+            found.push(m);
+        }
+        seq += 1;
+    }
+    found
+}
+
+fn mismatch_at(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {
+    // Partition classes by their signature at this seq (call sites may differ legitimately).
+    let mut sides: Vec<(Option<u64>, Vec<u32>, Option<u32>)> = Vec::new();
+    for class in &group.classes {
+        let sig = class.token(seq).map(|t| t.sig);
+        let holder = sig.map(|_| group.streams[class.representative].rank);
+        match sides.iter_mut().find(|(s, _, _)| *s == sig) {
+            Some(side) => side.1.extend_from_slice(class.ranks.as_slice()),
+            None => sides.push((sig, class.ranks.as_slice().to_vec(), holder)),
+        }
+    }
+    let missing_absent = !group.absent.is_empty();
+    if sides.len() == 1 && !missing_absent {
+        return state_mismatch(trace, group, seq).or_else(|| numel_mismatch(trace, group, seq));
+    }
+    sides.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.is_none().cmp(&b.0.is_none())));
+    let issued: Vec<_> = sides.iter().filter(|s| s.0.is_some()).collect();
+    if issued.is_empty() {
+        return None;
+    }
+    let reference = group.entries_at(trace, issued[0].2?, seq);
+    let kind = issued[1..]
+        .iter()
+        .filter_map(|side| difference(&reference, &group.entries_at(trace, side.2?, seq)))
+        .min()
+        .map_or(MismatchKind::Missing, MismatchKind::from);
+    let mut out: Vec<Side> = sides
+        .into_iter()
+        .map(|(_, ranks, holder)| {
+            let state = holder.and_then(|h| group.entries_at(trace, h, seq).last().map(|e| e.state));
+            Side { ranks: RankSet::new(ranks), holder, state }
+        })
+        .collect();
+    if missing_absent {
+        out.push(Side { ranks: RankSet::new(group.absent.clone()), holder: None, state: None });
+    }
+    Some(Mismatch { pg: group.pg, seq, kind, sides: out })
+}
+
+/// NCCL only: all issued the same collective, but it completed on some ranks and not others.
+fn state_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {
+    let mut by_state: Vec<(State, Vec<u32>, u32)> = Vec::new();
+    for class in &group.classes {
+        let rank = group.streams[class.representative].rank;
+        let state = group.entries_at(trace, rank, seq).last()?.state;
+        match by_state.iter_mut().find(|(s, _, _)| *s == state) {
+            Some(side) => side.1.extend_from_slice(class.ranks.as_slice()),
+            None => by_state.push((state, class.ranks.as_slice().to_vec(), rank)),
+        }
+    }
+    if by_state.len() < 2 {
+        return None;
+    }
+    by_state.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(b.0.cmp(&a.0)));
+    let sides = by_state
+        .into_iter()
+        .map(|(state, ranks, holder)| Side { ranks: RankSet::new(ranks), holder: Some(holder), state: Some(state) })
+        .collect();
+    Some(Mismatch { pg: group.pg, seq, kind: MismatchKind::State, sides })
+}
+
+/// all_to_all may split unevenly per rank, but what all ranks send must equal what they receive.
+fn numel_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {
+    let first = group.classes.first()?;
+    let rep = group.entries_at(trace, group.streams[first.representative].rank, seq);
+    if rep.first()?.op.kind != OpKind::AllToAll {
+        return None;
+    }
+    let (mut sent, mut received) = (0i64, 0i64);
+    for s in &group.streams {
+        for e in group.entries_at(trace, s.rank, seq) {
+            sent += numel(&e.input_sizes);
+            received += numel(&e.output_sizes);
+        }
+    }
+    (sent != received).then(|| Mismatch {
+        pg: group.pg,
+        seq,
+        kind: MismatchKind::Numel,
+        sides: vec![Side { ranks: group.members.iter().copied().collect(), holder: Some(group.streams[first.representative].rank), state: None }],
+    })
+}

@@ -1,0 +1,312 @@
+//! Stage 4: from the diagnosis to the training code. The stacks of the two sides are
+//! compared outermost-first; where they part (same function, different lines) the Python
+//! source is parsed and the construct that sends ranks different ways is named, with why its
+//! condition can differ across ranks. For a metadata mismatch (same call site) the call and
+//! the origin of its arguments are named instead.
+
+mod probes;
+mod sources;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use desync_python::Module;
+
+use crate::align::Alignment;
+use crate::diagnose::{Category, Diagnosis, Position, short_path};
+use crate::model::{Entry, Frame, RankSet, Trace};
+
+pub use probes::{Probe, probes, probes_diff};
+pub use sources::{Resolved, Resolver, SourceOptions};
+
+/// What the bridge found in the code.
+#[derive(Debug, Clone)]
+pub struct CodeFinding {
+    /// The deciding construct (or, for a metadata mismatch, the call).
+    pub branch: Option<BranchPoint>,
+    /// The stacks compared, one per side.
+    pub stacks: Vec<SideStack>,
+    pub explanation: String,
+    /// Lines around the branch, for the report.
+    pub snippet: Option<Snippet>,
+    /// Paths looked at for files that were not found.
+    pub not_found: Vec<NotFound>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NotFound {
+    pub file: String,
+    pub tried: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BranchPoint {
+    /// As in the frames (a path on the training host).
+    pub file: String,
+    pub local_path: Option<PathBuf>,
+    pub line: u32,
+    pub function: Option<String>,
+    /// "if", "for", "continue", ..., or "call" when pointing at the collective call itself.
+    pub construct: String,
+    pub source: String,
+    pub condition: Option<String>,
+    pub condition_line: Option<u32>,
+    pub dependence: Vec<DependenceItem>,
+    /// The line the departing ranks skipped, when known.
+    pub skipped_line: Option<u32>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DependenceItem {
+    pub kind: String,
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SideStack {
+    pub role: &'static str,
+    #[serde(serialize_with = "crate::report::serialize_ranks")]
+    pub ranks: RankSet,
+    pub frames: Vec<FrameView>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FrameView {
+    pub function: String,
+    pub file: String,
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Snippet {
+    pub start_line: u32,
+    pub marked_line: u32,
+    pub lines: Vec<String>,
+}
+
+/// Sides whose stacks are compared: (role, ranks, entry).
+type Sides<'t> = Vec<(&'static str, RankSet, &'t Entry)>;
+
+pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &SourceOptions) -> Option<CodeFinding> {
+    let sides = sides(trace, alignment, d);
+    if sides.iter().all(|(_, _, e)| e.stack.is_none()) {
+        return None;
+    }
+    let resolver = Resolver::new(options);
+    let stacks: Vec<SideStack> = sides
+        .iter()
+        .map(|(role, ranks, e)| SideStack {
+            role,
+            ranks: ranks.clone(),
+            frames: e.user_frames().map(|f| FrameView { function: f.function.to_string(), file: f.file.to_string(), line: f.line }).collect(),
+        })
+        .collect();
+    let mut finding = CodeFinding { branch: None, stacks, explanation: String::new(), snippet: None, not_found: Vec::new() };
+    let culprits = d.culprit_ranks.clone();
+    let departed = sides.iter().find(|(role, _, _)| *role == "departed").map(|s| s.2);
+    let reference = sides.iter().find(|(role, _, _)| *role != "departed").map(|s| s.2);
+    let call = |e: Option<&Entry>| e.and_then(Entry::call_site).map(|f| Target::Call(f.clone()));
+    let target = match (d.category, departed, reference) {
+        (Category::MetadataMismatch, dep, _) => call(dep),
+        (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => parting(dep, reference).map(Target::Part),
+        // Stalls, crashes and hangs: the line where the others wait is what can be shown.
+        (_, dep, reference) => call(reference).or_else(|| call(dep)),
+    };
+    let Some(target) = target else {
+        finding.explanation = "the stacks share no user frame to compare".into();
+        return Some(finding);
+    };
+    let file = target.file().clone();
+    let resolved = resolver.resolve(&file);
+    let Some(local) = resolved.local_path.clone() else {
+        finding.not_found.push(NotFound { file: file.to_string(), tried: resolved.tried });
+        finding.explanation = format!(
+            "source of {} not found on this machine; pass --source-root DIR or --path-map FROM=TO",
+            short_path(&file)
+        );
+        return Some(finding);
+    };
+    let Ok(text) = std::fs::read_to_string(&local) else {
+        finding.not_found.push(NotFound { file: file.to_string(), tried: resolved.tried });
+        finding.explanation = format!("cannot read {}", local.display());
+        return Some(finding);
+    };
+    let module = Module::parse(&text);
+    let branch = match &target {
+        Target::Part(p) => branch_at(&module, p),
+        Target::Call(f) => Some(call_at(&module, f.line)),
+    };
+    if let Some(mut b) = branch {
+        b.file = file.to_string();
+        b.local_path = Some(local);
+        finding.explanation = explain(&b, &culprits, &module, d.category);
+        finding.snippet = Some(snippet(&module, b.line));
+        finding.branch = Some(b);
+    } else if let Target::Part(p) = &target {
+        finding.explanation = format!(
+            "the stacks part in `{}` at {}:{} vs line {}, but no branch between those lines was recognised",
+            p.function,
+            short_path(&file),
+            p.line_departed,
+            p.line_reference.map_or("?".into(), |l| l.to_string())
+        );
+        finding.snippet = Some(snippet(&module, p.line_departed));
+    }
+    Some(finding)
+}
+
+enum Target {
+    Part(Parting),
+    Call(Frame),
+}
+
+impl Target {
+    fn file(&self) -> &Arc<str> {
+        match self {
+            Self::Part(p) => &p.file,
+            Self::Call(f) => &f.file,
+        }
+    }
+}
+
+/// Where two stacks part: the deepest common function, with each side's line in it.
+#[derive(Debug, Clone)]
+struct Parting {
+    file: Arc<str>,
+    function: Arc<str>,
+    line_departed: u32,
+    line_reference: Option<u32>,
+}
+
+fn parting(departed: &Entry, reference: &Entry) -> Option<Parting> {
+    let d: Vec<&Frame> = departed.user_frames().collect::<Vec<_>>().into_iter().rev().collect();
+    let r: Vec<&Frame> = reference.user_frames().collect::<Vec<_>>().into_iter().rev().collect();
+    let mut last_common = None;
+    for (a, b) in d.iter().zip(&r) {
+        if a.file != b.file || a.function != b.function {
+            break;
+        }
+        if a.line != b.line {
+            return Some(Parting { file: a.file.clone(), function: a.function.clone(), line_departed: a.line, line_reference: Some(b.line) });
+        }
+        last_common = Some(*a);
+    }
+    // Same lines all the way: look inside the departed side's innermost frame.
+    let innermost = d.last().copied().or(last_common)?;
+    Some(Parting { file: innermost.file.clone(), function: innermost.function.clone(), line_departed: innermost.line, line_reference: None })
+}
+
+fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
+    let found = module.find_branch(p.line_departed, p.line_reference).or_else(|| {
+        p.line_reference.and_then(|r| module.find_branch(r, Some(p.line_departed)))
+    })?;
+    Some(BranchPoint {
+        file: String::new(),
+        local_path: None,
+        line: found.line,
+        function: found.function.clone(),
+        construct: found.construct.as_str().to_owned(),
+        source: found.source.clone(),
+        condition: found.condition.clone(),
+        condition_line: found.condition_line,
+        dependence: found.dependence.iter().map(|d| DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() }).collect(),
+        skipped_line: found.skipped_line,
+    })
+}
+
+fn call_at(module: &Module, line: u32) -> BranchPoint {
+    let origin = module.explain_call(line);
+    let dependence = origin
+        .iter()
+        .flat_map(|o| &o.arguments)
+        .flat_map(|a| a.dependence.iter().map(move |d| DependenceItem {
+            kind: d.kind.as_str().to_owned(),
+            evidence: match a.defined_at {
+                Some(at) => format!("`{}` (line {at}): {}", a.text, d.evidence),
+                None => format!("`{}`: {}", a.text, d.evidence),
+            },
+        }))
+        .collect();
+    BranchPoint {
+        file: String::new(),
+        local_path: None,
+        line,
+        function: module.function_at(line).map(|f| f.name),
+        construct: "call".into(),
+        source: module.line_text(line).unwrap_or("").trim().to_owned(),
+        condition: None,
+        condition_line: None,
+        dependence,
+        skipped_line: None,
+    }
+}
+
+fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Category) -> String {
+    let at = format!("{}:{}", short_path(&b.file), b.line);
+    let kinds: Vec<&str> = {
+        let mut k: Vec<&str> = b.dependence.iter().map(|d| d.kind.as_str()).collect();
+        k.dedup();
+        k
+    };
+    let because = match (&b.condition, kinds.is_empty()) {
+        (Some(c), false) => format!(" because `{c}` depends on {}", kinds.join(" and ")),
+        (Some(c), true) => format!(" because `{c}` can evaluate differently on each rank"),
+        (None, false) => format!(" ({})", kinds.join(" and ")),
+        (None, true) => String::new(),
+    };
+    match b.construct.as_str() {
+        "call" => {
+            let what = if category == Category::MetadataMismatch { "with other sizes or dtypes than their peers" } else { "here" };
+            let origin = b.dependence.first().map(|d| format!("; {}", d.evidence)).unwrap_or_default();
+            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}", b.source)
+        }
+        "continue" | "break" | "return" | "raise" => {
+            let skipped = b
+                .skipped_line
+                .and_then(|l| module.line_text(l).map(|t| format!("skip `{}` (line {l}) via", t.trim())))
+                .unwrap_or_else(|| "leave the loop early via".into());
+            format!("rank(s) {culprits} {skipped} `{}` at {at}{because}", b.construct)
+        }
+        "except" => format!("rank(s) {culprits} took the `except` at {at} (`{}`): an exception raised on those ranks only{because}", b.source),
+        construct => format!("rank(s) {culprits} go a different way at the `{construct}` at {at} (`{}`){because}", b.source),
+    }
+}
+
+fn snippet(module: &Module, line: u32) -> Snippet {
+    let start = line.saturating_sub(4).max(1);
+    let lines: Vec<String> = (start..=line + 4).map_while(|l| module.line_text(l).map(str::to_owned)).collect();
+    Snippet { start_line: start, marked_line: line, lines }
+}
+
+/// The entries whose stacks tell the story: the departed and the reference side at the
+/// earliest mismatch, or the stuck ranks and their culprits.
+fn sides<'t>(trace: &'t Trace, alignment: &Alignment, d: &Diagnosis) -> Sides<'t> {
+    let mut out: Sides<'t> = Vec::new();
+    if let Some(e) = &d.earliest
+        && matches!(d.category, Category::Divergence | Category::MetadataMismatch)
+    {
+        let group = &alignment.groups[e.mismatch.pg];
+        let at = |side: usize| {
+            let s = &e.mismatch.sides[side];
+            s.holder.and_then(|h| group.entries_at(trace, h, e.mismatch.seq).first().copied()).map(|x| (s.ranks.clone(), x))
+        };
+        if let Some((ranks, entry)) = e.departed.first().and_then(|&i| at(i)) {
+            out.push(("departed", ranks, entry));
+        }
+        if let Some((ranks, entry)) = at(e.reference) {
+            out.push(("reference", ranks, entry));
+        }
+        return out;
+    }
+    // Otherwise: the culprits' latest collective ("departed") and where the others wait.
+    for g in &d.groups {
+        let Position::At(at) = &g.position else { continue };
+        let rank = g.ranks.as_slice()[0];
+        let Some(entry) = alignment.groups[at.pg].entries_at(trace, rank, at.seq).first().copied() else { continue };
+        let role = if g.culprit { "departed" } else { "waiting" };
+        if !out.iter().any(|(r, _, _)| *r == role) {
+            out.push((role, g.ranks.clone(), entry));
+        }
+    }
+    out
+}

@@ -1,0 +1,201 @@
+//! The earliest point where ranks stopped agreeing, and how the departing side departed.
+//!
+//! The first conflicting collective (op, size, dtype or all_to_all totals) is taken per group,
+//! and the earliest of those by creation time across groups: the job may be stuck elsewhere,
+//! later. Each rank's stream is then compared like a diff against the reference side: an
+//! inserted or skipped run is a divergence even without frames; a different call site or op
+//! is a divergence; the same op with other sizes or dtypes is a metadata mismatch.
+
+use crate::align::{Alignment, Difference, GroupAlignment, Mismatch, MismatchKind, StreamClass, Token};
+use crate::model::Trace;
+
+/// Longest insertion or skip looked for when aligning streams.
+const MAX_SHIFT: u64 = 8;
+
+#[derive(Debug, Clone)]
+pub struct Earliest {
+    pub mismatch: Mismatch,
+    /// Creation time of the earliest entry at this collective, when recorded.
+    pub time_ns: Option<i64>,
+    /// Index into `mismatch.sides` of the side that kept to the pattern.
+    pub reference: usize,
+    /// Indices into `mismatch.sides` of the sides that departed.
+    pub departed: Vec<usize>,
+    pub departure: Departure,
+    /// How the reference side was chosen, for the evidence list.
+    pub reference_reason: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Departure {
+    /// The departing ranks issued `count` collectives their peers did not.
+    Inserted { count: u64 },
+    /// The departing ranks skipped `count` collectives their peers issued.
+    Skipped { count: u64 },
+    /// A different operation at the same sequence id.
+    DifferentOp,
+    /// The same operation, issued from a different line of code.
+    DifferentCallSite,
+    /// The same operation from the same call site with other sizes or dtypes.
+    Substituted { difference: Difference },
+    /// all_to_all totals that do not add up.
+    Numel,
+}
+
+impl Departure {
+    pub fn is_divergence(self) -> bool {
+        !matches!(self, Self::Substituted { .. } | Self::Numel)
+    }
+}
+
+pub fn earliest(trace: &Trace, alignment: &Alignment) -> Option<Earliest> {
+    let first_per_group = alignment.groups.iter().filter_map(|g| {
+        let m = g.mismatches.iter().find(|m| is_conflict(m.kind))?;
+        Some((g, m, creation_time(trace, g, m)))
+    });
+    let (group, mismatch, time_ns) = first_per_group.min_by_key(|(g, m, t)| (t.unwrap_or(i64::MAX), m.seq, g.pg))?;
+    Some(explain(trace, group, mismatch, time_ns))
+}
+
+pub fn is_conflict(kind: MismatchKind) -> bool {
+    matches!(kind, MismatchKind::Op | MismatchKind::Size | MismatchKind::Dtype | MismatchKind::Numel)
+}
+
+fn creation_time(trace: &Trace, group: &GroupAlignment, m: &Mismatch) -> Option<i64> {
+    m.sides
+        .iter()
+        .filter_map(|s| s.holder)
+        .flat_map(|r| group.entries_at(trace, r, m.seq))
+        .map(|e| e.time_created_ns)
+        .filter(|&t| t > 0)
+        .min()
+}
+
+fn explain(trace: &Trace, group: &GroupAlignment, m: &Mismatch, time_ns: Option<i64>) -> Earliest {
+    if m.kind == MismatchKind::Numel {
+        return Earliest {
+            mismatch: m.clone(),
+            time_ns,
+            reference: 0,
+            departed: Vec::new(),
+            departure: Departure::Numel,
+            reference_reason: "all ranks take part in an all_to_all whose totals do not add up",
+        };
+    }
+    let issued: Vec<usize> = (0..m.sides.len()).filter(|&i| m.sides[i].holder.is_some()).collect();
+    let class = |i: usize| m.sides[i].holder.and_then(|r| group.class_of(r));
+    let (reference, reason) = choose_reference(group, m, &issued);
+    let departed: Vec<usize> = issued.iter().copied().filter(|&i| i != reference).collect();
+    let departure = match (class(reference), departed.first().and_then(|&i| class(i))) {
+        (Some(r), Some(d)) => departure(trace, group, m, r, d),
+        _ => Departure::DifferentOp,
+    };
+    Earliest { mismatch: m.clone(), time_ns, reference, departed, departure, reference_reason: reason }
+}
+
+/// The side most ranks are on; on an even split, the side whose collective fits the pattern
+/// all ranks followed before (the same token one period earlier, or a token seen before).
+fn choose_reference(group: &GroupAlignment, m: &Mismatch, issued: &[usize]) -> (usize, &'static str) {
+    let size = |i: usize| m.sides[i].ranks.len();
+    let largest = issued.iter().copied().max_by_key(|&i| (size(i), std::cmp::Reverse(i))).unwrap_or(0);
+    let tied: Vec<usize> = issued.iter().copied().filter(|&i| size(i) == size(largest)).collect();
+    if tied.len() < 2 {
+        return (largest, "most ranks are on this side");
+    }
+    let history = |i: usize| -> Option<(Vec<Token>, Token)> {
+        let class = group.class_of(m.sides[i].holder?)?;
+        Some((history_before(class, group.window_start, m.seq), class.token(m.seq)?))
+    };
+    let fits: Vec<usize> = tied
+        .iter()
+        .copied()
+        .filter(|&i| history(i).is_some_and(|(h, t)| predicted(&h).is_some_and(|p| same(p, t))))
+        .collect();
+    if fits.len() == 1 {
+        return (fits[0], "even split: this side's collective continues the pattern all ranks followed before");
+    }
+    let seen: Vec<usize> = tied
+        .iter()
+        .copied()
+        .filter(|&i| history(i).is_some_and(|(h, t)| h.iter().any(|&x| same(x, t))))
+        .collect();
+    if seen.len() == 1 {
+        return (seen[0], "even split: the other side's collective was never issued before (a new call site)");
+    }
+    (largest, "even split with no pattern to tell the sides apart: the side with the lowest ranks is the reference")
+}
+
+fn history_before(class: &StreamClass, window_start: u64, seq: u64) -> Vec<Token> {
+    (window_start..seq).filter_map(|s| class.token(s)).collect()
+}
+
+/// The token one period back, when the history repeats with a period of up to 64 collectives.
+fn predicted(history: &[Token]) -> Option<Token> {
+    let n = history.len();
+    (1..=64.min(n / 2)).find_map(|p| {
+        let span = (2 * p).min(n - p);
+        let periodic = (1..=span).all(|k| same(history[n - k], history[n - k - p]));
+        periodic.then(|| history[n - p])
+    })
+}
+
+fn same(a: Token, b: Token) -> bool {
+    a.sig == b.sig && (a.site == 0 || b.site == 0 || a.site == b.site)
+}
+
+fn departure(trace: &Trace, group: &GroupAlignment, m: &Mismatch, reference: &StreamClass, departed: &StreamClass) -> Departure {
+    if let Some(d) = shift(reference, departed, m.seq) {
+        return d;
+    }
+    let (Some(r), Some(d)) = (reference.token(m.seq), departed.token(m.seq)) else {
+        return Departure::DifferentOp;
+    };
+    if m.kind == MismatchKind::Op {
+        return Departure::DifferentOp;
+    }
+    if r.site != 0 && d.site != 0 && r.site != d.site {
+        return Departure::DifferentCallSite;
+    }
+    let holder = |c: &StreamClass| group.streams[c.representative].rank;
+    let a = group.entries_at(trace, holder(reference), m.seq);
+    let b = group.entries_at(trace, holder(departed), m.seq);
+    let difference = crate::align::difference(&a, &b).unwrap_or(Difference::Size);
+    Departure::Substituted { difference }
+}
+
+/// Aligns the two streams from `seq` on: does one continue as the other shifted by a few?
+fn shift(reference: &StreamClass, departed: &StreamClass, seq: u64) -> Option<Departure> {
+    let tail = |c: &StreamClass| -> Vec<Token> { (seq..=c.last_seq()).map_while(|s| c.token(s)).collect() };
+    let (r, d) = (tail(reference), tail(departed));
+    let matches = |a: &[Token], b: &[Token], by: usize| -> bool {
+        let len = a.len().saturating_sub(by).min(b.len());
+        len > 0 && (0..len).all(|i| same(a[i + by], b[i]))
+    };
+    (1..=MAX_SHIFT as usize).find_map(|by| {
+        if matches(&d, &r, by) {
+            Some(Departure::Inserted { count: by as u64 })
+        } else if matches(&r, &d, by) {
+            Some(Departure::Skipped { count: by as u64 })
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(sig: u64) -> Token {
+        Token { sig, site: 0 }
+    }
+
+    #[test]
+    fn period_predicts_next_token() {
+        let h = [1, 2, 3, 1, 2, 3, 1, 2].map(t);
+        assert_eq!(predicted(&h), Some(t(3)));
+        assert_eq!(predicted(&[1, 1, 1].map(t)), Some(t(1)));
+        assert_eq!(predicted(&[1, 2, 3, 4].map(t)), None);
+    }
+}

@@ -1,0 +1,421 @@
+//! Stage 3: from aligned streams to a verdict. Ranks are clustered by where they are, the
+//! earliest conflicting collective is found across groups, waits are followed, and the
+//! evidence is classified into exactly one of the brief's categories, with the ranks that
+//! departed from what their peers did.
+
+mod earliest;
+mod position;
+mod timing;
+mod waits;
+
+use rustc_hash::FxHashMap;
+
+use crate::align::{Alignment, Token};
+use crate::model::{RankSet, State, Trace};
+
+pub use earliest::{Departure, Earliest, is_conflict};
+pub use position::{At, Position};
+pub use timing::Straggler;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Divergence,
+    MetadataMismatch,
+    Stall,
+    GpuHang,
+    Deadlock,
+    Crash,
+    Straggler,
+    Healthy,
+    Inconclusive,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Divergence => "divergence",
+            Self::MetadataMismatch => "metadata_mismatch",
+            Self::Stall => "stall",
+            Self::GpuHang => "gpu_hang",
+            Self::Deadlock => "deadlock",
+            Self::Crash => "crash",
+            Self::Straggler => "straggler",
+            Self::Healthy => "healthy",
+            Self::Inconclusive => "inconclusive",
+        }
+    }
+
+    pub fn is_problem(self) -> bool {
+        self != Self::Healthy
+    }
+}
+
+/// Ranks that are in the same place doing the same thing.
+#[derive(Debug, Clone)]
+pub struct BehaviourGroup {
+    pub ranks: RankSet,
+    pub position: Position,
+    /// Members of the group's current collective that have not issued it.
+    pub waiting_for: RankSet,
+    pub stuck: bool,
+    pub culprit: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Diagnosis {
+    pub category: Category,
+    pub culprit_ranks: RankSet,
+    /// Index into `Trace::process_groups`.
+    pub process_group: Option<usize>,
+    pub collective_seq_id: Option<u64>,
+    pub headline: String,
+    /// The facts behind the verdict, in the order they were used.
+    pub evidence: Vec<String>,
+    pub groups: Vec<BehaviourGroup>,
+    pub earliest: Option<Earliest>,
+    /// Where most stuck ranks wait: (group index, seq).
+    pub stuck_at: Option<(usize, u64)>,
+    /// Behaviour groups forming a wait cycle, in order.
+    pub cycle: Option<Vec<usize>>,
+    pub straggler: Option<Straggler>,
+}
+
+pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
+    let groups = behaviour_groups(trace, alignment);
+    let earliest = earliest::earliest(trace, alignment);
+    let waits: Vec<waits::Wait> = groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.stuck)
+        .filter_map(|(i, g)| match &g.position {
+            Position::At(at) => Some(waits::Wait { group: i, pg: at.pg, seq: at.seq, waiting_for: g.waiting_for.clone() }),
+            _ => None,
+        })
+        .collect();
+    let rank_group: FxHashMap<u32, usize> =
+        groups.iter().enumerate().flat_map(|(i, g)| g.ranks.as_slice().iter().map(move |&r| (r, i))).collect();
+    let cycle = waits::find_cycle(&waits, &|r| rank_group.get(&r).copied(), groups.len());
+    let stuck_at = waits
+        .iter()
+        .max_by_key(|w| (groups[w.group].ranks.len(), std::cmp::Reverse(w.pg)))
+        .map(|w| (w.pg, w.seq));
+    let mut d = Diagnosis {
+        category: Category::Inconclusive,
+        culprit_ranks: RankSet::default(),
+        process_group: None,
+        collective_seq_id: None,
+        headline: String::new(),
+        evidence: Vec::new(),
+        groups,
+        earliest,
+        stuck_at,
+        cycle,
+        straggler: None,
+    };
+    classify(trace, alignment, &mut d);
+    for g in &mut d.groups {
+        g.culprit = g.ranks.as_slice().iter().any(|&r| d.culprit_ranks.contains(r));
+    }
+    d
+}
+
+#[derive(Hash, PartialEq, Eq)]
+enum GroupKey {
+    NoDump,
+    Idle,
+    At { pg: usize, seq: u64, token: Token, completed: Option<bool>, waiting_for: Vec<u32> },
+}
+
+fn behaviour_groups(trace: &Trace, alignment: &Alignment) -> Vec<BehaviourGroup> {
+    let mut index: FxHashMap<GroupKey, usize> = FxHashMap::default();
+    let mut groups: Vec<BehaviourGroup> = Vec::new();
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    for (rank, position) in position::positions(trace, alignment) {
+        let waiting_for = match &position {
+            Position::At(at) => waits::waiting_for(trace, alignment, at),
+            _ => RankSet::default(),
+        };
+        let key = match &position {
+            Position::NoDump => GroupKey::NoDump,
+            Position::Idle => GroupKey::Idle,
+            Position::At(at) => GroupKey::At {
+                pg: at.pg,
+                seq: at.seq,
+                token: at.token,
+                completed: at.completed,
+                waiting_for: waiting_for.as_slice().to_vec(),
+            },
+        };
+        let slot = *index.entry(key).or_insert_with(|| {
+            let stuck = waits::is_stuck(&position, &waiting_for);
+            groups.push(BehaviourGroup { ranks: RankSet::default(), position, waiting_for, stuck, culprit: false });
+            members.push(Vec::new());
+            groups.len() - 1
+        });
+        members[slot].push(rank);
+    }
+    for (g, m) in groups.iter_mut().zip(members) {
+        g.ranks = RankSet::new(m);
+    }
+    groups.sort_by(|a, b| b.ranks.len().cmp(&a.ranks.len()).then(a.ranks.cmp(&b.ranks)));
+    groups
+}
+
+fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
+    let pg_label = |i: usize| trace.process_groups[i].label();
+    if trace.ranks.iter().all(|r| r.entries.is_empty()) {
+        d.category = Category::Inconclusive;
+        d.headline = "no dump holds any collective: nothing to compare (was TORCH_FR_BUFFER_SIZE set?)".into();
+        return;
+    }
+    let stuck: RankSet = d.groups.iter().filter(|g| g.stuck).flat_map(|g| g.ranks.as_slice().to_vec()).collect();
+    let waited_for: RankSet = d.groups.iter().filter(|g| g.stuck).flat_map(|g| g.waiting_for.as_slice().to_vec()).collect();
+    let no_dump: RankSet = trace.missing_ranks.iter().copied().collect();
+    if !no_dump.is_empty() {
+        d.evidence.push(format!("rank(s) {no_dump} left no readable dump"));
+    }
+
+    // A crash outranks a conflict only when the conflict cannot explain the wait.
+    let crashed: RankSet = waited_for.as_slice().iter().copied().filter(|r| no_dump.contains(*r)).collect();
+    if !crashed.is_empty() && d.earliest.is_none() {
+        return crash(trace, d, &crashed, &stuck, &pg_label);
+    }
+    if let Some(e) = d.earliest.clone() {
+        return conflict(trace, alignment, d, &e, &pg_label);
+    }
+    if let Some(cycle) = d.cycle.clone() {
+        return deadlock(d, &cycle, &pg_label);
+    }
+    if !waited_for.is_empty() {
+        return stall(trace, d, &stuck, &waited_for, &pg_label);
+    }
+    if !stuck.is_empty() {
+        return gpu_hang(trace, alignment, d, &stuck, &pg_label);
+    }
+    if let Some(s) = timing::straggler(trace, alignment) {
+        d.category = Category::Straggler;
+        d.culprit_ranks = RankSet::new(vec![s.rank]);
+        d.process_group = Some(s.pg);
+        d.headline = format!(
+            "no hang; rank {} was the last to enqueue in {} of {} collectives of {}, {:.1} ms behind the first rank (others: {:.1} ms)",
+            s.rank, s.times_last, s.collectives, pg_label(s.pg), s.median_lag_ms, s.others_median_lag_ms
+        );
+        d.straggler = Some(s);
+        return;
+    }
+    if !no_dump.is_empty() {
+        d.category = Category::Inconclusive;
+        d.culprit_ranks = no_dump.clone();
+        d.headline = format!("rank(s) {no_dump} have no dump, but no other rank waits for them and the rest agree");
+        return;
+    }
+    d.category = Category::Healthy;
+    let collectives: usize = alignment.groups.iter().map(|g| g.max_seq().saturating_sub(g.window_start) as usize + 1).sum();
+    let ranks = match trace.ranks.len() {
+        1 => "the only rank completed".to_owned(),
+        n => format!("all {n} ranks agree on"),
+    };
+    d.headline = format!(
+        "{ranks} all {} collectives in {} process group(s); nothing is stuck",
+        collectives,
+        trace.process_groups.len()
+    );
+}
+
+fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
+    match &g.position {
+        Position::At(at) => format!("{} seq {} ({})", at.op, at.seq, trace.process_groups[at.pg].label()),
+        Position::NoDump => "no dump".into(),
+        Position::Idle => "nothing recorded".into(),
+    }
+}
+
+fn crash(trace: &Trace, d: &mut Diagnosis, crashed: &RankSet, stuck: &RankSet, pg_label: &dyn Fn(usize) -> String) {
+    d.category = Category::Crash;
+    d.culprit_ranks = crashed.clone();
+    if let Some((pg, seq)) = d.stuck_at {
+        d.process_group = Some(pg);
+        d.collective_seq_id = Some(seq);
+    }
+    let waiting = d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
+    d.headline = format!(
+        "rank(s) {crashed} left no readable dump and rank(s) {stuck} wait for them in {waiting}: the process likely died or was killed"
+    );
+    d.evidence.push(format!("ranks {stuck} are stuck in a collective that rank(s) {crashed} never issued"));
+    let _ = pg_label;
+}
+
+fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earliest, pg_label: &dyn Fn(usize) -> String) {
+    let m = &e.mismatch;
+    let group = &alignment.groups[m.pg];
+    d.process_group = Some(m.pg);
+    d.collective_seq_id = Some(m.seq);
+    d.category = if e.departure.is_divergence() { Category::Divergence } else { Category::MetadataMismatch };
+    let reference = &m.sides[e.reference];
+    let departed: RankSet = e.departed.iter().flat_map(|&i| m.sides[i].ranks.as_slice().to_vec()).collect();
+    d.culprit_ranks = if departed.is_empty() { reference.ranks.clone() } else { departed.clone() };
+    let describe = |rank: Option<u32>| -> String {
+        let Some(rank) = rank else { return "nothing".into() };
+        let entries = group.entries_at(trace, rank, m.seq);
+        let Some(first) = entries.first() else { return "nothing".into() };
+        let site = first.call_site().map(|f| format!(" from {}:{}", short_path(&f.file), f.line)).unwrap_or_default();
+        let ops = if entries.len() > 1 { format!("{} ops coalesced, first ", entries.len()) } else { String::new() };
+        format!("{ops}{} {} {}{site}", first.op.name, sizes_text(&first.input_sizes), dtypes_text(&first.input_dtypes))
+    };
+    let there = format!("{} seq {}", pg_label(m.pg), m.seq);
+    let culprit_text = e.departed.first().map(|&i| describe(m.sides[i].holder)).unwrap_or_default();
+    let reference_text = describe(reference.holder);
+    d.headline = match e.departure {
+        Departure::Inserted { count } => format!(
+            "rank(s) {departed} issued {count} extra collective(s) at {there}: {culprit_text}, where rank(s) {} issued {reference_text}",
+            reference.ranks
+        ),
+        Departure::Skipped { count } => format!(
+            "rank(s) {departed} skipped {count} collective(s) at {there}: they issued {culprit_text} where rank(s) {} issued {reference_text}",
+            reference.ranks
+        ),
+        Departure::DifferentOp | Departure::DifferentCallSite => format!(
+            "rank(s) {departed} took a different path at {there}: they issued {culprit_text} while rank(s) {} issued {reference_text}",
+            reference.ranks
+        ),
+        Departure::Substituted { difference } => format!(
+            "rank(s) {departed} called the same collective with a different {} at {there}: {culprit_text} vs {reference_text} on rank(s) {}",
+            match difference {
+                crate::align::Difference::Dtype => "dtype",
+                _ => "size",
+            },
+            reference.ranks
+        ),
+        Departure::Numel => format!("all_to_all at {there} sends and receives different totals across ranks"),
+    };
+    d.evidence.push(format!("reference side: {}", e.reference_reason));
+    let later = group.mismatches.iter().filter(|x| x.seq > m.seq).count();
+    if later > 0 {
+        d.evidence.push(format!("{later} later mismatch(es) in {} follow from this one", pg_label(m.pg)));
+    }
+    if let Some((pg, seq)) = d.stuck_at
+        && (pg, seq) != (m.pg, m.seq)
+    {
+        d.evidence.push(format!("the job is stuck later, at {} seq {seq}: not where it went wrong", pg_label(pg)));
+    }
+}
+
+fn deadlock(d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn(usize) -> String) {
+    d.category = Category::Deadlock;
+    let parts: Vec<String> = cycle
+        .iter()
+        .map(|&g| {
+            let group = &d.groups[g];
+            match &group.position {
+                Position::At(at) => format!(
+                    "rank(s) {} wait in {} seq {} of {} for rank(s) {}",
+                    group.ranks,
+                    at.op,
+                    at.seq,
+                    pg_label(at.pg),
+                    group.waiting_for
+                ),
+                _ => format!("rank(s) {}", group.ranks),
+            }
+        })
+        .collect();
+    // One side of the inversion: the group in the cycle waiting in the later-created group.
+    let culprit = cycle
+        .iter()
+        .copied()
+        .max_by_key(|&g| match &d.groups[g].position {
+            Position::At(at) => (at.pg, std::cmp::Reverse(d.groups[g].ranks.clone())),
+            _ => (0, std::cmp::Reverse(RankSet::default())),
+        })
+        .unwrap_or(cycle[0]);
+    if let Position::At(at) = &d.groups[culprit].position {
+        d.process_group = Some(at.pg);
+        d.collective_seq_id = Some(at.seq);
+    }
+    d.culprit_ranks = d.groups[culprit].ranks.clone();
+    d.headline = format!("wait cycle across process groups: {}", parts.join("; "));
+    d.evidence.push("each side waits for a collective the other side has not issued: the groups are used in different orders".into());
+}
+
+fn stall(trace: &Trace, d: &mut Diagnosis, stuck: &RankSet, waited_for: &RankSet, pg_label: &dyn Fn(usize) -> String) {
+    // Follow the chain: ranks waited for that are themselves stuck are not the cause.
+    let roots: RankSet = waited_for.as_slice().iter().copied().filter(|&r| !stuck.contains(r)).collect();
+    let culprits = if roots.is_empty() { waited_for.clone() } else { roots };
+    d.category = Category::Stall;
+    d.culprit_ranks = culprits.clone();
+    if let Some((pg, seq)) = d.stuck_at {
+        d.process_group = Some(pg);
+        d.collective_seq_id = Some(seq);
+    }
+    let waiting = d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
+    let last: Vec<String> = d
+        .groups
+        .iter()
+        .filter(|g| g.ranks.as_slice().iter().any(|&r| culprits.contains(r)))
+        .map(|g| match &g.position {
+            Position::At(at) => format!("rank(s) {} last issued {} seq {} ({})", g.ranks, at.op, at.seq, pg_label(at.pg)),
+            Position::Idle => format!("rank(s) {} recorded no collective", g.ranks),
+            Position::NoDump => format!("rank(s) {} left no dump", g.ranks),
+        })
+        .collect();
+    d.headline = format!(
+        "rank(s) {stuck} wait in {waiting}, which rank(s) {culprits} never issued; they issued nothing conflicting (CPU-side stuck or slow: data loading, I/O, a host-side lock)"
+    );
+    d.evidence.extend(last);
+}
+
+fn gpu_hang(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, stuck: &RankSet, pg_label: &dyn Fn(usize) -> String) {
+    let Some((pg, seq)) = d.stuck_at else { return };
+    let group = &alignment.groups[pg];
+    let tracks_states = trace.ranks.iter().flat_map(|r| &r.entries).any(|e| e.state != State::Scheduled);
+    d.process_group = Some(pg);
+    d.collective_seq_id = Some(seq);
+    if !tracks_states {
+        d.category = Category::Inconclusive;
+        d.culprit_ranks = stuck.clone();
+        d.headline = format!(
+            "rank(s) {stuck} are in {} seq {seq}, which every member issued compatibly, but this backend records no start/completion states to tell a hang from slowness",
+            pg_label(pg)
+        );
+        return;
+    }
+    let never_started: RankSet = stuck
+        .as_slice()
+        .iter()
+        .copied()
+        .filter(|&r| group.entries_at(trace, r, seq).iter().all(|e| e.state == State::Scheduled))
+        .collect();
+    let culprits = if never_started.is_empty() || never_started == *stuck { stuck.clone() } else { never_started.clone() };
+    d.category = Category::GpuHang;
+    d.culprit_ranks = culprits.clone();
+    let op = group.entries_at(trace, culprits.as_slice()[0], seq).first().map(|e| e.op.name.to_string()).unwrap_or_default();
+    let how = if never_started.is_empty() { "started but never completed" } else { "was enqueued but never started" };
+    d.headline = format!(
+        "all ranks issued {op} at {} seq {seq} compatibly, but it {how} on rank(s) {culprits}: a kernel, NCCL or network hang",
+        pg_label(pg)
+    );
+    let completed_before = group.stream(culprits.as_slice()[0]).and_then(|s| s.progress.last_completed);
+    if let Some(c) = completed_before {
+        d.evidence.push(format!("seq {c} and earlier completed on rank(s) {culprits}"));
+    }
+}
+
+pub(crate) fn short_path(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+pub(crate) fn sizes_text(sizes: &[Vec<i64>]) -> String {
+    let inner: Vec<String> = sizes
+        .iter()
+        .map(|s| format!("[{}]", s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")))
+        .collect();
+    format!("[{}]", inner.join(", "))
+}
+
+pub(crate) fn dtypes_text(dtypes: &[std::sync::Arc<str>]) -> String {
+    let mut names: Vec<&str> = dtypes.iter().map(|d| &**d).collect();
+    names.dedup();
+    names.join("/")
+}
+

@@ -1,0 +1,85 @@
+//! Who waits for whom. A rank sitting in collective `seq` of a group waits for every member
+//! that has not issued `seq` there (or has no dump). Following those edges finds the ranks at
+//! the end of the chain (a stall or a crash) or a cycle across groups (a deadlock).
+
+use crate::align::Alignment;
+use crate::diagnose::position::{At, Position};
+use crate::model::{RankSet, Trace};
+
+/// One behaviour group's wait: its ranks sit in `pg`/`seq` and need `waiting_for`.
+#[derive(Debug, Clone)]
+pub struct Wait {
+    pub group: usize,
+    pub pg: usize,
+    pub seq: u64,
+    pub waiting_for: RankSet,
+}
+
+/// Members of the position's group that have not issued its seq, or have no dump.
+pub fn waiting_for(trace: &Trace, alignment: &Alignment, at: &At) -> RankSet {
+    let group = &alignment.groups[at.pg];
+    group
+        .members
+        .iter()
+        .copied()
+        .filter(|&r| match group.stream(r) {
+            Some(s) => s.progress.last_enqueued.is_none_or(|last| last < at.seq),
+            None => trace.rank(r).is_some() || group.absent.contains(&r),
+        })
+        .collect()
+}
+
+/// A rank is stuck at its position when the collective did not complete there, or when it
+/// could not have completed because a member never issued it (Gloo may mark a timed-out
+/// collective completed).
+pub fn is_stuck(position: &Position, waiting_for: &RankSet) -> bool {
+    match position {
+        Position::At(at) => at.completed != Some(true) || !waiting_for.is_empty(),
+        _ => false,
+    }
+}
+
+/// A cycle among behaviour groups, as the list of groups in order, when one exists.
+pub fn find_cycle(waits: &[Wait], group_of: &dyn Fn(u32) -> Option<usize>, groups: usize) -> Option<Vec<usize>> {
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); groups];
+    for w in waits {
+        for &r in w.waiting_for.as_slice() {
+            if let Some(g) = group_of(r)
+                && g != w.group
+                && !edges[w.group].contains(&g)
+            {
+                edges[w.group].push(g);
+            }
+        }
+    }
+    // Depth-first search with colours; the graph has one node per behaviour group (few).
+    let mut colour = vec![0u8; groups];
+    let mut path = Vec::new();
+    for start in 0..groups {
+        if colour[start] == 0
+            && let Some(cycle) = visit(start, &edges, &mut colour, &mut path)
+        {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+fn visit(node: usize, edges: &[Vec<usize>], colour: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+    colour[node] = 1;
+    path.push(node);
+    for &next in &edges[node] {
+        if colour[next] == 1 {
+            let start = path.iter().position(|&n| n == next).unwrap_or(0);
+            return Some(path[start..].to_vec());
+        }
+        if colour[next] == 0
+            && let Some(cycle) = visit(next, edges, colour, path)
+        {
+            return Some(cycle);
+        }
+    }
+    path.pop();
+    colour[node] = 2;
+    None
+}

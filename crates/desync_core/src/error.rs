@@ -1,0 +1,48 @@
+//! Typed errors. [`Error`] ends a run (exit 2); [`DumpError`] is about one file and becomes a
+//! warning in the report, because one bad dump must never hide what the others say.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: no such file or directory", path.display())]
+    NotFound { path: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("no Flight Recorder dumps in {}: {hint}", path.display())]
+    NoDumps { path: PathBuf, hint: String },
+    #[error("none of the {count} dump files in {} could be read (first problem: {first})", path.display())]
+    NothingReadable { path: PathBuf, count: usize, first: String },
+    #[error("invalid --path-map `{0}`: expected FROM=TO")]
+    PathMap(String),
+    #[error("--source-root {}: not a directory", .0.display())]
+    SourceRoot(PathBuf),
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// Why one file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error("empty file (a dump still being written, or a writer that died)")]
+    Empty,
+    #[error("not a Flight Recorder dump: content starts with {0}")]
+    Foreign(String),
+    #[error("truncated or corrupt pickle: {0}")]
+    Pickle(#[from] desync_pickle::PickleError),
+    #[error("invalid JSON at line {line}, column {column}: {message}")]
+    Json { line: usize, column: usize, message: String },
+    #[error("unexpected dump layout: {0}")]
+    Layout(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<serde_json::Error> for DumpError {
+    fn from(e: serde_json::Error) -> Self {
+        let message = e.to_string();
+        // serde_json appends " at line L column C"; keep the message without the duplicate.
+        let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+        Self::Json { line: e.line(), column: e.column(), message }
+    }
+}

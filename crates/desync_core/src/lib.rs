@@ -1,0 +1,70 @@
+//! desync's analysis library: **load → model → align → diagnose → bridge → report**.
+//!
+//! Library code never prints or exits: it returns values, writes reports to the writer it is
+//! given, and reports progress through [`Progress`]. Front ends (the CLI, watch, MCP) call
+//! [`analyze`] and render the [`Analysis`].
+
+pub mod align;
+pub mod bridge;
+pub mod diagnose;
+mod error;
+pub mod load;
+pub mod model;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+
+pub use error::{DumpError, Error};
+
+/// Long work reports progress here; the CLI draws a bar, tests and libraries pass [`NoProgress`].
+pub trait Progress: Sync {
+    fn start(&self, total: u64, what: &str);
+    fn advance(&self, n: u64);
+    fn finish(&self);
+}
+
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64, _: &str) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// Everything `analyze` needs, validated by the front end.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub input: PathBuf,
+    pub load: load::LoadOptions,
+    pub sources: bridge::SourceOptions,
+}
+
+/// The result of the whole workflow on one job.
+pub struct Analysis {
+    pub input: PathBuf,
+    pub trace: model::Trace,
+    pub alignment: align::Alignment,
+    pub diagnosis: diagnose::Diagnosis,
+    pub code: Option<bridge::CodeFinding>,
+    pub probes: Vec<bridge::Probe>,
+}
+
+/// Runs the post-mortem workflow on a directory of dumps (or one file).
+pub fn analyze(config: &Config, progress: &dyn Progress) -> Result<Analysis, Error> {
+    let trace = load::load(&config.input, &config.load, progress)?;
+    Ok(analyze_trace(&config.input, trace, &config.sources))
+}
+
+/// The workflow after loading; `watch` feeds live snapshots through here.
+pub fn analyze_trace(input: &Path, trace: model::Trace, sources: &bridge::SourceOptions) -> Analysis {
+    let alignment = align::align(&trace);
+    let diagnosis = diagnose::diagnose(&trace, &alignment);
+    // A healthy job has no branch point to find.
+    let code = diagnosis
+        .category
+        .is_problem()
+        .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources))
+        .flatten();
+    let probes = code.as_ref().map(|c| bridge::probes(c, &diagnosis, &trace)).unwrap_or_default();
+    Analysis { input: input.to_path_buf(), trace, alignment, diagnosis, code, probes }
+}

@@ -1,0 +1,122 @@
+//! Finding dump files and the rank each one belongs to.
+//!
+//! torchfrtrace infers one common prefix and crashes on anything else sharing it (`.pipe`
+//! fifos, `.json` twins, host names in the name: pytorch#140879). Here the rank is the run of
+//! digits that ends the file stem, the prefix is whatever comes before it, and files that do not
+//! fit are reported, not fatal.
+
+use std::path::{Path, PathBuf};
+
+/// A file that looks like a per-rank dump by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub path: PathBuf,
+    /// Rank from the file name; `None` for a single file given without one.
+    pub rank: Option<u32>,
+}
+
+/// What discovery found: dump candidates plus files set aside, each with a reason.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub candidates: Vec<Candidate>,
+    pub skipped: Vec<(PathBuf, String)>,
+    /// Files with no rank in their name, counted for one summary line.
+    pub unnamed: usize,
+}
+
+/// Extensions a dump may carry after the rank ("trace_rank_3.json").
+const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr"];
+
+/// Leftovers of FR's pipe trigger and of writers still busy; never dumps.
+const TRANSIENT_EXTENSIONS: &[&str] = &["pipe", "tmp", "lock", "swp", "part"];
+
+/// Lists every regular file below `root` (recursively, sorted for determinism).
+pub fn walk(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for item in std::fs::read_dir(&dir)? {
+            let item = item?;
+            let file_type = item.file_type()?;
+            let path = item.path();
+            if file_type.is_dir() {
+                stack.push(path);
+            } else if file_type.is_file() || file_type.is_symlink() && path.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Splits a file name into (prefix, rank) when it ends in digits, an optional dump extension
+/// aside. `"nccl_trace_rank_12"` -> `("nccl_trace_rank_", 12)`.
+pub fn split_rank(file_name: &str) -> Option<(&str, u32)> {
+    let stem = match file_name.rsplit_once('.') {
+        Some((stem, ext)) if DUMP_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()) => stem,
+        _ => file_name,
+    };
+    let digits = stem.len() - stem.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    let (prefix, number) = stem.split_at(stem.len() - digits);
+    Some((prefix, number.parse().ok()?))
+}
+
+/// Sorts files into dump candidates and skipped files. With `prefix`, only names that start
+/// with it count; the rank is what follows.
+pub fn classify(files: Vec<PathBuf>, prefix: Option<&str>) -> Discovery {
+    let mut found = Discovery::default();
+    for path in files {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            found.skipped.push((path, "file name is not valid UTF-8".into()));
+            continue;
+        };
+        if let Some(ext) = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())
+            && TRANSIENT_EXTENSIONS.contains(&ext.as_str())
+        {
+            found.skipped.push((path, format!("`.{ext}` files are FR triggers or partial writes, not dumps")));
+            continue;
+        }
+        if let Some(prefix) = prefix
+            && !name.starts_with(prefix)
+        {
+            continue;
+        }
+        match split_rank(&name) {
+            Some((stem, rank)) if prefix.is_none_or(|p| stem == p) => {
+                found.candidates.push(Candidate { path, rank: Some(rank) });
+            }
+            _ => found.unnamed += 1,
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_from_names() {
+        assert_eq!(split_rank("nccl_trace_rank_12"), Some(("nccl_trace_rank_", 12)));
+        assert_eq!(split_rank("trace_3.json"), Some(("trace_", 3)));
+        assert_eq!(split_rank("host-node02_5"), Some(("host-node02_", 5)));
+        assert_eq!(split_rank("README"), None);
+        assert_eq!(split_rank("trace_0.pipe"), None);
+    }
+
+    #[test]
+    fn classify_skips_pipes_and_respects_prefix() {
+        let files = ["d/a_0", "d/a_1", "d/a_1.pipe", "d/b_2", "d/notes.txt"].map(PathBuf::from);
+        let all = classify(files.to_vec(), None);
+        assert_eq!(all.candidates.len(), 3);
+        assert_eq!(all.skipped.len(), 1);
+        assert_eq!(all.unnamed, 1);
+        let only_a = classify(files.to_vec(), Some("a_"));
+        let ranks: Vec<_> = only_a.candidates.iter().map(|c| c.rank).collect();
+        assert_eq!(ranks, [Some(0), Some(1)]);
+    }
+}

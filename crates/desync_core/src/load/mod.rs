@@ -1,0 +1,225 @@
+//! Stage 1: find every rank's dump, decode them in parallel, and infer the world and its
+//! process groups. One unreadable file is a warning, never the end of the run.
+
+mod discover;
+mod groups;
+mod intern;
+mod json;
+mod pickle;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::Progress;
+use crate::error::{DumpError, Error};
+use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
+
+pub use discover::split_rank;
+
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Only files whose names start with this prefix; the rank follows it.
+    pub prefix: Option<String>,
+}
+
+/// A decoded file plus what was odd inside it.
+pub(crate) struct Decoded {
+    pub dump: RankDump,
+    pub notes: Notes,
+}
+
+/// Entries that could not be understood, counted so the report says so once per file.
+#[derive(Default)]
+pub(crate) struct Notes {
+    bad_entries: usize,
+    first_reason: Option<String>,
+}
+
+impl Notes {
+    fn bad_entry(&mut self, why: String) {
+        self.bad_entries += 1;
+        self.first_reason.get_or_insert(why);
+    }
+}
+
+/// Loads a directory of per-rank dumps (recursively) or a single dump file.
+pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
+    let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
+        _ => Error::Io { path: path.to_path_buf(), source },
+    })?;
+    let mut warnings = Vec::new();
+    let candidates = if meta.is_dir() {
+        let files = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        let total = files.len();
+        let found = discover::classify(files, options.prefix.as_deref());
+        for (skipped, why) in found.skipped {
+            warnings.push(warn(WarningKind::Skipped, Some(skipped), None, why));
+        }
+        if found.unnamed > 0 {
+            let message = format!(
+                "{} file(s) ignored: no rank number at the end of the name{}",
+                found.unnamed,
+                options.prefix.as_ref().map(|p| format!(" after prefix `{p}`")).unwrap_or_default()
+            );
+            warnings.push(warn(WarningKind::Skipped, None, None, message));
+        }
+        if found.candidates.is_empty() {
+            let hint = match &options.prefix {
+                Some(p) => format!("{total} file(s), none named `{p}<rank>`"),
+                None => format!("{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)"),
+            };
+            return Err(Error::NoDumps { path: path.into(), hint });
+        }
+        found.candidates
+    } else {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        vec![discover::Candidate { path: path.into(), rank: split_rank(name).map(|(_, r)| r) }]
+    };
+
+    progress.start(candidates.len() as u64, "loading dumps");
+    let results: Vec<(discover::Candidate, Result<Decoded, DumpError>)> = candidates
+        .into_par_iter()
+        .map(|c| {
+            let result = read_and_decode(&c.path, c.rank.unwrap_or(0));
+            progress.advance(1);
+            (c, result)
+        })
+        .collect();
+    progress.finish();
+
+    let files_seen = results.len();
+    let mut dumps: Vec<RankDump> = Vec::with_capacity(results.len());
+    let mut first_problem = None;
+    for (candidate, result) in results {
+        match result {
+            Ok(decoded) => {
+                if candidate.rank.is_none() {
+                    let message = "no rank in the file name; read as rank 0".to_owned();
+                    warnings.push(warn(WarningKind::Skipped, Some(candidate.path.clone()), Some(0), message));
+                }
+                note_entries(&decoded, &mut warnings);
+                dumps.push(decoded.dump);
+            }
+            Err(e) => {
+                first_problem.get_or_insert_with(|| format!("{}: {e}", candidate.path.display()));
+                warnings.push(warn(WarningKind::Unreadable, Some(candidate.path), candidate.rank, e.to_string()));
+            }
+        }
+    }
+    if dumps.is_empty() {
+        return Err(Error::NothingReadable {
+            path: path.into(),
+            count: files_seen,
+            first: first_problem.unwrap_or_default(),
+        });
+    }
+    let ranks = dedup_ranks(dumps, &mut warnings);
+    let mut trace = Trace { ranks, files_seen, warnings, ..Trace::default() };
+    groups::infer(&mut trace);
+    check_versions(&mut trace);
+    Ok(trace)
+}
+
+fn read_and_decode(path: &Path, rank: u32) -> Result<Decoded, DumpError> {
+    let bytes = std::fs::read(path)?;
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    match start.map(|i| bytes[i]) {
+        None => Err(DumpError::Empty),
+        // PROTO opcode: every pickle protocol >= 2 starts with it.
+        Some(0x80) => pickle::decode(&bytes, rank, path),
+        Some(b'{') => json::decode(&bytes, rank, path),
+        Some(_) => Err(DumpError::Foreign(describe_start(&bytes))),
+    }
+}
+
+/// The first bytes of a foreign file, printable, so the user can tell what it is.
+fn describe_start(bytes: &[u8]) -> String {
+    let head: String = bytes
+        .iter()
+        .take(16)
+        .map(|&b| if b.is_ascii_graphic() || b == b' ' { char::from(b).to_string() } else { format!("\\x{b:02x}") })
+        .collect();
+    format!("`{head}`")
+}
+
+fn note_entries(decoded: &Decoded, warnings: &mut Vec<Warning>) {
+    if decoded.notes.bad_entries > 0 {
+        let message = format!(
+            "{} entr{} skipped ({})",
+            decoded.notes.bad_entries,
+            if decoded.notes.bad_entries == 1 { "y" } else { "ies" },
+            decoded.notes.first_reason.as_deref().unwrap_or("unreadable")
+        );
+        let d = &decoded.dump;
+        warnings.push(warn(WarningKind::Entry, Some(d.path.clone()), Some(d.rank), message));
+    }
+}
+
+/// Two files for one rank (a re-dump, a copy): keep the one with more entries.
+fn dedup_ranks(mut dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> Vec<RankDump> {
+    dumps.sort_by(|a, b| a.rank.cmp(&b.rank).then(b.entries.len().cmp(&a.entries.len())).then(a.path.cmp(&b.path)));
+    let mut kept: Vec<RankDump> = Vec::with_capacity(dumps.len());
+    for dump in dumps {
+        match kept.last() {
+            Some(prev) if prev.rank == dump.rank => {
+                let message = format!(
+                    "rank {} has two dumps; using {} ({} entries), ignoring this one ({} entries)",
+                    dump.rank,
+                    prev.path.display(),
+                    prev.entries.len(),
+                    dump.entries.len()
+                );
+                warnings.push(warn(WarningKind::DuplicateRank, Some(dump.path), Some(dump.rank), message));
+            }
+            _ => kept.push(dump),
+        }
+    }
+    kept
+}
+
+fn check_versions(trace: &mut Trace) {
+    let mut versions: Vec<&str> = trace.ranks.iter().map(|r| &*r.version).collect();
+    versions.sort_unstable();
+    versions.dedup();
+    if versions.len() > 1 {
+        let message = format!("ranks wrote different FR format versions: {}", versions.join(", "));
+        trace.warnings.push(warn(WarningKind::Version, None, None, message));
+    }
+    if !trace.missing_ranks.is_empty() {
+        let message = format!("no readable dump for rank(s) {}", format_ranks(&trace.missing_ranks));
+        trace.warnings.push(warn(WarningKind::MissingRank, None, None, message));
+    }
+}
+
+pub(crate) fn warn(kind: WarningKind, path: Option<PathBuf>, rank: Option<u32>, message: String) -> Warning {
+    Warning { kind, path, rank, message }
+}
+
+/// `"[0, 1, 2]"` (torch) or `"[0,1]"` (torchcomms) -> ranks; anything unparsable is dropped.
+pub(crate) fn parse_rank_list(text: &str) -> Vec<u32> {
+    text.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .filter_map(|r| r.trim().parse().ok())
+        .collect()
+}
+
+/// FR writes -1 for "none yet".
+pub(crate) fn seq(value: Option<i64>) -> Option<u64> {
+    value.and_then(|v| u64::try_from(v).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_lists() {
+        assert_eq!(parse_rank_list("[0, 1, 2]"), [0, 1, 2]);
+        assert_eq!(parse_rank_list("[0,1]"), [0, 1]);
+        assert!(parse_rank_list("[]").is_empty());
+    }
+}

@@ -1,0 +1,154 @@
+//! The data model every stage shares: a [`Trace`] of per-rank dumps, their entries, and the
+//! process groups they belong to.
+//!
+//! Invariants: `Trace::ranks` is sorted by rank and holds one dump per rank; strings, size lists
+//! and stacks are shared `Arc`s, deduplicated per file at load time, so cloning an [`Entry`] is
+//! cheap and memory grows with distinct values, not with entries.
+
+mod entry;
+mod op;
+mod ranks;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use entry::{Entry, Frame, Sizes, Stack, State};
+pub use op::{Op, OpKind, P2pDirection};
+pub use ranks::{RankSet, format_ranks};
+
+/// Everything loaded from one job: the readable dumps, what could not be read, and the
+/// process groups inferred from them.
+#[derive(Debug, Default)]
+pub struct Trace {
+    pub ranks: Vec<RankDump>,
+    /// World size as far as the evidence shows (largest pg membership, highest rank + 1).
+    pub world_size: u32,
+    /// Ranks of the world with no readable dump.
+    pub missing_ranks: Vec<u32>,
+    pub process_groups: Vec<ProcessGroup>,
+    pub warnings: Vec<Warning>,
+    /// Files found and attempted, for the report.
+    pub files_seen: usize,
+}
+
+impl Trace {
+    pub fn rank(&self, rank: u32) -> Option<&RankDump> {
+        self.ranks.binary_search_by_key(&rank, |r| r.rank).ok().map(|i| &self.ranks[i])
+    }
+
+    pub fn process_group(&self, name: &str) -> Option<&ProcessGroup> {
+        self.process_groups.iter().find(|pg| &*pg.name == name)
+    }
+}
+
+/// The serialization the dump was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DumpFormat {
+    Pickle,
+    Json,
+}
+
+/// One rank's Flight Recorder dump.
+#[derive(Debug)]
+pub struct RankDump {
+    pub rank: u32,
+    pub path: PathBuf,
+    pub format: DumpFormat,
+    /// FR format version ("2.10"); not a torch release number.
+    pub version: Arc<str>,
+    pub comm_lib_version: Option<Arc<str>>,
+    pub pg_config: Vec<PgConfig>,
+    pub pg_status: Vec<PgStatus>,
+    pub entries: Vec<Entry>,
+}
+
+impl RankDump {
+    /// The backend prefix of the entries ("nccl", "gloo"...), from the first entry.
+    pub fn backend(&self) -> Option<&str> {
+        self.entries.first().map(|e| &*e.op.backend)
+    }
+}
+
+/// One `pg_config` item as written by the rank.
+#[derive(Debug, Clone)]
+pub struct PgConfig {
+    pub name: Arc<str>,
+    pub desc: Arc<str>,
+    /// Global ranks; empty when the producer wrote "[]" (Gloo in torch 2.11).
+    pub ranks: Vec<u32>,
+}
+
+/// One `pg_status` item: the last collective sequence ids this rank saw per process group.
+/// Keyed by the process-local `pg_id`, not by name. -1 in the dump becomes `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PgStatus {
+    pub pg_id: i64,
+    pub last_enqueued: Option<u64>,
+    pub last_started: Option<u64>,
+    pub last_completed: Option<u64>,
+}
+
+/// A process group across the job, keyed by its name (consistent across ranks, unlike `pg_id`).
+#[derive(Debug, Clone)]
+pub struct ProcessGroup {
+    pub name: Arc<str>,
+    pub desc: Arc<str>,
+    /// Global ranks, sorted.
+    pub members: Vec<u32>,
+    pub membership: Membership,
+}
+
+impl ProcessGroup {
+    pub fn label(&self) -> String {
+        if self.desc.is_empty() || &*self.desc == "undefined" {
+            format!("pg {}", self.name)
+        } else {
+            format!("pg {} ({})", self.name, self.desc)
+        }
+    }
+}
+
+/// Where a process group's membership came from, so the report can say how sure it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Membership {
+    /// From `pg_config`, consistent across ranks.
+    PgConfig,
+    /// `pg_config` was empty or broken: the default group spans the whole world.
+    InferredWorld,
+    /// `pg_config` was empty or broken: members are the ranks whose entries name the group.
+    InferredFromEntries,
+}
+
+/// Something that did not stop the analysis but the reader should know.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Warning {
+    pub kind: WarningKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// A file that could not be decoded (empty, truncated, corrupt).
+    Unreadable,
+    /// A file skipped on purpose (pipe, temp file, not a dump).
+    Skipped,
+    /// Two files claim the same rank.
+    DuplicateRank,
+    /// A rank with no dump.
+    MissingRank,
+    /// pg_config empty or inconsistent; membership inferred.
+    Membership,
+    /// Ranks wrote different FR format versions.
+    Version,
+    /// An entry or field could not be understood; it was kept as unknown.
+    Entry,
+    /// Ring buffers start at different sequence ids; older collectives cannot be compared.
+    Window,
+}

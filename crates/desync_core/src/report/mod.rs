@@ -1,0 +1,15 @@
+//! Stage 5: rendering an [`Analysis`](crate::Analysis). Each renderer writes to the
+//! `&mut dyn Write` it is given; nothing here prints.
+
+mod json;
+mod text;
+
+pub use json::{SCHEMA_VERSION, to_json, write_json};
+pub use text::{TextOptions, write_text};
+
+use crate::model::RankSet;
+
+/// Rank sets serialize as plain sorted arrays.
+pub fn serialize_ranks<S: serde::Serializer>(ranks: &RankSet, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ranks.as_slice())
+}
