@@ -54,6 +54,8 @@ pub struct BranchPoint {
     pub dependence: Vec<DependenceItem>,
     /// The line the departing ranks skipped, when known.
     pub skipped_line: Option<u32>,
+    /// For a jump inside an `except`: the handler's line (the exception is the reason).
+    pub handler_line: Option<u32>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -200,7 +202,7 @@ fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
     let found = module.find_branch(p.line_departed, p.line_reference).or_else(|| {
         p.line_reference.and_then(|r| module.find_branch(r, Some(p.line_departed)))
     })?;
-    Some(BranchPoint {
+    let mut point = BranchPoint {
         file: String::new(),
         local_path: None,
         line: found.line,
@@ -210,8 +212,19 @@ fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
         condition: found.condition.clone(),
         condition_line: found.condition_line,
         dependence: found.dependence.iter().map(|d| DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() }).collect(),
-        skipped_line: found.skipped_line,
-    })
+        skipped_line: found.skipped_line.or(p.line_reference),
+        handler_line: None,
+    };
+    // An `except` whose body jumps: the jump is what skips the collective; the handler is why.
+    if let Some(jump) = found.jump
+        && found.construct == desync_python::Construct::Except
+    {
+        point.handler_line = Some(found.line);
+        point.line = jump.line;
+        point.construct = jump.construct.as_str().to_owned();
+        point.source = module.line_text(jump.line).unwrap_or("").trim().to_owned();
+    }
+    Some(point)
 }
 
 fn call_at(module: &Module, line: u32) -> BranchPoint {
@@ -238,6 +251,7 @@ fn call_at(module: &Module, line: u32) -> BranchPoint {
         condition_line: None,
         dependence,
         skipped_line: None,
+        handler_line: None,
     }
 }
 
@@ -249,6 +263,9 @@ fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Categ
         k
     };
     let because = match (&b.condition, kinds.is_empty()) {
+        (Some(c), _) if b.handler_line.is_some() => {
+            format!(" because `{c}` was raised and caught by the `except` at line {} on those ranks only", b.handler_line.unwrap_or(0))
+        }
         (Some(c), false) => format!(" because `{c}` depends on {}", kinds.join(" and ")),
         (Some(c), true) => format!(" because `{c}` can evaluate differently on each rank"),
         (None, false) => format!(" ({})", kinds.join(" and ")),

@@ -45,7 +45,9 @@ pub fn probes(code: &CodeFinding, d: &Diagnosis, _trace: &Trace) -> Vec<Probe> {
         let snippet = body.iter().map(|l| format!("{indent}{l}\n")).collect::<String>();
         Probe { name, description, file: b.file.clone(), local_path: Some(local.clone()), line, snippet }
     };
-    if let (Some(cond), Some(cond_line)) = (&b.condition, b.condition_line.or(Some(b.line))) {
+    // An exception type is no condition to agree on; the call log still shows who skipped.
+    let condition = b.condition.as_ref().filter(|_| b.handler_line.is_none() && b.construct != "except");
+    if let (Some(cond), Some(cond_line)) = (condition, b.condition_line.or(Some(b.line))) {
         let quoted = cond.replace('"', "'").replace('{', "{{").replace('}', "}}");
         out.push(probe(
             "consensus",

@@ -7,7 +7,7 @@
 //! is a divergence; the same op with other sizes or dtypes is a metadata mismatch.
 
 use crate::align::{Alignment, Difference, GroupAlignment, Mismatch, MismatchKind, StreamClass, Token};
-use crate::model::Trace;
+use crate::model::{Entry, Trace};
 
 /// Longest insertion or skip looked for when aligning streams.
 const MAX_SHIFT: u64 = 8;
@@ -41,6 +41,10 @@ pub enum Departure {
     Substituted { difference: Difference },
     /// all_to_all totals that do not add up.
     Numel,
+    /// No frames and no visible shift, but the departing ranks' collective breaks the pattern
+    /// every rank followed, was never issued before, and its shape is unrelated to the one
+    /// the others issued: an extra or missing call, not a ragged variant of the same call.
+    BrokePattern,
 }
 
 impl Departure {
@@ -161,7 +165,36 @@ fn departure(trace: &Trace, group: &GroupAlignment, m: &Mismatch, reference: &St
     let a = group.entries_at(trace, holder(reference), m.seq);
     let b = group.entries_at(trace, holder(departed), m.seq);
     let difference = crate::align::difference(&a, &b).unwrap_or(Difference::Size);
+    if r.site == 0 && d.site == 0 && difference == Difference::Size && breaks_pattern(group, m.seq, reference, departed) && unrelated_shapes(&a, &b) {
+        return Departure::BrokePattern;
+    }
     Departure::Substituted { difference }
+}
+
+/// The reference continues its periodic history and the departed token appears nowhere in it.
+fn breaks_pattern(group: &GroupAlignment, seq: u64, reference: &StreamClass, departed: &StreamClass) -> bool {
+    let history = history_before(reference, group.window_start, seq);
+    let (Some(r), Some(d)) = (reference.token(seq), departed.token(seq)) else { return false };
+    predicted(&history).is_some_and(|p| same(p, r)) && !history.iter().any(|&h| same(h, d))
+}
+
+/// Shapes that cannot be a ragged variant of each other: a different number of tensors or
+/// dimensions, a difference beyond the leading (batch) dimension, or element counts more than
+/// 8x apart (a last batch is rarely that much smaller).
+fn unrelated_shapes(a: &[&Entry], b: &[&Entry]) -> bool {
+    a.iter().zip(b).any(|(x, y)| {
+        let (xs, ys) = (&x.input_sizes, &y.input_sizes);
+        if xs.len() != ys.len() {
+            return true;
+        }
+        xs.iter().zip(ys.iter()).any(|(p, q)| {
+            if p.len() != q.len() || p.iter().skip(1).ne(q.iter().skip(1)) {
+                return true;
+            }
+            let (n, m) = (p.iter().product::<i64>().max(1), q.iter().product::<i64>().max(1));
+            n.max(m) > 8 * n.min(m)
+        })
+    })
 }
 
 /// Aligns the two streams from `seq` on: does one continue as the other shifted by a few?

@@ -127,7 +127,13 @@ enum GroupKey {
     At { pg: usize, seq: u64, token: Token, completed: Option<bool>, waiting_for: Vec<u32> },
 }
 
+/// Whether any entry carries NCCL-style start/completion states (Gloo's stay "scheduled").
+fn tracks_states(trace: &Trace) -> bool {
+    trace.ranks.iter().flat_map(|r| &r.entries).any(|e| e.state != State::Scheduled)
+}
+
 fn behaviour_groups(trace: &Trace, alignment: &Alignment) -> Vec<BehaviourGroup> {
+    let tracks_states = tracks_states(trace);
     let mut index: FxHashMap<GroupKey, usize> = FxHashMap::default();
     let mut groups: Vec<BehaviourGroup> = Vec::new();
     let mut members: Vec<Vec<u32>> = Vec::new();
@@ -148,7 +154,7 @@ fn behaviour_groups(trace: &Trace, alignment: &Alignment) -> Vec<BehaviourGroup>
             },
         };
         let slot = *index.entry(key).or_insert_with(|| {
-            let stuck = waits::is_stuck(&position, &waiting_for);
+            let stuck = waits::is_stuck(&position, &waiting_for, tracks_states);
             groups.push(BehaviourGroup { ranks: RankSet::default(), position, waiting_for, stuck, culprit: false });
             members.push(Vec::new());
             groups.len() - 1
@@ -185,7 +191,7 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         return conflict(trace, alignment, d, &e, &pg_label);
     }
     if let Some(cycle) = d.cycle.clone() {
-        return deadlock(d, &cycle, &pg_label);
+        return deadlock(trace, d, &cycle, &pg_label);
     }
     if !waited_for.is_empty() {
         return stall(trace, d, &stuck, &waited_for, &pg_label);
@@ -193,13 +199,24 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
     if !stuck.is_empty() {
         return gpu_hang(trace, alignment, d, &stuck, &pg_label);
     }
+    let in_flight: RankSet = d
+        .groups
+        .iter()
+        .filter(|g| matches!(&g.position, Position::At(at) if at.completed == Some(false)))
+        .flat_map(|g| g.ranks.as_slice().to_vec())
+        .collect();
+    if !in_flight.is_empty() {
+        d.evidence.push(format!(
+            "rank(s) {in_flight} had their last collective in flight at dump time; every member issued it compatibly"
+        ));
+    }
     if let Some(s) = timing::straggler(trace, alignment) {
         d.category = Category::Straggler;
         d.culprit_ranks = RankSet::new(vec![s.rank]);
         d.process_group = Some(s.pg);
         d.headline = format!(
-            "no hang; rank {} was the last to enqueue in {} of {} collectives of {}, {:.1} ms behind the first rank (others: {:.1} ms)",
-            s.rank, s.times_last, s.collectives, pg_label(s.pg), s.median_lag_ms, s.others_median_lag_ms
+            "no hang; rank {} enqueues {:.1} ms after the first rank on average (next slowest: {:.1} ms) and was the last in {} of {} collectives of {}",
+            s.rank, s.mean_lag_ms, s.next_mean_lag_ms, s.times_last, s.collectives, pg_label(s.pg)
         );
         d.straggler = Some(s);
         return;
@@ -288,6 +305,10 @@ fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earlies
             reference.ranks
         ),
         Departure::Numel => format!("all_to_all at {there} sends and receives different totals across ranks"),
+        Departure::BrokePattern => format!(
+            "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
+            reference.ranks
+        ),
     };
     d.evidence.push(format!("reference side: {}", e.reference_reason));
     let later = group.mismatches.iter().filter(|x| x.seq > m.seq).count();
@@ -301,7 +322,7 @@ fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earlies
     }
 }
 
-fn deadlock(d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn(usize) -> String) {
+fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn(usize) -> String) {
     d.category = Category::Deadlock;
     let parts: Vec<String> = cycle
         .iter()
@@ -320,20 +341,29 @@ fn deadlock(d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn(usize) -> Stri
             }
         })
         .collect();
-    // One side of the inversion: the group in the cycle waiting in the later-created group.
-    let culprit = cycle
-        .iter()
-        .copied()
-        .max_by_key(|&g| match &d.groups[g].position {
-            Position::At(at) => (at.pg, std::cmp::Reverse(d.groups[g].ranks.clone())),
-            _ => (0, std::cmp::Reverse(RankSet::default())),
-        })
-        .unwrap_or(cycle[0]);
+    // One side of the inversion: the ranks whose current group breaks the order of groups
+    // they followed before; failing that, the group waiting in the later-created group.
+    let departed: Vec<usize> = cycle.iter().copied().filter(|&g| breaks_group_order(trace, &d.groups[g])).collect();
+    let culprit_groups = if departed.is_empty() || departed.len() == cycle.len() {
+        let latest = cycle
+            .iter()
+            .copied()
+            .max_by_key(|&g| match &d.groups[g].position {
+                Position::At(at) => (at.pg, std::cmp::Reverse(d.groups[g].ranks.clone())),
+                _ => (0, std::cmp::Reverse(RankSet::default())),
+            })
+            .unwrap_or(cycle[0]);
+        vec![latest]
+    } else {
+        d.evidence.push("the culprit side switched the order in which it uses the process groups".into());
+        departed
+    };
+    let culprit = culprit_groups[0];
+    d.culprit_ranks = culprit_groups.iter().flat_map(|&g| d.groups[g].ranks.as_slice().to_vec()).collect();
     if let Position::At(at) = &d.groups[culprit].position {
         d.process_group = Some(at.pg);
         d.collective_seq_id = Some(at.seq);
     }
-    d.culprit_ranks = d.groups[culprit].ranks.clone();
     d.headline = format!("wait cycle across process groups: {}", parts.join("; "));
     d.evidence.push("each side waits for a collective the other side has not issued: the groups are used in different orders".into());
 }
@@ -368,18 +398,8 @@ fn stall(trace: &Trace, d: &mut Diagnosis, stuck: &RankSet, waited_for: &RankSet
 fn gpu_hang(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, stuck: &RankSet, pg_label: &dyn Fn(usize) -> String) {
     let Some((pg, seq)) = d.stuck_at else { return };
     let group = &alignment.groups[pg];
-    let tracks_states = trace.ranks.iter().flat_map(|r| &r.entries).any(|e| e.state != State::Scheduled);
     d.process_group = Some(pg);
     d.collective_seq_id = Some(seq);
-    if !tracks_states {
-        d.category = Category::Inconclusive;
-        d.culprit_ranks = stuck.clone();
-        d.headline = format!(
-            "rank(s) {stuck} are in {} seq {seq}, which every member issued compatibly, but this backend records no start/completion states to tell a hang from slowness",
-            pg_label(pg)
-        );
-        return;
-    }
     let never_started: RankSet = stuck
         .as_slice()
         .iter()
@@ -399,6 +419,31 @@ fn gpu_hang(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, stuck: &Ran
     if let Some(c) = completed_before {
         d.evidence.push(format!("seq {c} and earlier completed on rank(s) {culprits}"));
     }
+}
+
+/// Does the group's rank wait in a different process group than the order of groups it used
+/// before predicts (the same group one period back)? Runs of one group count once.
+fn breaks_group_order(trace: &Trace, group: &BehaviourGroup) -> bool {
+    let Position::At(at) = &group.position else { return false };
+    let Some(dump) = trace.rank(group.ranks.as_slice()[0]) else { return false };
+    let mut entries: Vec<&crate::model::Entry> = dump.entries.iter().filter(|e| !e.is_p2p).collect();
+    entries.sort_by_key(|e| e.record_id);
+    // History is everything before the current collective (the latest record).
+    entries.pop();
+    let mut order: Vec<&str> = Vec::new();
+    for e in &entries {
+        if order.last() != Some(&&*e.pg_name) {
+            order.push(&e.pg_name);
+        }
+    }
+    let current = &*trace.process_groups[at.pg].name;
+    let n = order.len();
+    // The smallest period that explains the recent history predicts the next group.
+    (1..=8.min(n / 2)).find_map(|p| {
+        let span = (2 * p).min(n - p);
+        (1..=span).all(|k| order[n - k] == order[n - k - p]).then(|| order[n - p])
+    })
+    .is_some_and(|predicted| predicted != current)
 }
 
 pub(crate) fn short_path(path: &str) -> &str {

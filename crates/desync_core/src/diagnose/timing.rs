@@ -1,17 +1,21 @@
 //! Straggler detection when nothing hangs: per collective that every member issued, how late
-//! each rank enqueued it relative to the earliest rank. One rank that is consistently last,
-//! by a margin, is a straggler. Clocks of different hosts may be skewed, so the test is on
-//! ranks being last, not on absolute lags alone.
+//! each rank enqueued it relative to the earliest rank. A straggler's mean lag dwarfs every
+//! other rank's, and it is the last rank often. A slow data step shows in the first
+//! collective of each step only (the ones after it start together), so "often" is a third of
+//! collectives, not most of them. Clock skew between hosts shifts every lag of a rank by the
+//! same amount; the margin over the other ranks keeps small skews from deciding.
 
 use crate::align::Alignment;
 use crate::model::Trace;
 
 /// Fewer comparable collectives than this decide nothing.
 const MIN_COLLECTIVES: usize = 5;
-/// Share of collectives in which the same rank must be last.
-const MIN_SHARE_LAST: f64 = 0.7;
-/// The straggler's median lag must be at least this (and well above the others').
-const MIN_LAG_NS: i64 = 2_000_000;
+/// Share of collectives in which the straggler must be the last to enqueue.
+const MIN_SHARE_LAST: f64 = 0.3;
+/// The straggler's mean lag must be at least this...
+const MIN_MEAN_LAG_NS: f64 = 5e6;
+/// ...and this many times the next slowest rank's.
+const MIN_MARGIN: f64 = 4.0;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Straggler {
@@ -21,8 +25,9 @@ pub struct Straggler {
     pub pg: usize,
     pub collectives: usize,
     pub times_last: usize,
-    pub median_lag_ms: f64,
-    pub others_median_lag_ms: f64,
+    pub mean_lag_ms: f64,
+    /// The next slowest rank's mean lag.
+    pub next_mean_lag_ms: f64,
 }
 
 pub fn straggler(trace: &Trace, alignment: &Alignment) -> Option<Straggler> {
@@ -54,25 +59,18 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
     if compared < MIN_COLLECTIVES {
         return None;
     }
-    let (worst, &times_last) = last_count.iter().enumerate().max_by_key(|(_, c)| **c)?;
-    let median_lag = median(&mut lags[worst].clone());
-    let mut others: Vec<i64> = lags.iter().enumerate().filter(|(i, _)| *i != worst).flat_map(|(_, l)| l.clone()).collect();
-    let others_median = median(&mut others);
-    let share = times_last as f64 / compared as f64;
-    (share >= MIN_SHARE_LAST && median_lag >= MIN_LAG_NS && median_lag >= 3 * others_median.max(1)).then(|| Straggler {
+    let mean = |l: &[i64]| l.iter().sum::<i64>() as f64 / l.len().max(1) as f64;
+    let mut by_lag: Vec<(usize, f64)> = lags.iter().map(|l| mean(l)).enumerate().collect();
+    by_lag.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (worst, worst_lag) = by_lag[0];
+    let next_lag = by_lag[1].1;
+    let share = last_count[worst] as f64 / compared as f64;
+    (share >= MIN_SHARE_LAST && worst_lag >= MIN_MEAN_LAG_NS && worst_lag >= MIN_MARGIN * next_lag.max(1e5)).then(|| Straggler {
         rank: ranks[worst],
         pg: group.pg,
         collectives: compared,
-        times_last,
-        median_lag_ms: median_lag as f64 / 1e6,
-        others_median_lag_ms: others_median as f64 / 1e6,
+        times_last: last_count[worst],
+        mean_lag_ms: worst_lag / 1e6,
+        next_mean_lag_ms: next_lag / 1e6,
     })
-}
-
-fn median(values: &mut [i64]) -> i64 {
-    if values.is_empty() {
-        return 0;
-    }
-    values.sort_unstable();
-    values[values.len() / 2]
 }

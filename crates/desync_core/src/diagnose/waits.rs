@@ -29,12 +29,13 @@ pub fn waiting_for(trace: &Trace, alignment: &Alignment, at: &At) -> RankSet {
         .collect()
 }
 
-/// A rank is stuck at its position when the collective did not complete there, or when it
-/// could not have completed because a member never issued it (Gloo may mark a timed-out
-/// collective completed).
-pub fn is_stuck(position: &Position, waiting_for: &RankSet) -> bool {
+/// A rank is stuck at its position when a member never issued that collective, or when the
+/// backend tracks completion (NCCL states) and it did not complete. Gloo marks completion in
+/// `pg_status` from a separate thread, so there a collective every member issued may still read
+/// "in flight" at dump time without anything being wrong.
+pub fn is_stuck(position: &Position, waiting_for: &RankSet, tracks_states: bool) -> bool {
     match position {
-        Position::At(at) => at.completed != Some(true) || !waiting_for.is_empty(),
+        Position::At(at) => !waiting_for.is_empty() || (tracks_states && at.completed != Some(true)),
         _ => false,
     }
 }

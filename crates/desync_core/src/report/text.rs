@@ -234,5 +234,6 @@ fn departure_text(d: crate::diagnose::Departure) -> String {
         Departure::DifferentCallSite => "a different call site".into(),
         Departure::Substituted { .. } => "same call, other metadata".into(),
         Departure::Numel => "all_to_all totals differ".into(),
+        Departure::BrokePattern => "a collective that breaks the pattern".into(),
     }
 }
