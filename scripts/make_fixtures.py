@@ -32,8 +32,6 @@ from desync_jobs.scenarios import SCENARIOS  # noqa: E402
 SCENARIO_DIR = REPO / "tests" / "scenarios"
 NCCL_SRC = Path(os.environ.get("DESYNC_NCCL_FIXTURES",
                                REPO.parent / "shared" / "fixtures" / "nccl-h100-world1"))
-if not NCCL_SRC.exists():
-    NCCL_SRC = Path("/work/shared/fixtures/nccl-h100-world1")
 NCCL = {
     "nccl_h100_healthy": [("nccl_healthy.pkl", "dumps/nccl_trace_rank_0")],
     "nccl_h100_healthy_json": [("nccl_healthy.json", "dumps/nccl_trace_rank_0")],

@@ -1,0 +1,55 @@
+"""Registry of the test jobs: which training script, how many ranks, which dump format.
+
+Each script in this folder is an ordinary training script with one realistic bug.
+``rank_env`` simulates per-node launcher differences (a node whose environment
+differs from the others); it is the only per-rank input a job gets besides its
+rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    script: str
+    world_size: int = 4
+    dump_format: str = "pickle"
+    rank_env: dict[int, dict[str, str]] = field(default_factory=dict)
+    # Ranks expected to leave no dump (the crash scenario).
+    ranks_without_dump: tuple[int, ...] = ()
+
+    @property
+    def script_path(self) -> Path:
+        return HERE / self.script
+
+
+_ALL = [
+    Scenario("healthy", "healthy.py"),
+    Scenario("early_stop", "early_stop.py"),
+    Scenario("extra_collective", "extra_collective.py"),
+    Scenario("except_skip", "except_skip.py"),
+    Scenario("ragged_allgather", "ragged_allgather.py"),
+    Scenario("dtype_mismatch", "dtype_mismatch.py",
+             rank_env={1: {"GRAD_COMM_DTYPE": "bf16"}}),
+    Scenario("stalled_rank", "stalled_rank.py"),
+    Scenario("pg_order", "pg_order.py"),
+    Scenario("json_extra_collective", "extra_collective.py", dump_format="json"),
+    Scenario("crash", "crash.py", ranks_without_dump=(1,)),
+    Scenario("straggler", "straggler.py"),
+    Scenario("early_stop_8", "early_stop.py", world_size=8),
+]
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
+
+
+def get(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise SystemExit(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None

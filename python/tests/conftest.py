@@ -1,0 +1,49 @@
+"""Shared helpers for the Python-side tests (real PyTorch jobs, desync, torchfrtrace)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PYTHON_DIR = Path(__file__).resolve().parent.parent
+REPO = PYTHON_DIR.parent
+SCENARIO_DIR = REPO / "tests" / "scenarios"
+sys.path.insert(0, str(PYTHON_DIR))
+
+
+def desync_bin() -> Path:
+    path = Path(os.environ.get("DESYNC_BIN", "target/release/desync"))
+    return path if path.is_absolute() else REPO / path
+
+
+def run_desync(dump_dir: Path, source_root: Path | None = None,
+               extra: list[str] | None = None) -> tuple[int, dict, str]:
+    """`desync analyze DIR --format json [--source-root SRC]` -> (exit code, JSON, stderr)."""
+    exe = desync_bin()
+    assert exe.exists(), f"desync binary not found at {exe} (build it or set DESYNC_BIN)"
+    cmd = [str(exe), "analyze", str(dump_dir), "--format", "json"]
+    if source_root is not None:
+        cmd += ["--source-root", str(source_root)]
+    cmd += extra or []
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode in (0, 1), (
+        f"desync exited {proc.returncode}\nstdout:\n{proc.stdout[:2000]}\nstderr:\n{proc.stderr[:2000]}")
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"desync printed no JSON ({exc}):\n{proc.stdout[:2000]}") from exc
+    return proc.returncode, report, proc.stderr
+
+
+def committed_scenarios() -> list[Path]:
+    return sorted(p for p in SCENARIO_DIR.iterdir() if (p / "expected.json").exists())
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
