@@ -99,11 +99,15 @@ def _atomic_symlink(target: Path, link: Path) -> None:
     os.replace(tmp, link)
 
 
-def stage(scenario: Scenario, root: Path | None = None) -> tuple[Path, Path, Path]:
-    """Copy script and package to the neutral stage; return (python, script, libdir)."""
+def stage(scenario: Scenario, root: Path | None = None,
+          script_path: Path | None = None) -> tuple[Path, Path, Path]:
+    """Copy script and package to the neutral stage; return (python, script, libdir).
+
+    ``script_path`` replaces the scenario's own script (e.g. one patched with probes).
+    """
     root = root or stage_root()
     script = root / scenario.name / "train.py"
-    _atomic_copy(scenario.script_path, script)
+    _atomic_copy(script_path or scenario.script_path, script)
     lib = root / "lib"
     for src in sorted(PACKAGE_DIR.rglob("*")):
         if src.is_file() and src.suffix in (".py", ".c") and "__pycache__" not in src.parts:
@@ -145,6 +149,7 @@ def run_job(
     prefix: str = DEFAULT_PREFIX,
     log_dir: str | os.PathLike | None = None,
     verbose: bool = False,
+    script_path: str | os.PathLike | None = None,
 ) -> RunResult:
     scenario = get(name)
     world = world_size or scenario.world_size
@@ -157,7 +162,7 @@ def run_job(
     logs = Path(log_dir).resolve() if log_dir else Path(tempfile.mkdtemp(prefix="desync-job-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
 
-    python, script, lib = stage(scenario)
+    python, script, lib = stage(scenario, script_path=Path(script_path) if script_path else None)
     native.build()  # once here, instead of N ranks racing to compile
     store, port = _free_store()
 

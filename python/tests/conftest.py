@@ -22,7 +22,7 @@ def desync_bin() -> Path:
 
 
 def run_desync(dump_dir: Path, source_root: Path | None = None,
-               extra: list[str] | None = None) -> tuple[int, dict, str]:
+               extra: list[str] | None = None, cwd: Path | None = None) -> tuple[int, dict, str]:
     """`desync analyze DIR --format json [--source-root SRC]` -> (exit code, JSON, stderr)."""
     exe = desync_bin()
     assert exe.exists(), f"desync binary not found at {exe} (build it or set DESYNC_BIN)"
@@ -30,7 +30,7 @@ def run_desync(dump_dir: Path, source_root: Path | None = None,
     if source_root is not None:
         cmd += ["--source-root", str(source_root)]
     cmd += extra or []
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False, cwd=cwd)
     assert proc.returncode in (0, 1), (
         f"desync exited {proc.returncode}\nstdout:\n{proc.stdout[:2000]}\nstderr:\n{proc.stderr[:2000]}")
     try:

@@ -1,6 +1,6 @@
 //! From a frame's file name (a path on the training host) to a file on this machine:
-//! `--path-map FROM=TO` prefixes first, then the path as written, then the file under
-//! `--source-root` whose path shares the longest suffix with the frame's.
+//! `--path-map FROM=TO` prefixes first, then the file under `--source-root` whose path shares
+//! the longest suffix with the frame's, then the path as written.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -52,16 +52,18 @@ impl<'o> Resolver<'o> {
                 }
             }
         }
-        let as_written = Path::new(frame_file);
-        tried.push(frame_file.to_owned());
-        if as_written.is_file() {
-            return Resolved { local_path: Some(as_written.to_path_buf()), tried };
-        }
+        // An explicit source root wins over a path that merely exists here too (a stale
+        // checkout on a shared machine).
         if let Some(root) = &self.options.source_root {
             tried.push(format!("{}/**/{}", root.display(), file_name(frame_file)));
             if let Some(found) = self.best_suffix_match(frame_file) {
                 return Resolved { local_path: Some(found), tried };
             }
+        }
+        let as_written = Path::new(frame_file);
+        tried.push(frame_file.to_owned());
+        if as_written.is_file() {
+            return Resolved { local_path: Some(as_written.to_path_buf()), tried };
         }
         Resolved { local_path: None, tried }
     }

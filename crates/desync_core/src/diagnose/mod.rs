@@ -137,9 +137,15 @@ fn behaviour_groups(trace: &Trace, alignment: &Alignment) -> Vec<BehaviourGroup>
     let mut index: FxHashMap<GroupKey, usize> = FxHashMap::default();
     let mut groups: Vec<BehaviourGroup> = Vec::new();
     let mut members: Vec<Vec<u32>> = Vec::new();
+    // Who a position waits for depends only on (group, seq): compute it once per position,
+    // not once per rank (members x ranks would be quadratic at 16k ranks).
+    let mut waits_cache: FxHashMap<(usize, u64), RankSet> = FxHashMap::default();
     for (rank, position) in position::positions(trace, alignment) {
         let waiting_for = match &position {
-            Position::At(at) => waits::waiting_for(trace, alignment, at),
+            Position::At(at) => waits_cache
+                .entry((at.pg, at.seq))
+                .or_insert_with(|| waits::waiting_for(trace, alignment, at))
+                .clone(),
             _ => RankSet::default(),
         };
         let key = match &position {

@@ -1,0 +1,150 @@
+//! `find_branch`: the control-flow construct that sends two groups of ranks different ways.
+//!
+//! Group A's stack is at `line_a` of a function; group B's is at `line_b` of the same function,
+//! or nowhere in it (`None`: it never came in, or it left). The candidates, most specific first:
+//!
+//! 1. Both lines in different blocks of one statement: that `if`/`elif`, or the `except` of a
+//!    `try` (rank ran the body vs. the handler).
+//! 2. One line inside an `if`/`elif`/`try`/`with suppress(...)` that the other group's line
+//!    sits beside: that statement (an extra logging collective under `if rank == 0:`).
+//! 3. A guarded `continue`/`break`/`return`/`raise` that can skip one line and lands where the
+//!    other group is (`if not torch.isfinite(loss): continue` before `loss.backward()`).
+//! 4. A loop around one line but not the other: its header (ragged data, `while step < n_local`).
+//!
+//! With no `line_b`, guarded jumps come first, then the statements around `line_a`, innermost
+//! first. Among the candidates, the first whose condition shows a known rank-dependence wins,
+//! or else the first one: a condition on `rank` beats an `if` on a flag we cannot see through.
+
+mod describe;
+mod jumps;
+mod structure;
+
+use ruff_python_ast::{Stmt, StmtIf, StmtTry, StmtWith};
+
+use crate::module::Module;
+use crate::tree::Path;
+use crate::types::{Branch, Construct, DependenceKind};
+
+/// How many candidates are described before giving up on finding an informative one.
+const MAX_CANDIDATES: usize = 16;
+
+/// The `if` clause or `except` body a jump sits in.
+#[derive(Clone, Copy)]
+pub(super) enum Guard<'a> {
+    /// `clause`: `None` for the `if` body, `Some(i)` for the i-th `elif`/`else` clause.
+    If {
+        stmt: &'a StmtIf,
+        clause: Option<usize>,
+    },
+    Handler {
+        stmt: &'a StmtTry,
+        index: usize,
+    },
+}
+
+/// A guarded jump statement.
+#[derive(Clone, Copy)]
+pub(super) struct Target<'a> {
+    pub stmt: &'a Stmt,
+    pub construct: Construct,
+    pub guard: Guard<'a>,
+}
+
+/// The statement that decides between the groups' paths.
+#[derive(Clone, Copy)]
+pub(super) enum Decider<'a> {
+    /// `clause`: `None` for the `if` header, `Some(i)` for the i-th `elif`.
+    If {
+        stmt: &'a StmtIf,
+        clause: Option<usize>,
+    },
+    Loop(&'a Stmt),
+    Except {
+        stmt: &'a StmtTry,
+        handler: usize,
+    },
+    With(&'a StmtWith),
+    Jump(Target<'a>),
+}
+
+/// A possible answer and the line it makes one group skip.
+#[derive(Clone, Copy)]
+pub(super) struct Candidate<'a> {
+    pub decider: Decider<'a>,
+    pub skipped_line: Option<u32>,
+}
+
+impl<'a> Candidate<'a> {
+    pub(super) fn jump(target: Target<'a>, skipped: u32) -> Self {
+        Candidate { decider: Decider::Jump(target), skipped_line: Some(skipped) }
+    }
+}
+
+pub(crate) fn find(module: &Module, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
+    let path_a = module.path(line_a)?;
+    let sites = jumps::sites(module, scope_suite(module, &path_a));
+    let path_b = line_b
+        .filter(|b| *b != line_a)
+        .and_then(|b| module.path(b))
+        .filter(|pb| same_function(module, &path_a, pb));
+
+    let mut candidates = Vec::new();
+    if let Some(path_b) = &path_b {
+        let split = structure::split(module, &path_a, path_b);
+        candidates.extend(split.decisive);
+        candidates.extend(jumps::skipping(&sites, &path_a, Some(path_b)));
+        candidates.extend(jumps::skipping(&sites, path_b, Some(&path_a)));
+        candidates.extend(split.loops);
+    } else {
+        // The same line for both groups means shifted streams: someone skipped a whole pass.
+        let other = (line_b == Some(line_a)).then_some(&path_a);
+        candidates.extend(jumps::skipping(&sites, &path_a, other));
+        candidates.extend(structure::enclosing(module, &path_a));
+    }
+
+    let mut first = None;
+    for candidate in candidates.iter().take(MAX_CANDIDATES) {
+        let branch = describe::branch(module, candidate);
+        if informative(&branch) {
+            return Some(branch);
+        }
+        first.get_or_insert(branch);
+    }
+    first
+}
+
+/// Every construct that decides whether `line` runs: guarded jumps that can skip it (nearest
+/// first), then the statements around it (innermost first).
+pub(crate) fn guards(module: &Module, line: u32) -> Vec<Branch> {
+    let Some(path) = module.path(line) else { return Vec::new() };
+    let sites = jumps::sites(module, scope_suite(module, &path));
+    jumps::skipping(&sites, &path, None)
+        .into_iter()
+        .chain(structure::enclosing(module, &path))
+        .map(|c| describe::branch(module, &c))
+        .collect()
+}
+
+/// A condition with a known reason to differ across ranks.
+fn informative(branch: &Branch) -> bool {
+    branch.dependence.iter().any(|d| d.kind != DependenceKind::Unknown)
+}
+
+/// The statements of the function around the path (or of the module).
+fn scope_suite<'a>(module: &'a Module, path: &Path<'a>) -> &'a [Stmt] {
+    match path.innermost_function(module) {
+        Some(def) => &def.body,
+        None => module.body(),
+    }
+}
+
+fn same_function(module: &Module, a: &Path<'_>, b: &Path<'_>) -> bool {
+    match (a.innermost_function(module), b.innermost_function(module)) {
+        (Some(fa), Some(fb)) => std::ptr::eq(fa, fb),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,322 @@
+//! Where a local name gets its value: the assignments, loop targets, `with ... as` targets,
+//! `except ... as` names and parameters of one scope. Flow is approximated by source order: a
+//! use sees the latest binding that ends before it, and when none does (a value carried over
+//! from the previous loop iteration) the last binding in the scope. Names a function never
+//! binds are looked up at module level (`RANK = int(os.environ["RANK"])` at the top of a file).
+
+use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtFunctionDef};
+use ruff_text_size::{Ranged, TextSize};
+
+use crate::expr;
+use crate::module::Module;
+use crate::tree::{self, header_exprs};
+
+/// The code a name is looked up in: a function body, or the module body.
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    pub function: Option<&'a StmtFunctionDef>,
+    pub suite: &'a [Stmt],
+}
+
+impl<'a> Scope<'a> {
+    /// The innermost function around `line`, or the module.
+    pub(crate) fn at(module: &'a Module, line: u32) -> Scope<'a> {
+        match module.path(line).and_then(|p| p.innermost_function(module)) {
+            Some(def) => Scope { function: Some(def), suite: &def.body },
+            None => Scope::module(module),
+        }
+    }
+
+    pub(crate) fn module(module: &'a Module) -> Scope<'a> {
+        Scope { function: None, suite: module.body() }
+    }
+}
+
+/// What a binding assigns from.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// `x = value`, `x: T = value`, `(x := value)`, or one element of a tuple unpacking.
+    Value(&'a Expr),
+    /// `x op= value`: the value combined with the previous binding of `x`.
+    Augmented(&'a Expr),
+    /// `for x in iter`.
+    LoopItem(&'a Expr),
+    /// The index of `enumerate(...)` or `range(...)`: equal on every rank in the same iteration.
+    LoopCounter,
+    /// `with ctx as x`.
+    WithItem(&'a Expr),
+    /// `except T as x`.
+    Caught,
+    /// A parameter of the scope's function.
+    Parameter,
+    /// `def`, `class` or `import`: code and modules, the same on every rank.
+    Definition,
+}
+
+/// One binding of a name.
+#[derive(Clone, Copy)]
+pub(crate) struct Binding<'a> {
+    pub source: Source<'a>,
+    /// The binding takes effect from here on (end of the assignment, of the loop target...).
+    pub effective: TextSize,
+    /// Start of the statement or clause that binds, for line numbers and text.
+    pub at: TextSize,
+    /// The scope the binding lives in (the module, for globals read inside a function).
+    pub scope: Scope<'a>,
+}
+
+/// The binding of `name` that reaches offset `use_at`, if any.
+pub(crate) fn lookup<'a>(
+    module: &'a Module,
+    scope: Scope<'a>,
+    name: &str,
+    use_at: TextSize,
+) -> Option<Binding<'a>> {
+    let all = bindings(scope, name);
+    let before = all.iter().filter(|b| b.effective <= use_at).max_by_key(|b| b.effective);
+    if let Some(b) = before.or_else(|| all.iter().max_by_key(|b| b.effective)) {
+        return Some(*b);
+    }
+    if scope.function.is_some() {
+        return bindings(Scope::module(module), name).into_iter().max_by_key(|b| b.effective);
+    }
+    None
+}
+
+/// Every binding of `name` in `scope`, in no particular order.
+pub(crate) fn bindings<'a>(scope: Scope<'a>, name: &str) -> Vec<Binding<'a>> {
+    let mut found = Vec::new();
+    if let Some(def) = scope.function {
+        let p = &def.parameters;
+        let named = p
+            .iter_non_variadic_params()
+            .map(|p| &p.parameter)
+            .chain(p.vararg.as_deref())
+            .chain(p.kwarg.as_deref())
+            .any(|param| param.name.id.as_str() == name);
+        if named {
+            found.push((Source::Parameter, def.start(), def.start()));
+        }
+    }
+    tree::walk_scope(scope.suite, &mut |stmt, _| stmt_bindings(stmt, name, &mut found));
+    found
+        .into_iter()
+        .map(|(source, effective, at)| Binding { source, effective, at, scope })
+        .collect()
+}
+
+/// A binding before its scope is known: source, effective offset, start.
+type Found<'a> = (Source<'a>, TextSize, TextSize);
+
+fn stmt_bindings<'a>(stmt: &'a Stmt, name: &str, out: &mut Vec<Found<'a>>) {
+    let at = stmt.start();
+    let mut push = |source, effective| out.push((source, effective, at));
+    match stmt {
+        Stmt::Assign(s) => {
+            for target in &s.targets {
+                bind_target(target, Some(&s.value), name, &mut |src| push(src, s.end()));
+            }
+        }
+        Stmt::AnnAssign(s) => {
+            if let Some(value) = &s.value {
+                bind_target(&s.target, Some(value), name, &mut |src| push(src, s.end()));
+            }
+        }
+        Stmt::AugAssign(s) if is_name(&s.target, name) => {
+            push(Source::Augmented(&s.value), s.end());
+        }
+        Stmt::For(s) => {
+            loop_bindings(&s.target, &s.iter, name, &mut |src| push(src, s.target.end()));
+        }
+        Stmt::With(s) => {
+            for item in &s.items {
+                if let Some(vars) = &item.optional_vars {
+                    let source = Source::WithItem(&item.context_expr);
+                    bind_target(vars, None, name, &mut |_| push(source, vars.end()));
+                }
+            }
+        }
+        Stmt::Try(s) => {
+            for ExceptHandler::ExceptHandler(h) in &s.handlers {
+                if h.name.as_ref().is_some_and(|n| n.id.as_str() == name) {
+                    out.push((Source::Caught, h.start(), h.start()));
+                }
+            }
+        }
+        Stmt::FunctionDef(s) if s.name.id.as_str() == name => push(Source::Definition, s.end()),
+        Stmt::ClassDef(s) if s.name.id.as_str() == name => push(Source::Definition, s.end()),
+        Stmt::Import(s) if s.names.iter().any(|a| alias_binds(a, name)) => {
+            push(Source::Definition, s.end());
+        }
+        Stmt::ImportFrom(s) if s.names.iter().any(|a| alias_binds(a, name)) => {
+            push(Source::Definition, s.end());
+        }
+        _ => {}
+    }
+    // Walrus targets in the statement's own expressions (`while (batch := next(it)) is not None`).
+    for e in header_exprs(stmt) {
+        expr::walk(e, &mut |sub| {
+            if let Expr::Named(n) = sub
+                && is_name(&n.target, name)
+            {
+                out.push((Source::Value(&n.value), n.end(), at));
+            }
+        });
+    }
+}
+
+fn alias_binds(alias: &ruff_python_ast::Alias, name: &str) -> bool {
+    match &alias.asname {
+        Some(as_name) => as_name.id.as_str() == name,
+        // `import torch.distributed` binds `torch`.
+        None => alias.name.id.as_str().split('.').next() == Some(name),
+    }
+}
+
+fn is_name(expr: &Expr, name: &str) -> bool {
+    matches!(expr, Expr::Name(n) if n.id.as_str() == name)
+}
+
+/// Binds `name` inside an assignment target; unpacking a tuple display pairs elements up.
+fn bind_target<'a>(
+    target: &'a Expr,
+    value: Option<&'a Expr>,
+    name: &str,
+    push: &mut dyn FnMut(Source<'a>),
+) {
+    match target {
+        Expr::Name(n) if n.id.as_str() == name => {
+            if let Some(v) = value {
+                push(Source::Value(v));
+            } else {
+                push(Source::Definition);
+            }
+        }
+        Expr::Tuple(_) | Expr::List(_) | Expr::Starred(_) => {
+            let targets = elements(target);
+            let values = value.map(elements).filter(|v| v.len() == targets.len());
+            for (i, t) in targets.into_iter().enumerate() {
+                let v = values.as_ref().map_or(value, |vs| Some(vs[i]));
+                bind_target(t, v, name, push);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn elements(expr: &Expr) -> Vec<&Expr> {
+    match expr {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        Expr::List(l) => l.elts.iter().collect(),
+        Expr::Starred(s) => vec![&*s.value],
+        _ => vec![expr],
+    }
+}
+
+/// `for` targets: `enumerate`/`range` indices are counters; `zip` pairs targets with iterables.
+fn loop_bindings<'a>(
+    target: &'a Expr,
+    iter: &'a Expr,
+    name: &str,
+    push: &mut dyn FnMut(Source<'a>),
+) {
+    let call = match iter {
+        Expr::Call(c) => Some((expr::last_segment(&c.func), &c.arguments.args)),
+        _ => None,
+    };
+    let targets = elements(target);
+    let mut each = |t: &'a Expr, source: Source<'a>| {
+        if mentions(t, name) {
+            push(source);
+        }
+    };
+    match call {
+        Some((Some("range"), _)) => each(target, Source::LoopCounter),
+        Some((Some("enumerate"), args)) if targets.len() == 2 && !args.is_empty() => {
+            each(targets[0], Source::LoopCounter);
+            each(targets[1], Source::LoopItem(&args[0]));
+        }
+        Some((Some("zip"), args)) if targets.len() == args.len() => {
+            for (t, a) in targets.into_iter().zip(args.iter()) {
+                each(t, Source::LoopItem(a));
+            }
+        }
+        _ => each(target, Source::LoopItem(iter)),
+    }
+}
+
+/// True when `name` appears as a plain name anywhere in `target`.
+fn mentions(target: &Expr, name: &str) -> bool {
+    let mut hit = false;
+    expr::walk(target, &mut |e| hit |= is_name(e, name));
+    hit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "\
+import torch.distributed as dist
+RANK = 3
+
+def train(model, loader, steps):
+    total = 0
+    for i, batch in enumerate(loader):
+        loss = model(batch)
+        total += loss.item()
+        a, b = loss, batch
+        with open('f') as fh:
+            pass
+        try:
+            pass
+        except RuntimeError as err:
+            pass
+        while (nxt := next(it)) is not None:
+            pass
+    return total
+";
+
+    fn find<'a>(m: &'a Module, name: &str, line: u32) -> Option<Binding<'a>> {
+        let use_at = m.line_range(line).unwrap().start();
+        lookup(m, Scope::at(m, line), name, use_at)
+    }
+
+    fn kind(b: Option<Binding<'_>>) -> &'static str {
+        match b.map(|b| b.source) {
+            Some(Source::Value(_)) => "value",
+            Some(Source::Augmented(_)) => "aug",
+            Some(Source::LoopItem(_)) => "item",
+            Some(Source::LoopCounter) => "counter",
+            Some(Source::WithItem(_)) => "with",
+            Some(Source::Caught) => "caught",
+            Some(Source::Parameter) => "param",
+            Some(Source::Definition) => "def",
+            None => "none",
+        }
+    }
+
+    #[test]
+    fn finds_each_binding_kind() {
+        let m = Module::parse(SRC);
+        assert_eq!(kind(find(&m, "i", 7)), "counter");
+        assert_eq!(kind(find(&m, "batch", 7)), "item");
+        assert_eq!(kind(find(&m, "loss", 8)), "value");
+        assert_eq!(kind(find(&m, "total", 18)), "aug");
+        assert_eq!(kind(find(&m, "total", 6)), "value");
+        assert_eq!(kind(find(&m, "a", 10)), "value");
+        assert_eq!(kind(find(&m, "fh", 11)), "with");
+        assert_eq!(kind(find(&m, "err", 15)), "caught");
+        assert_eq!(kind(find(&m, "nxt", 17)), "value");
+        assert_eq!(kind(find(&m, "steps", 7)), "param");
+        assert_eq!(kind(find(&m, "RANK", 7)), "value");
+        assert_eq!(kind(find(&m, "dist", 7)), "def");
+        assert_eq!(kind(find(&m, "nothing", 7)), "none");
+    }
+
+    #[test]
+    fn loop_carried_value_falls_back_to_last_binding() {
+        let m = Module::parse("def f():\n    for _ in x:\n        use(y)\n        y = g()\n");
+        assert_eq!(kind(find(&m, "y", 3)), "value");
+    }
+}

@@ -1,0 +1,236 @@
+//! [`Module`]: one parsed Python file with its line index. Parsing recovers from syntax errors
+//! (Ruff's `parse_unchecked`), so a half-edited or truncated training script still yields every
+//! statement the parser could make sense of; the errors are kept as strings.
+//!
+//! Lines are 1-based and follow Python's rules (`\n`, `\r\n` and a lone `\r` all end a line),
+//! the same numbering `CPython` puts in tracebacks and Flight Recorder puts in frames.
+
+use ruff_python_ast::{PySourceType, Stmt};
+use ruff_python_parser::parse_unchecked_source;
+use ruff_source_file::{LineIndex, OneIndexed};
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
+use crate::tree::{self, Path};
+use crate::types::{Branch, CallOrigin, CallSite, Function};
+
+/// A parsed Python source file. Building one never fails.
+pub struct Module {
+    source: String,
+    index: LineIndex,
+    body: Vec<Stmt>,
+    errors: Vec<String>,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("bytes", &self.source.len())
+            .field("statements", &self.body.len())
+            .field("syntax_errors", &self.errors)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Module {
+    /// Parses `source` with error recovery.
+    pub fn parse(source: &str) -> Module {
+        // Ruff's offsets are u32; a file past 4 GiB is not training code, so keep an empty tree
+        // rather than letting the parser's assertion fire.
+        if u32::try_from(source.len()).is_err() {
+            return Module {
+                source: String::new(),
+                index: LineIndex::from_source_text(""),
+                body: Vec::new(),
+                errors: vec!["file is larger than 4 GiB; not parsed".to_owned()],
+            };
+        }
+        let parsed = parse_unchecked_source(source, PySourceType::Python);
+        let index = LineIndex::from_source_text(source);
+        let errors = parsed
+            .errors()
+            .iter()
+            .map(|e| {
+                let line = index.line_index(e.location.start()).get();
+                format!("line {line}: {}", e.error)
+            })
+            .collect();
+        Module { source: source.to_owned(), index, body: parsed.into_suite().into(), errors }
+    }
+
+    /// Syntax errors the parser recovered from, as `line N: message`.
+    pub fn syntax_errors(&self) -> &[String] {
+        &self.errors
+    }
+
+    /// The text of 1-based `line` without its line terminator; `None` past the end.
+    pub fn line_text(&self, line: u32) -> Option<&str> {
+        let range = self.line_range(line)?;
+        let text = &self.source[range];
+        Some(text.trim_end_matches(['\n', '\r']))
+    }
+
+    /// The innermost `def` whose body or header holds `line`; `None` at module or class level.
+    pub fn function_at(&self, line: u32) -> Option<Function> {
+        let path = self.path(line)?;
+        let def = path.innermost_function(self)?;
+        let p = &def.parameters;
+        let parameters = p
+            .posonlyargs
+            .iter()
+            .chain(&p.args)
+            .map(|a| &a.parameter)
+            .chain(p.vararg.as_deref())
+            .chain(p.kwonlyargs.iter().map(|a| &a.parameter))
+            .chain(p.kwarg.as_deref())
+            .map(|a| a.name.id.to_string())
+            .collect();
+        Some(Function {
+            name: def.name.id.to_string(),
+            def_line: self.line_of(def.name.start()),
+            end_line: self.line_of(def.end()),
+            parameters,
+        })
+    }
+
+    /// The construct that sends ranks at `line_a` and `line_b` of one function different ways
+    /// (`line_b`: `None` when the other group's stack is not in this function).
+    ///
+    /// Candidates, most specific first: the `if`/`elif`/`except` whose blocks hold the two
+    /// lines; an `if`/`elif`/`try`/`with suppress()` around one line only; a guarded
+    /// `continue`/`break`/`return`/`raise` that skips one line and lands where the other group
+    /// is; a loop around one line only. The first candidate whose condition has a known
+    /// rank-dependence wins, else the first. `None` when nothing separates the lines.
+    pub fn find_branch(&self, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
+        crate::branch::find(self, line_a, line_b)
+    }
+
+    /// The call at `line` (a collective, preferably) and where its arguments come from.
+    pub fn explain_call(&self, line: u32) -> Option<CallOrigin> {
+        crate::call::explain(self, line)
+    }
+
+    /// Every construct that decides whether `line` runs, for the linter: guarded jumps that
+    /// can skip it (nearest first), then the `if`/`elif`/loops/`try` around it (innermost
+    /// first), each with its condition's rank-dependence.
+    pub fn guards(&self, line: u32) -> Vec<Branch> {
+        crate::branch::guards(self, line)
+    }
+
+    /// The collective calls of the file (nested functions included), in source order.
+    pub fn collective_calls(&self) -> Vec<CallSite> {
+        crate::call::collectives(self)
+    }
+
+    // ---- crate-internal accessors -------------------------------------------------------
+
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub(crate) fn body(&self) -> &[Stmt] {
+        &self.body
+    }
+
+    /// Number of real lines (a trailing line terminator does not open a new line).
+    pub(crate) fn line_count(&self) -> u32 {
+        let count = self.index.line_count();
+        let phantom = self.source.ends_with(['\n', '\r']) || self.source.is_empty();
+        (if phantom { count - 1 } else { count }) as u32
+    }
+
+    /// Byte range of 1-based `line`, terminator included.
+    pub(crate) fn line_range(&self, line: u32) -> Option<TextRange> {
+        if line == 0 || line > self.line_count() {
+            return None;
+        }
+        let one = OneIndexed::new(line as usize)?;
+        Some(TextRange::new(
+            self.index.line_start(one, &self.source),
+            self.index.line_end(one, &self.source),
+        ))
+    }
+
+    /// 1-based line holding byte `offset`.
+    pub(crate) fn line_of(&self, offset: TextSize) -> u32 {
+        self.index.line_index(offset).get() as u32
+    }
+
+    /// Source text of a node of this module.
+    pub(crate) fn text(&self, range: TextRange) -> &str {
+        self.source.get(range.start().to_usize()..range.end().to_usize()).unwrap_or("")
+    }
+
+    /// Trimmed text of the line holding `offset`.
+    pub(crate) fn trimmed_line_at(&self, offset: TextSize) -> String {
+        self.line_text(self.line_of(offset)).unwrap_or("").trim().to_owned()
+    }
+
+    /// The chain of statements around `line`, outermost first; `None` when no statement
+    /// covers the line (blank lines or comments between statements, out-of-range lines).
+    pub(crate) fn path(&self, line: u32) -> Option<Path<'_>> {
+        if line == 0 || line > self.line_count() {
+            return None;
+        }
+        tree::path_to(self, line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_text_handles_terminators_and_bounds() {
+        let m = Module::parse("a = 1\r\nb = 2\rc = 3\n");
+        assert_eq!(m.line_text(1), Some("a = 1"));
+        assert_eq!(m.line_text(2), Some("b = 2"));
+        assert_eq!(m.line_text(3), Some("c = 3"));
+        assert_eq!(m.line_text(4), None);
+        assert_eq!(m.line_text(0), None);
+        let m = Module::parse("x = 1");
+        assert_eq!(m.line_text(1), Some("x = 1"));
+        assert_eq!(m.line_text(2), None);
+        assert_eq!(Module::parse("").line_text(1), None);
+    }
+
+    #[test]
+    fn syntax_errors_are_recovered() {
+        let m = Module::parse("def f(:\n    pass\nx = (\n");
+        assert!(!m.syntax_errors().is_empty());
+        assert!(m.syntax_errors()[0].starts_with("line "));
+        assert!(Module::parse("x = 1\n").syntax_errors().is_empty());
+    }
+
+    #[test]
+    fn function_at_finds_innermost_def() {
+        let src = "\
+import torch
+
+class Trainer:
+    @torch.no_grad()
+    def evaluate(self):
+        def inner():
+            return 1
+        return inner()
+
+def train(rank):
+    x = 1
+
+    return x
+";
+        let m = Module::parse(src);
+        assert_eq!(m.function_at(1), None);
+        assert_eq!(m.function_at(3), None);
+        let f = m.function_at(7).unwrap();
+        assert_eq!((f.name.as_str(), f.def_line, f.end_line), ("inner", 6, 7));
+        let f = m.function_at(8).unwrap();
+        assert_eq!((f.name.as_str(), f.def_line, f.end_line), ("evaluate", 5, 8));
+        assert_eq!(m.function_at(4), None, "a decorator line belongs to the enclosing scope");
+        let f = m.function_at(12).unwrap();
+        assert_eq!((f.name.as_str(), f.def_line, f.end_line), ("train", 10, 13));
+        assert_eq!(f.parameters, ["rank"]);
+        let m = Module::parse("def f(a, /, b, *c, d, **e):\n    pass\n");
+        assert_eq!(m.function_at(2).unwrap().parameters, ["a", "b", "c", "d", "e"]);
+        assert_eq!(m.function_at(99), None);
+    }
+}

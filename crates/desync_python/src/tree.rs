@@ -1,0 +1,284 @@
+//! Statement-level navigation over Ruff's AST: the chain of statements around a line
+//! ([`Path`]), the blocks of a compound statement ([`blocks`]) and a scope walk that stays out of
+//! nested `def`s and `class`es ([`walk_scope`]).
+//!
+//! Every walk stops at [`MAX_DEPTH`] nested blocks: Ruff grows its stack for deep input, but our
+//! own recursion must not overflow on generated or hostile files.
+
+use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtFunctionDef};
+use ruff_text_size::{Ranged, TextSize};
+
+use crate::module::Module;
+
+/// Nesting depth past which walks stop looking (real training code stays far below).
+pub(crate) const MAX_DEPTH: usize = 200;
+
+/// Which block of a compound statement a suite is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The main body (of `if`, loops, `try`, `with`, `def`, `class`).
+    Body,
+    /// The i-th `elif`/`else` clause of an `if`.
+    Clause(usize),
+    /// The i-th `except` handler of a `try`.
+    Handler(usize),
+    /// The `else` block of a loop or a `try`.
+    OrElse,
+    /// The `finally` block of a `try`.
+    Finally,
+    /// The i-th `case` of a `match`.
+    Case(usize),
+}
+
+/// One block of a compound statement.
+#[derive(Clone, Copy)]
+pub(crate) struct Block<'a> {
+    pub slot: Slot,
+    pub suite: &'a [Stmt],
+}
+
+/// The blocks of `stmt` in source order; empty for simple statements.
+pub(crate) fn blocks(stmt: &Stmt) -> Vec<Block<'_>> {
+    fn block(slot: Slot, suite: &[Stmt]) -> Block<'_> {
+        Block { slot, suite }
+    }
+    match stmt {
+        Stmt::If(s) => std::iter::once(block(Slot::Body, &s.body[..]))
+            .chain(
+                s.elif_else_clauses
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| block(Slot::Clause(i), &c.body)),
+            )
+            .collect(),
+        Stmt::For(s) => vec![block(Slot::Body, &s.body), block(Slot::OrElse, &s.orelse)],
+        Stmt::While(s) => vec![block(Slot::Body, &s.body), block(Slot::OrElse, &s.orelse)],
+        Stmt::Try(s) => std::iter::once(block(Slot::Body, &s.body[..]))
+            .chain(s.handlers.iter().enumerate().map(|(i, h)| {
+                let ExceptHandler::ExceptHandler(h) = h;
+                block(Slot::Handler(i), &h.body)
+            }))
+            .chain([block(Slot::OrElse, &s.orelse), block(Slot::Finally, &s.finalbody)])
+            .collect(),
+        Stmt::With(s) => vec![block(Slot::Body, &s.body)],
+        Stmt::Match(s) => {
+            s.cases.iter().enumerate().map(|(i, c)| block(Slot::Case(i), &c.body)).collect()
+        }
+        Stmt::FunctionDef(s) => vec![block(Slot::Body, &s.body)],
+        Stmt::ClassDef(s) => vec![block(Slot::Body, &s.body)],
+        _ => Vec::new(),
+    }
+}
+
+/// The expressions a statement evaluates itself, without its blocks: the whole of a simple
+/// statement, the header of a compound one (`if` tests, `for` iterable, `with` items).
+pub(crate) fn header_exprs(stmt: &Stmt) -> Vec<&Expr> {
+    match stmt {
+        Stmt::Expr(s) => vec![&*s.value],
+        Stmt::Assign(s) => s.targets.iter().chain([&*s.value]).collect(),
+        Stmt::AugAssign(s) => vec![&*s.target, &*s.value],
+        Stmt::AnnAssign(s) => std::iter::once(&*s.target).chain(s.value.as_deref()).collect(),
+        Stmt::Return(s) => s.value.as_deref().into_iter().collect(),
+        Stmt::Raise(s) => s.exc.as_deref().into_iter().chain(s.cause.as_deref()).collect(),
+        Stmt::Assert(s) => std::iter::once(&*s.test).chain(s.msg.as_deref()).collect(),
+        Stmt::Delete(s) => s.targets.iter().collect(),
+        Stmt::If(s) => std::iter::once(&*s.test)
+            .chain(s.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()))
+            .collect(),
+        Stmt::While(s) => vec![&*s.test],
+        Stmt::For(s) => vec![&*s.target, &*s.iter],
+        Stmt::With(s) => s
+            .items
+            .iter()
+            .flat_map(|i| std::iter::once(&i.context_expr).chain(i.optional_vars.as_deref()))
+            .collect(),
+        Stmt::Match(s) => vec![&*s.subject],
+        _ => Vec::new(),
+    }
+}
+
+/// True for `for` and `while`.
+pub(crate) fn is_loop(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::For(_) | Stmt::While(_))
+}
+
+/// First and last line of a node.
+pub(crate) fn lines_of(module: &Module, node: &impl Ranged) -> (u32, u32) {
+    let range = node.range();
+    let last =
+        if range.end() > range.start() { range.end() - TextSize::from(1) } else { range.end() };
+    (module.line_of(range.start()), module.line_of(last))
+}
+
+/// One step of a [`Path`]: `suite[index]` covers the line; `suite` is block `slot` of `owner`
+/// (`None`: the module body).
+#[derive(Clone, Copy)]
+pub(crate) struct Level<'a> {
+    pub owner: Option<&'a Stmt>,
+    pub slot: Slot,
+    pub suite: &'a [Stmt],
+    pub index: usize,
+}
+
+impl<'a> Level<'a> {
+    pub(crate) fn stmt(&self) -> &'a Stmt {
+        &self.suite[self.index]
+    }
+
+    /// Same block of the same statement and same position.
+    pub(crate) fn same_stmt(&self, other: &Level<'_>) -> bool {
+        self.same_suite(other) && self.index == other.index
+    }
+
+    pub(crate) fn same_suite(&self, other: &Level<'_>) -> bool {
+        std::ptr::eq(self.suite, other.suite)
+    }
+}
+
+/// The statements that cover a line, outermost first. The last one is the innermost: a simple
+/// statement, or a compound one when the line is its header (or a blank line inside it).
+pub(crate) struct Path<'a> {
+    pub line: u32,
+    pub levels: Vec<Level<'a>>,
+}
+
+impl<'a> Path<'a> {
+    pub(crate) fn leaf(&self) -> &'a Stmt {
+        self.levels.last().expect("a path has at least one level").stmt()
+    }
+
+    /// Index of the level holding the innermost `def` around the line (decorators excluded).
+    pub(crate) fn function_level(&self, module: &Module) -> Option<usize> {
+        self.levels.iter().rposition(|level| match level.stmt() {
+            Stmt::FunctionDef(def) => self.line >= module.line_of(def.name.start()),
+            _ => false,
+        })
+    }
+
+    pub(crate) fn innermost_function(&self, module: &Module) -> Option<&'a StmtFunctionDef> {
+        let level = self.function_level(module)?;
+        match self.levels[level].stmt() {
+            Stmt::FunctionDef(def) => Some(def),
+            _ => None,
+        }
+    }
+
+    /// Levels inside the innermost function (or the whole path at module level).
+    pub(crate) fn scope_levels(&self, module: &Module) -> &[Level<'a>] {
+        match self.function_level(module) {
+            Some(i) => &self.levels[i + 1..],
+            None => &self.levels,
+        }
+    }
+}
+
+/// Builds the [`Path`] to `line`; `None` when no statement covers it.
+pub(crate) fn path_to(module: &Module, line: u32) -> Option<Path<'_>> {
+    let mut levels = Vec::new();
+    let (mut owner, mut slot, mut suite) = (None, Slot::Body, module.body());
+    while levels.len() < MAX_DEPTH {
+        let Some(index) = find_in_suite(module, suite, line) else { break };
+        levels.push(Level { owner, slot, suite, index });
+        let stmt = &suite[index];
+        if let Stmt::FunctionDef(def) = stmt {
+            // A decorator line belongs to the enclosing scope, as in CPython frames.
+            if line < module.line_of(def.name.start()) {
+                break;
+            }
+        }
+        let inner = blocks(stmt).into_iter().find(|b| {
+            let (Some(first), Some(last)) = (b.suite.first(), b.suite.last()) else { return false };
+            lines_of(module, first).0 <= line && line <= lines_of(module, last).1
+        });
+        let Some(inner) = inner else { break };
+        (owner, slot, suite) = (Some(stmt), inner.slot, inner.suite);
+    }
+    (!levels.is_empty()).then_some(Path { line, levels })
+}
+
+/// Index of the first statement of `suite` whose lines cover `line`.
+fn find_in_suite(module: &Module, suite: &[Stmt], line: u32) -> Option<usize> {
+    let index = suite.partition_point(|s| lines_of(module, s).1 < line);
+    let stmt = suite.get(index)?;
+    (lines_of(module, stmt).0 <= line).then_some(index)
+}
+
+/// A block around a statement visited by [`walk_scope`].
+#[derive(Clone, Copy)]
+pub(crate) struct Frame<'a> {
+    pub owner: &'a Stmt,
+    pub slot: Slot,
+}
+
+/// Visits every statement of `suite` in source order with its enclosing blocks (outermost
+/// first), without entering nested `def`/`class` bodies: they are other scopes, and a `break`
+/// or `return` there does not leave this one.
+pub(crate) fn walk_scope<'a>(suite: &'a [Stmt], visit: &mut dyn FnMut(&'a Stmt, &[Frame<'a>])) {
+    let mut frames = Vec::new();
+    walk_suite(suite, &mut frames, visit);
+}
+
+fn walk_suite<'a>(
+    suite: &'a [Stmt],
+    frames: &mut Vec<Frame<'a>>,
+    visit: &mut dyn FnMut(&'a Stmt, &[Frame<'a>]),
+) {
+    for stmt in suite {
+        visit(stmt, frames);
+        if frames.len() >= MAX_DEPTH || matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
+            continue;
+        }
+        for block in blocks(stmt) {
+            frames.push(Frame { owner: stmt, slot: block.slot });
+            walk_suite(block.suite, frames, visit);
+            frames.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "\
+def train(loader):
+    for batch in loader:
+        if batch is None: continue
+        loss = step(batch)
+
+        if rank == 0:
+            log(loss)
+        else:
+            pass
+";
+
+    #[test]
+    fn path_descends_to_the_innermost_statement() {
+        let m = Module::parse(SRC);
+        let p = m.path(7).unwrap();
+        assert_eq!(p.levels.len(), 4);
+        assert!(matches!(p.leaf(), Stmt::Expr(_)));
+        assert_eq!(p.levels[3].slot, Slot::Body);
+        let p = m.path(9).unwrap();
+        assert_eq!(p.levels[3].slot, Slot::Clause(0));
+        // One-line `if`: the line is the `continue` inside it.
+        assert!(matches!(m.path(3).unwrap().leaf(), Stmt::Continue(_)));
+        // Header and blank lines stop at the compound statement around them.
+        assert!(matches!(m.path(2).unwrap().leaf(), Stmt::For(_)));
+        assert!(matches!(m.path(5).unwrap().leaf(), Stmt::For(_)));
+        assert!(m.path(10).is_none());
+    }
+
+    #[test]
+    fn walk_scope_reports_enclosing_blocks() {
+        let m = Module::parse(SRC);
+        let Stmt::FunctionDef(def) = &m.body()[0] else { panic!() };
+        let mut seen = Vec::new();
+        walk_scope(&def.body, &mut |stmt, frames| {
+            if matches!(stmt, Stmt::Continue(_) | Stmt::Pass(_)) {
+                seen.push((frames.len(), frames.last().unwrap().slot));
+            }
+        });
+        assert_eq!(seen, vec![(2, Slot::Body), (2, Slot::Clause(0))]);
+    }
+}
