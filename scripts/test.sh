@@ -10,10 +10,13 @@ fi
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
 
+venv="$(scripts/venv.sh)"
+# Rust tests that compare with real torch (desync_synth vs torchfrtrace) use this Python.
+export DESYNC_PYTHON="$venv/bin/python"
+export PATH="$venv/bin:$PATH"
+
 cargo build --release --locked -p desync
 cargo test --workspace --locked
 
-venv="$(scripts/venv.sh)"
 export DESYNC_BIN="$target/release/desync"
-export PATH="$venv/bin:$PATH"
 "$venv/bin/python" -m pytest -q python/tests "$@"

@@ -136,7 +136,10 @@ pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &
     let module = Module::parse(&text);
     let branch = match &target {
         Target::Part(p) => branch_at(&module, p),
-        Target::Call(f) => Some(call_at(&module, f.line)),
+        Target::Call(f) => {
+            let callers = caller_modules(departed.or(reference), f, &resolver);
+            Some(call_at(&module, f.line, &callers))
+        }
     };
     if let Some(mut b) = branch {
         b.file = file.to_string();
@@ -155,6 +158,22 @@ pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &
         finding.snippet = Some(snippet(&module, p.line_departed));
     }
     Some(finding)
+}
+
+/// The user frames outside `frame` (outward, up to three), parsed, for following arguments.
+fn caller_modules(entry: Option<&Entry>, frame: &Frame, resolver: &Resolver<'_>) -> Vec<(Module, u32)> {
+    let Some(entry) = entry else { return Vec::new() };
+    entry
+        .user_frames()
+        .skip_while(|f| *f != frame)
+        .skip(1)
+        .take(3)
+        .map_while(|f| {
+            let path = resolver.resolve(&f.file).local_path?;
+            let text = std::fs::read_to_string(path).ok()?;
+            Some((Module::parse(&text), f.line))
+        })
+        .collect()
 }
 
 enum Target {
@@ -227,19 +246,49 @@ fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
     Some(point)
 }
 
-fn call_at(module: &Module, line: u32) -> BranchPoint {
+/// The collective call at `line` and where its arguments come from. When an argument flows
+/// from a parameter of the enclosing function, the caller's frame says what was passed:
+/// `callers` are the next user frames outward, read with the same resolver.
+fn call_at(module: &Module, line: u32, callers: &[(Module, u32)]) -> BranchPoint {
     let origin = module.explain_call(line);
-    let dependence = origin
-        .iter()
-        .flat_map(|o| &o.arguments)
-        .flat_map(|a| a.dependence.iter().map(move |d| DependenceItem {
-            kind: d.kind.as_str().to_owned(),
-            evidence: match a.defined_at {
+    let mut dependence: Vec<DependenceItem> = Vec::new();
+    let mut parameters: Vec<String> = Vec::new();
+    for a in origin.iter().flat_map(|o| &o.arguments) {
+        parameters.extend(a.parameters.iter().cloned());
+        for d in &a.dependence {
+            let evidence = match a.defined_at {
                 Some(at) => format!("`{}` (line {at}): {}", a.text, d.evidence),
                 None => format!("`{}`: {}", a.text, d.evidence),
-            },
-        }))
-        .collect();
+            };
+            dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence });
+        }
+    }
+    // Follow parameters outward, one frame at a time.
+    let mut inner = module.function_at(line);
+    for (caller, call_line) in callers {
+        let Some(function) = inner.take() else { break };
+        if parameters.is_empty() {
+            break;
+        }
+        let Some(call) = caller.explain_call(*call_line) else { break };
+        let mut next = Vec::new();
+        for param in std::mem::take(&mut parameters) {
+            let Some(position) = function.parameters.iter().position(|p| *p == param) else { continue };
+            let keyword = format!("{param}=");
+            let arg = call.arguments.iter().find(|a| a.text.starts_with(&keyword)).or_else(|| call.arguments.get(position));
+            let Some(arg) = arg else { continue };
+            for d in &arg.dependence {
+                let evidence = format!("`{param}` is `{}` from the caller at line {call_line}: {}", arg.text, d.evidence);
+                dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence });
+            }
+            next.extend(arg.parameters.iter().cloned());
+        }
+        parameters = next;
+        inner = caller.function_at(*call_line);
+    }
+    // The most telling origins first: what differs by rank beats what merely is local.
+    dependence.sort_by_key(|d| origin_rank(d));
+    dependence.dedup_by(|a, b| a.evidence == b.evidence);
     BranchPoint {
         file: String::new(),
         local_path: None,
@@ -252,6 +301,23 @@ fn call_at(module: &Module, line: u32) -> BranchPoint {
         dependence,
         skipped_line: None,
         handler_line: None,
+    }
+}
+
+/// Command-line configuration is the same on every rank unless the launcher differs, so it
+/// ranks below what is rank-local by construction.
+fn origin_rank(d: &DependenceItem) -> u8 {
+    if d.evidence.contains("(configuration)") {
+        return 5;
+    }
+    match d.kind.as_str() {
+        "rank id" => 0,
+        "environment/host config" => 1,
+        "rank-local data" => 2,
+        "randomness" => 3,
+        "time" => 4,
+        "a caught exception" => 5,
+        _ => 6,
     }
 }
 
@@ -274,7 +340,8 @@ fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Categ
     match b.construct.as_str() {
         "call" => {
             let what = if category == Category::MetadataMismatch { "with other sizes or dtypes than their peers" } else { "here" };
-            let origin = b.dependence.first().map(|d| format!("; {}", d.evidence)).unwrap_or_default();
+            let origins: Vec<&str> = b.dependence.iter().take(2).map(|d| d.evidence.as_str()).collect();
+            let origin = if origins.is_empty() { String::new() } else { format!("; {}", origins.join("; ")) };
             format!("rank(s) {culprits} call `{}` at {at} {what}{origin}", b.source)
         }
         "continue" | "break" | "return" | "raise" => {
