@@ -1,0 +1,166 @@
+//! The binary's contract on bad and odd input: exit codes (0 healthy, 1 findings, 2 error),
+//! messages on stderr, nothing lost (every odd file is a warning), no panics.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn scenario(name: &str) -> PathBuf {
+    repo().join("tests/scenarios").join(name)
+}
+
+fn desync(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_desync")).args(args).output().unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn missing_path_is_an_error_with_exit_2() {
+    let out = desync(&["analyze", "/nonexistent/dumps"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("/nonexistent/dumps: no such file or directory"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"));
+}
+
+#[test]
+fn directory_without_dumps_explains_what_it_looked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let out = desync(&["analyze", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("none ending in a rank number"), "{}", stderr(&out));
+}
+
+#[test]
+fn nothing_readable_is_exit_2_naming_the_first_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("trace_0"), b"").unwrap();
+    std::fs::write(dir.path().join("trace_1"), b"garbage!").unwrap();
+    let out = desync(&["analyze", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("none of the 2 dump files"), "{}", stderr(&out));
+}
+
+/// A real job's dumps plus every kind of junk a dump folder collects: each becomes a
+/// warning and the verdict on the real dumps stays the same.
+#[test]
+fn junk_files_become_warnings_and_do_not_change_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = scenario("early_stop/dumps");
+    for r in 0..4 {
+        std::fs::copy(src.join(format!("gloo_trace_rank_{r}")), dir.path().join(format!("gloo_trace_rank_{r}"))).unwrap();
+    }
+    let real = std::fs::read(src.join("gloo_trace_rank_0")).unwrap();
+    std::fs::write(dir.path().join("gloo_trace_rank_4"), b"").unwrap(); // empty: a writer that died
+    std::fs::write(dir.path().join("gloo_trace_rank_5"), &real[..real.len() / 2]).unwrap(); // truncated
+    std::fs::write(dir.path().join("gloo_trace_rank_6"), b"#!/bin/sh\necho not a dump\n").unwrap(); // foreign
+    std::fs::write(dir.path().join("gloo_trace_rank_0.pipe"), b"").unwrap(); // FR's pipe trigger
+    let mut dup = dir.path().to_path_buf();
+    dup.push("copy");
+    std::fs::create_dir(&dup).unwrap();
+    std::fs::copy(src.join("gloo_trace_rank_1"), dup.join("gloo_trace_rank_1")).unwrap(); // duplicate rank
+
+    let out = desync(&["analyze", dir.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json = json_of(&out);
+    assert_eq!(json["verdict"]["category"], "divergence");
+    assert_eq!(json["verdict"]["culprit_ranks"], serde_json::json!([3]));
+    let kinds: Vec<&str> = json["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    let messages: Vec<String> = json["warnings"].as_array().unwrap().iter().map(|w| w.to_string()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "unreadable").count(), 3, "{messages:#?}");
+    assert!(kinds.contains(&"skipped"), "{messages:#?}");
+    assert!(kinds.contains(&"duplicate_rank"), "{messages:#?}");
+    let all = messages.join("\n");
+    assert!(all.contains("empty file"), "{all}");
+    assert!(all.contains("truncated or corrupt pickle") && all.contains("at byte"), "{all}");
+    assert!(all.contains("not a Flight Recorder dump"), "{all}");
+}
+
+#[test]
+fn single_file_and_prefix_selection() {
+    let hang = scenario("nccl_h100_hang/dumps/nccl_trace_rank_0");
+    let out = desync(&["analyze", hang.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["verdict"]["category"], "gpu_hang");
+
+    let dumps = scenario("early_stop/dumps");
+    let out = desync(&["analyze", dumps.to_str().unwrap(), "--prefix", "nccl_", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2), "no file matches that prefix: {}", stderr(&out));
+    assert!(stderr(&out).contains("none named `nccl_<rank>`"), "{}", stderr(&out));
+}
+
+#[test]
+fn invalid_options_are_exit_2() {
+    let dumps = scenario("healthy/dumps");
+    let out = desync(&["analyze", dumps.to_str().unwrap(), "--path-map", "no-equals-sign"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("expected FROM=TO"));
+    let out = desync(&["analyze", dumps.to_str().unwrap(), "--source-root", "/nonexistent/src"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a directory"));
+}
+
+#[test]
+fn healthy_is_exit_0_and_text_has_no_colour_off_a_tty() {
+    let out = desync(&["analyze", scenario("healthy/dumps").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("desync: HEALTHY"), "{text}");
+    assert!(!text.contains('\x1b'), "no ANSI escapes when stdout is not a terminal");
+    let forced = desync(&["analyze", scenario("healthy/dumps").to_str().unwrap(), "--color", "always"]);
+    assert!(String::from_utf8_lossy(&forced.stdout).contains('\x1b'));
+}
+
+#[test]
+fn quiet_prints_one_line() {
+    let out = desync(&["analyze", scenario("stalled_rank/dumps").to_str().unwrap(), "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("stall: "), "{text}");
+}
+
+#[test]
+fn closed_stdout_pipe_is_not_an_error() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .args(["analyze", scenario("early_stop_8/dumps").to_str().unwrap(), "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before desync writes
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn emit_probes_writes_a_diff_against_the_local_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::copy(scenario("early_stop/src/train.py"), src.join("train.py")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .current_dir(dir.path())
+        .args(["analyze", scenario("early_stop/dumps").to_str().unwrap(), "--source-root", "src", "--emit-probes", "probes.diff"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let diff = std::fs::read_to_string(dir.path().join("probes.diff")).unwrap();
+    assert!(diff.starts_with("--- a/src/train.py\n+++ b/src/train.py\n@@ -"), "{diff}");
+    // Inserted before the `if` at line 99, with its indentation.
+    assert!(diff.contains("+            # desync probe: do all ranks take the same decision here?\n"), "{diff}");
+    assert!(diff.contains("+            _desync_flag = torch.tensor([int(bool(val_loss < args.target_loss))], dtype=torch.int64)\n"), "{diff}");
+    assert!(diff.contains("torch.distributed.ReduceOp.MIN"), "{diff}");
+}
