@@ -65,6 +65,6 @@ pub fn analyze_trace(input: &Path, trace: model::Trace, sources: &bridge::Source
         .is_problem()
         .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources))
         .flatten();
-    let probes = code.as_ref().map(|c| bridge::probes(c, &diagnosis, &trace)).unwrap_or_default();
+    let probes = code.as_ref().map(bridge::probes).unwrap_or_default();
     Analysis { input: input.to_path_buf(), trace, alignment, diagnosis, code, probes }
 }

@@ -35,6 +35,9 @@ pub struct GroupAlignment {
     /// First sequence id every member with entries still holds (ring buffers drop old ones).
     pub window_start: u64,
     pub classes: Vec<StreamClass>,
+    /// Every sequence id some member holds in the window, ascending. Iterating these rather
+    /// than a range keeps a corrupt seq id (2^31 after a bit flip) from costing 2^31 steps.
+    pub seqs: Vec<u64>,
     pub mismatches: Vec<Mismatch>,
     pub p2p_mismatches: Vec<P2pMismatch>,
 }
@@ -64,16 +67,20 @@ pub struct StreamClass {
     pub progress: Progress,
     /// Index into `GroupAlignment::streams` of one member, for its entries.
     pub representative: usize,
-    /// Tokens from `window_start` to `progress.last_enqueued`.
-    tokens: Vec<Option<Token>>,
-    window_start: u64,
+    /// (seq, token) for every seq from the window on that the class holds, ascending.
+    tokens: Vec<(u64, Token)>,
 }
 
 impl StreamClass {
     /// The class's token at `seq`; `None` when it has not issued (or no longer holds) it.
     pub fn token(&self, seq: u64) -> Option<Token> {
-        let i = seq.checked_sub(self.window_start)?;
-        self.tokens.get(usize::try_from(i).ok()?).copied().flatten()
+        self.tokens.binary_search_by_key(&seq, |(s, _)| *s).ok().map(|i| self.tokens[i].1)
+    }
+
+    /// Tokens at seqs in `[from, to)`, in order.
+    pub fn tokens_between(&self, from: u64, to: u64) -> Vec<Token> {
+        let start = self.tokens.partition_point(|(s, _)| *s < from);
+        self.tokens[start..].iter().take_while(|(s, _)| *s < to).map(|(_, t)| *t).collect()
     }
 
     pub fn last_seq(&self) -> u64 {
@@ -176,6 +183,9 @@ fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignm
         .max()
         .unwrap_or(1);
     let classes = classes(trace, &streams, window_start);
+    let mut seqs: Vec<u64> = classes.iter().flat_map(|c| c.tokens.iter().map(|(s, _)| *s)).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
     let mut group = GroupAlignment {
         pg: pg_index,
         members: pg.members.clone(),
@@ -183,6 +193,7 @@ fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignm
         streams,
         window_start,
         classes,
+        seqs,
         mismatches: Vec::new(),
         p2p_mismatches: Vec::new(),
     };
@@ -226,15 +237,16 @@ fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
 }
 
 fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<StreamClass> {
-    let tokens: Vec<Vec<Option<Token>>> = streams
+    let tokens: Vec<Vec<(u64, Token)>> = streams
         .par_iter()
         .map(|s| {
             let Some(dump) = trace.rank(s.rank) else { return Vec::new() };
-            let last = s.progress.last_enqueued.unwrap_or(0);
-            (window_start..=last).map(|seq| {
-                let at = entries_at(dump, &s.entries, seq);
-                (!at.is_empty()).then(|| signature::token(&at))
-            }).collect()
+            let entries: Vec<&Entry> = s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
+            entries
+                .chunk_by(|a, b| a.collective_seq_id == b.collective_seq_id)
+                .filter(|run| run[0].collective_seq_id >= window_start)
+                .map(|run| (run[0].collective_seq_id, signature::token(run)))
+                .collect()
         })
         .collect();
     let mut by_key: FxHashMap<(u64, Progress), usize> = FxHashMap::default();
@@ -245,13 +257,7 @@ fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<Stre
         t.hash(&mut h);
         let key = (h.finish(), s.progress);
         let slot = *by_key.entry(key).or_insert_with(|| {
-            classes.push(StreamClass {
-                ranks: RankSet::default(),
-                progress: s.progress,
-                representative: i,
-                tokens: t,
-                window_start,
-            });
+            classes.push(StreamClass { ranks: RankSet::default(), progress: s.progress, representative: i, tokens: t });
             members.push(Vec::new());
             classes.len() - 1
         });
@@ -266,16 +272,7 @@ fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<Stre
 
 /// Every sequence id where classes disagree: different tokens, or some never issued it.
 fn mismatches(trace: &Trace, group: &GroupAlignment) -> Vec<Mismatch> {
-    let mut found = Vec::new();
-    let end = group.max_seq();
-    let mut seq = group.window_start;
-    while seq <= end && !group.classes.is_empty() {
-        if let Some(m) = mismatch_at(trace, group, seq) {
-            found.push(m);
-        }
-        seq += 1;
-    }
-    found
+    group.seqs.iter().filter_map(|&seq| mismatch_at(trace, group, seq)).collect()
 }
 
 fn mismatch_at(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {

@@ -13,8 +13,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::CodeFinding;
-use crate::diagnose::{Diagnosis, short_path};
-use crate::model::Trace;
+use crate::diagnose::short_path;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Probe {
@@ -28,7 +27,7 @@ pub struct Probe {
     pub snippet: String,
 }
 
-pub fn probes(code: &CodeFinding, d: &Diagnosis, _trace: &Trace) -> Vec<Probe> {
+pub fn probes(code: &CodeFinding) -> Vec<Probe> {
     let Some(b) = &code.branch else { return Vec::new() };
     let Some(local) = &b.local_path else { return Vec::new() };
     let Ok(text) = std::fs::read_to_string(local) else { return Vec::new() };
@@ -103,7 +102,6 @@ pub fn probes(code: &CodeFinding, d: &Diagnosis, _trace: &Trace) -> Vec<Probe> {
             ],
         ));
     }
-    let _ = d;
     out
 }
 

@@ -131,7 +131,7 @@ fn choose_reference(group: &GroupAlignment, m: &Mismatch, issued: &[usize]) -> (
 }
 
 fn history_before(class: &StreamClass, window_start: u64, seq: u64) -> Vec<Token> {
-    (window_start..seq).filter_map(|s| class.token(s)).collect()
+    class.tokens_between(window_start, seq)
 }
 
 /// The token one period back, when the history repeats with a period of up to 64 collectives.
@@ -199,7 +199,7 @@ fn unrelated_shapes(a: &[&Entry], b: &[&Entry]) -> bool {
 
 /// Aligns the two streams from `seq` on: does one continue as the other shifted by a few?
 fn shift(reference: &StreamClass, departed: &StreamClass, seq: u64) -> Option<Departure> {
-    let tail = |c: &StreamClass| -> Vec<Token> { (seq..=c.last_seq()).map_while(|s| c.token(s)).collect() };
+    let tail = |c: &StreamClass| -> Vec<Token> { c.tokens_between(seq, u64::MAX) };
     let (r, d) = (tail(reference), tail(departed));
     let matches = |a: &[Token], b: &[Token], by: usize| -> bool {
         let len = a.len().saturating_sub(by).min(b.len());

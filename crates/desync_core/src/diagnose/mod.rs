@@ -191,7 +191,7 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
     // A crash outranks a conflict only when the conflict cannot explain the wait.
     let crashed: RankSet = waited_for.as_slice().iter().copied().filter(|r| no_dump.contains(*r)).collect();
     if !crashed.is_empty() && d.earliest.is_none() {
-        return crash(trace, d, &crashed, &stuck, &pg_label);
+        return crash(trace, d, &crashed, &stuck);
     }
     if let Some(e) = d.earliest.clone() {
         return conflict(trace, alignment, d, &e, &pg_label);
@@ -221,8 +221,13 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         d.culprit_ranks = RankSet::new(vec![s.rank]);
         d.process_group = Some(s.pg);
         d.headline = format!(
-            "no hang; rank {} enqueues {:.1} ms after the first rank on average (next slowest: {:.1} ms) and was the last in {} of {} collectives of {}",
-            s.rank, s.mean_lag_ms, s.next_mean_lag_ms, s.times_last, s.collectives, pg_label(s.pg)
+            "no hang; rank {} was the last to enqueue in {} of {} collectives of {}, {:.1} ms after the next rank on average, causing {:.0}% of all waiting",
+            s.rank,
+            s.times_last,
+            s.collectives,
+            pg_label(s.pg),
+            s.mean_lead_ms,
+            100.0 * s.share_of_waiting
         );
         d.straggler = Some(s);
         return;
@@ -234,7 +239,7 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         return;
     }
     d.category = Category::Healthy;
-    let collectives: usize = alignment.groups.iter().map(|g| g.max_seq().saturating_sub(g.window_start) as usize + 1).sum();
+    let collectives: usize = alignment.groups.iter().map(|g| g.seqs.len()).sum();
     let ranks = match trace.ranks.len() {
         1 => "the only rank completed".to_owned(),
         n => format!("all {n} ranks agree on"),
@@ -254,7 +259,7 @@ fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
     }
 }
 
-fn crash(trace: &Trace, d: &mut Diagnosis, crashed: &RankSet, stuck: &RankSet, pg_label: &dyn Fn(usize) -> String) {
+fn crash(trace: &Trace, d: &mut Diagnosis, crashed: &RankSet, stuck: &RankSet) {
     d.category = Category::Crash;
     d.culprit_ranks = crashed.clone();
     if let Some((pg, seq)) = d.stuck_at {
@@ -266,7 +271,6 @@ fn crash(trace: &Trace, d: &mut Diagnosis, crashed: &RankSet, stuck: &RankSet, p
         "rank(s) {crashed} left no readable dump and rank(s) {stuck} wait for them in {waiting}: the process likely died or was killed"
     );
     d.evidence.push(format!("ranks {stuck} are stuck in a collective that rank(s) {crashed} never issued"));
-    let _ = pg_label;
 }
 
 fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earliest, pg_label: &dyn Fn(usize) -> String) {

@@ -1,9 +1,11 @@
-//! Straggler detection when nothing hangs: per collective that every member issued, how late
-//! each rank enqueued it relative to the earliest rank. A straggler's mean lag dwarfs every
-//! other rank's, and it is the last rank often. A slow data step shows in the first
-//! collective of each step only (the ones after it start together), so "often" is a third of
-//! collectives, not most of them. Clock skew between hosts shifts every lag of a rank by the
-//! same amount; the margin over the other ranks keeps small skews from deciding.
+//! Straggler detection when nothing hangs. For each collective every member issued, the
+//! rank that enqueued it last held everyone up by its lead over the second-to-last rank.
+//! A straggler is last often and accounts for most of that waiting. A slow data step delays
+//! only the first collective of each step (the ones after it start together), so "often" is
+//! a third of collectives; occasional slowness of other ranks (logging on rank 0) stays a
+//! minority of the waiting. Clock skew between hosts shifts every timestamp of a rank by the
+//! same amount, which a lead over the next rank absorbs only when it is small: large skews
+//! can mimic a straggler, and the report says how much time is at stake.
 
 use crate::align::Alignment;
 use crate::model::Trace;
@@ -12,10 +14,10 @@ use crate::model::Trace;
 const MIN_COLLECTIVES: usize = 5;
 /// Share of collectives in which the straggler must be the last to enqueue.
 const MIN_SHARE_LAST: f64 = 0.3;
-/// The straggler's mean lag must be at least this...
-const MIN_MEAN_LAG_NS: f64 = 5e6;
-/// ...and this many times the next slowest rank's.
-const MIN_MARGIN: f64 = 4.0;
+/// Share of all the waiting (summed leads of the last rank) that the straggler caused.
+const MIN_SHARE_OF_WAITING: f64 = 0.75;
+/// Its mean lead when last must be at least this.
+const MIN_MEAN_LEAD_NS: f64 = 5e6;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Straggler {
@@ -25,9 +27,10 @@ pub struct Straggler {
     pub pg: usize,
     pub collectives: usize,
     pub times_last: usize,
-    pub mean_lag_ms: f64,
-    /// The next slowest rank's mean lag.
-    pub next_mean_lag_ms: f64,
+    /// Mean lead over the second-to-last rank in the collectives where it was last.
+    pub mean_lead_ms: f64,
+    /// Share of all the waiting caused by being last that this rank caused.
+    pub share_of_waiting: f64,
 }
 
 pub fn straggler(trace: &Trace, alignment: &Alignment) -> Option<Straggler> {
@@ -39,38 +42,39 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
         return None;
     }
     let ranks: Vec<u32> = group.streams.iter().map(|s| s.rank).collect();
-    let mut lags: Vec<Vec<i64>> = vec![Vec::new(); ranks.len()];
+    let mut lead_ns = vec![0i64; ranks.len()];
     let mut last_count = vec![0usize; ranks.len()];
     let mut compared = 0;
-    for seq in group.window_start..=group.max_seq() {
+    for &seq in &group.seqs {
         let times: Option<Vec<i64>> = ranks
             .iter()
             .map(|&r| group.entries_at(trace, r, seq).first().map(|e| e.time_created_ns).filter(|&t| t > 0))
             .collect();
-        let Some(times) = times else { continue };
-        let earliest = *times.iter().min()?;
-        let latest = times.iter().enumerate().max_by_key(|(_, t)| **t).map(|(i, _)| i)?;
-        last_count[latest] += 1;
-        for (i, t) in times.iter().enumerate() {
-            lags[i].push(t - earliest);
-        }
+        let Some(mut times) = times.map(|t| t.into_iter().enumerate().collect::<Vec<_>>()) else { continue };
+        times.sort_by_key(|(_, t)| *t);
+        let (last, t_last) = times[times.len() - 1];
+        let (_, t_second) = times[times.len() - 2];
+        last_count[last] += 1;
+        lead_ns[last] += t_last - t_second;
         compared += 1;
     }
     if compared < MIN_COLLECTIVES {
         return None;
     }
-    let mean = |l: &[i64]| l.iter().sum::<i64>() as f64 / l.len().max(1) as f64;
-    let mut by_lag: Vec<(usize, f64)> = lags.iter().map(|l| mean(l)).enumerate().collect();
-    by_lag.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (worst, worst_lag) = by_lag[0];
-    let next_lag = by_lag[1].1;
-    let share = last_count[worst] as f64 / compared as f64;
-    (share >= MIN_SHARE_LAST && worst_lag >= MIN_MEAN_LAG_NS && worst_lag >= MIN_MARGIN * next_lag.max(1e5)).then(|| Straggler {
-        rank: ranks[worst],
-        pg: group.pg,
-        collectives: compared,
-        times_last: last_count[worst],
-        mean_lag_ms: worst_lag / 1e6,
-        next_mean_lag_ms: next_lag / 1e6,
+    let total: i64 = lead_ns.iter().sum();
+    let (worst, &worst_lead) = lead_ns.iter().enumerate().max_by_key(|(_, l)| **l)?;
+    let times_last = last_count[worst];
+    let share_last = times_last as f64 / compared as f64;
+    let share_of_waiting = worst_lead as f64 / total.max(1) as f64;
+    let mean_lead = worst_lead as f64 / times_last.max(1) as f64;
+    (share_last >= MIN_SHARE_LAST && share_of_waiting >= MIN_SHARE_OF_WAITING && mean_lead >= MIN_MEAN_LEAD_NS).then(|| {
+        Straggler {
+            rank: ranks[worst],
+            pg: group.pg,
+            collectives: compared,
+            times_last,
+            mean_lead_ms: mean_lead / 1e6,
+            share_of_waiting,
+        }
     })
 }
