@@ -8,7 +8,8 @@ name and collective_seq_id).
 
 Two inputs per Gloo scenario:
 - raw: the dumps as written. torch 2.11's torchfrtrace crashes on every Gloo
-  dump (pg_config is keyed "" -> KeyError: ('0', <rank>)); recorded as xfail.
+  dump (pg_config is keyed "" -> KeyError: ('0', <rank>)); the test asserts that
+  crash, and that desync reads the same files and reaches the designed verdict.
 - repaired: pg_config rebuilt from the entries and "gloo:" renamed to "nccl:"
   ("barrier" -> "all_reduce_barrier"), see desync_jobs/frtrace.py. desync
   still analyses the original dumps.
@@ -16,6 +17,7 @@ Two inputs per Gloo scenario:
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -54,11 +56,17 @@ def test_desync_reports_what_torchfrtrace_reports(scenario, prefix, variant, tmp
     record_property("torchfrtrace_crash", res.crash_summary)
     record_property("torchfrtrace_mismatches",
                     [(m.process_group, m.collective_seq_id, m.kind, m.ranks) for m in res.mismatches])
-    if res.crashed and not res.mismatches:
-        pytest.xfail(f"torchfrtrace crashed on the {variant} dumps: {res.crash_summary}")
-
     source = scenario / "src"
     _, report, _ = run_desync(dumps, source_root=source if source.exists() else None)
+    is_gloo = b"gloo:" in next(dumps.iterdir()).read_bytes()
+    if variant == "raw" and is_gloo:
+        # Where torchfrtrace cannot read the dumps at all, desync must still get it right.
+        assert res.crashed, "torchfrtrace read raw Gloo dumps; update this test and the README"
+        expected = json.loads((scenario / "expected.json").read_text())
+        assert report["verdict"]["category"] == expected["category"], report["verdict"]
+        assert report["verdict"]["culprit_ranks"] == expected["culprit_ranks"], report["verdict"]
+        return
+    assert not res.crashed, f"torchfrtrace crashed on the {variant} dumps: {res.crash_summary}"
     have = {(m["process_group"]["name"], m["collective_seq_id"]) for m in report["mismatches"]}
     missing = [m for m in res.mismatches if (m.process_group, m.collective_seq_id) not in have]
     assert not missing, f"torchfrtrace found mismatches desync does not report: {missing}"
