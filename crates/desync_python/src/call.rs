@@ -45,7 +45,7 @@ pub(crate) fn explain(module: &Module, line: u32) -> Option<CallOrigin> {
 /// The call a frame's line points at. Frames name the line where the call starts, so calls
 /// starting on `line` come first, collectives before implicit ones (`backward`) before any
 /// other; failing that, the innermost call spanning the line.
-fn call_at(module: &Module, line: u32) -> Option<&ExprCall> {
+pub(crate) fn call_at(module: &Module, line: u32) -> Option<&ExprCall> {
     let stmt = module.path(line)?.leaf();
     let mut calls = Vec::new();
     for e in header_exprs(stmt) {

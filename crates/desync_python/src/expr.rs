@@ -86,6 +86,17 @@ pub(crate) fn root_name(expr: &Expr) -> Option<&str> {
     None
 }
 
+/// `x.dtype`, `comm_dtype`, `torch.bfloat16`: expressions that name a dtype.
+pub(crate) fn names_dtype(e: &Expr) -> bool {
+    use crate::dependence::patterns::{TORCH_DTYPES, has_word};
+    let Some(path) = dotted(e) else { return false };
+    let last = path.rsplit('.').next().unwrap_or_default();
+    has_word(last, &["dtype", "dtypes"])
+        || (path.starts_with("torch.")
+            && path.matches('.').count() == 1
+            && TORCH_DTYPES.contains(&last))
+}
+
 /// `text` on one line with runs of whitespace collapsed, cut at 60 characters.
 pub(crate) fn snippet(text: &str) -> String {
     const MAX_CHARS: usize = 60;

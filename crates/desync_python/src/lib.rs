@@ -38,15 +38,18 @@ mod call;
 mod dependence;
 mod expr;
 mod module;
+mod outline;
 mod tree;
 mod types;
 
 #[cfg(test)]
 mod robustness;
 
-pub use dependence::classify_expression;
 pub use dependence::patterns;
+pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
+pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
 pub use module::Module;
+pub use outline::{Call, Clause, Conditional, Handler, Import, LineRange, Loop, Outline, TryBlock};
 pub use types::{
     ArgOrigin, Branch, CallOrigin, CallSite, Construct, Dependence, DependenceKind, Function, Jump,
 };

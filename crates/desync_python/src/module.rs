@@ -10,6 +10,8 @@ use ruff_python_parser::parse_unchecked_source;
 use ruff_source_file::{LineIndex, OneIndexed};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
+use crate::dependence::trace::ValueStep;
+use crate::outline::Outline;
 use crate::tree::{self, Path};
 use crate::types::{Branch, CallOrigin, CallSite, Function};
 
@@ -104,6 +106,17 @@ impl Module {
         crate::branch::find(self, line_a, line_b)
     }
 
+    /// For ranks whose stacks are identical yet deadlocked (an order inversion across process
+    /// groups): the `if` (or conditional expression) that reorders the list a `for` loop
+    /// around `line` walks, or that swaps the process groups the call at `line` takes, so
+    /// some ranks visit the groups in another order. The loop whose target binds the call's
+    /// process-group argument is tried first, then the others innermost first; the first
+    /// reordering whose condition shows a known rank-dependence wins, else the first one.
+    /// `None` when the order cannot change (no loop, or only unconditional reorderings).
+    pub fn find_order_branch(&self, line: u32) -> Option<Branch> {
+        crate::branch::find_order(self, line)
+    }
+
     /// The call at `line` (a collective, preferably) and where its arguments come from.
     pub fn explain_call(&self, line: u32) -> Option<CallOrigin> {
         crate::call::explain(self, line)
@@ -119,6 +132,19 @@ impl Module {
     /// The collective calls of the file (nested functions included), in source order.
     pub fn collective_calls(&self) -> Vec<CallSite> {
         crate::call::collectives(self)
+    }
+
+    /// Imports, functions, calls, `if`s, loops and `try`s of every scope, for the linter.
+    pub fn outline(&self) -> Outline {
+        crate::outline::build(self)
+    }
+
+    /// Where the value of `expr_source`, written at `line`, comes from: the expression, then
+    /// the bindings its names are read from (breadth first, a few levels deep, within the
+    /// function and module globals), each with the facts that decide a tensor's shape or
+    /// dtype (see [`ValueFeature`](crate::ValueFeature)). Parameters end a path: the callers decide them.
+    pub fn trace_value(&self, line: u32, expr_source: &str) -> Vec<ValueStep> {
+        crate::dependence::trace::trace(self, line, expr_source)
     }
 
     // ---- crate-internal accessors -------------------------------------------------------
@@ -153,6 +179,11 @@ impl Module {
     /// 1-based line holding byte `offset`.
     pub(crate) fn line_of(&self, offset: TextSize) -> u32 {
         self.index.line_index(offset).get() as u32
+    }
+
+    /// 1-based column (in characters) of byte `offset`.
+    pub(crate) fn column_of(&self, offset: TextSize) -> u32 {
+        self.index.line_column(offset, &self.source).column.get() as u32
     }
 
     /// Source text of a node of this module.

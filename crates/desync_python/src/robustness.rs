@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use proptest::prelude::*;
 
-use crate::{Module, classify_expression};
+use crate::{ClassifyOptions, Module, classify_expression, classify_expression_with};
 
 const FRAGMENTS: &[&str] = &[
     "def f(rank, loader):",
@@ -73,7 +73,12 @@ fn exercise(src: &str, a: u32, b: u32, expr: &str) {
         let _ = m.find_branch(line, Some(a));
         let _ = m.find_branch(line, Some(line));
         let _ = classify_expression(&m, line, expr);
+        let uniform = ClassifyOptions { uniform_config: true };
+        let _ = classify_expression_with(&m, line, expr, uniform);
+        let _ = m.find_order_branch(line);
+        let _ = m.trace_value(line, expr);
     }
+    let _ = m.outline();
     // Every pair of real lines, for the small sources.
     if lines < 25 {
         for x in 1..lines {
@@ -81,6 +86,7 @@ fn exercise(src: &str, a: u32, b: u32, expr: &str) {
                 let _ = m.find_branch(x, Some(y));
             }
             let _ = m.explain_call(x);
+            let _ = m.find_order_branch(x);
         }
     }
 }

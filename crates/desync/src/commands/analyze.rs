@@ -32,6 +32,10 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
         }
     }
     out.flush()?;
+    if let Some(path) = &args.html {
+        let options = desync_core::report::HtmlOptions::default();
+        super::report::write_output(path, |w| desync_core::report::write_html(&analysis, &options, w))?;
+    }
 
     if let Some(path) = &args.emit_probes {
         if analysis.probes.is_empty() {

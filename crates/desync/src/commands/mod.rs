@@ -1,6 +1,9 @@
 //! One module per verb; each returns an [`Outcome`](crate::Outcome) or an error.
 
 mod analyze;
+mod export;
+mod lint;
+mod report;
 
 use crate::Outcome;
 use crate::cli::{Args, Command};
@@ -8,5 +11,8 @@ use crate::cli::{Args, Command};
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     match args.command {
         Command::Analyze(a) => analyze::run(&a),
+        Command::Lint(a) => lint::run(&a),
+        Command::Report(a) => report::run(&a),
+        Command::Export(a) => export::run(&a),
     }
 }

@@ -135,6 +135,11 @@ pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &
     };
     let module = Module::parse(&text);
     let branch = match &target {
+        // Identical stacks on both sides of a deadlock: the order of the groups, not the
+        // path, differs. Look for a conditional reordering around each frame, innermost first.
+        Target::Part(p) if p.line_reference.is_none() && d.category == Category::Deadlock => {
+            departed.and_then(|e| order_branch(e, &resolver))
+        }
         Target::Part(p) => branch_at(&module, p),
         Target::Call(f) => {
             let callers = caller_modules(departed.or(reference), f, &resolver);
@@ -142,8 +147,10 @@ pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &
         }
     };
     if let Some(mut b) = branch {
-        b.file = file.to_string();
-        b.local_path = Some(local);
+        if b.file.is_empty() {
+            b.file = file.to_string();
+            b.local_path = Some(local);
+        }
         finding.explanation = explain(&b, &culprits, &module, d.category);
         finding.snippet = Some(snippet(&module, b.line));
         finding.branch = Some(b);
@@ -158,6 +165,20 @@ pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &
         finding.snippet = Some(snippet(&module, p.line_departed));
     }
     Some(finding)
+}
+
+/// A conditional reordering of what a loop iterates (`if ...: reductions.reverse()`) around
+/// any user frame of `entry`, innermost first, with file and local path filled in.
+fn order_branch(entry: &Entry, resolver: &Resolver<'_>) -> Option<BranchPoint> {
+    entry.user_frames().find_map(|f| {
+        let local = resolver.resolve(&f.file).local_path?;
+        let module = Module::parse(&std::fs::read_to_string(&local).ok()?);
+        let found = module.find_order_branch(f.line)?;
+        let mut point = branch_point(&found, None);
+        point.file = f.file.to_string();
+        point.local_path = Some(local);
+        Some(point)
+    })
 }
 
 /// The user frames outside `frame` (outward, up to three), parsed, for following arguments.
@@ -221,19 +242,7 @@ fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
     let found = module.find_branch(p.line_departed, p.line_reference).or_else(|| {
         p.line_reference.and_then(|r| module.find_branch(r, Some(p.line_departed)))
     })?;
-    let mut point = BranchPoint {
-        file: String::new(),
-        local_path: None,
-        line: found.line,
-        function: found.function.clone(),
-        construct: found.construct.as_str().to_owned(),
-        source: found.source.clone(),
-        condition: found.condition.clone(),
-        condition_line: found.condition_line,
-        dependence: found.dependence.iter().map(|d| DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() }).collect(),
-        skipped_line: found.skipped_line.or(p.line_reference),
-        handler_line: None,
-    };
+    let mut point = branch_point(&found, p.line_reference);
     // An `except` whose body jumps: the jump is what skips the collective; the handler is why.
     if let Some(jump) = found.jump
         && found.construct == desync_python::Construct::Except
@@ -249,6 +258,22 @@ fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
 /// The collective call at `line` and where its arguments come from. When an argument flows
 /// from a parameter of the enclosing function, the caller's frame says what was passed:
 /// `callers` are the next user frames outward, read with the same resolver.
+fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) -> BranchPoint {
+    BranchPoint {
+        file: String::new(),
+        local_path: None,
+        line: found.line,
+        function: found.function.clone(),
+        construct: found.construct.as_str().to_owned(),
+        source: found.source.clone(),
+        condition: found.condition.clone(),
+        condition_line: found.condition_line,
+        dependence: found.dependence.iter().map(|d| DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() }).collect(),
+        skipped_line: found.skipped_line.or(fallback_skipped),
+        handler_line: None,
+    }
+}
+
 fn call_at(module: &Module, line: u32, callers: &[(Module, u32)]) -> BranchPoint {
     let origin = module.explain_call(line);
     let mut dependence: Vec<DependenceItem> = Vec::new();
@@ -324,9 +349,12 @@ fn origin_rank(d: &DependenceItem) -> u8 {
 fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Category) -> String {
     let at = format!("{}:{}", short_path(&b.file), b.line);
     let kinds: Vec<&str> = {
-        let mut k: Vec<&str> = b.dependence.iter().map(|d| d.kind.as_str()).collect();
-        k.dedup();
-        k
+        let mut k: Vec<&DependenceItem> = b.dependence.iter().collect();
+        k.sort_by_key(|d| origin_rank(d));
+        let mut names: Vec<&str> = k.iter().map(|d| d.kind.as_str()).collect();
+        let mut seen = Vec::new();
+        names.retain(|n| if seen.contains(n) { false } else { seen.push(*n); true });
+        names
     };
     let because = match (&b.condition, kinds.is_empty()) {
         (Some(c), _) if b.handler_line.is_some() => {
@@ -352,6 +380,10 @@ fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Categ
             format!("rank(s) {culprits} {skipped} `{}` at {at}{because}", b.construct)
         }
         "except" => format!("rank(s) {culprits} took the `except` at {at} (`{}`): an exception raised on those ranks only{because}", b.source),
+        construct if category == Category::Deadlock => format!(
+            "rank(s) {culprits} issue their collectives across process groups in a different order, decided by the `{construct}` at {at} (`{}`){because}",
+            b.source
+        ),
         construct => format!("rank(s) {culprits} go a different way at the `{construct}` at {at} (`{}`){because}", b.source),
     }
 }

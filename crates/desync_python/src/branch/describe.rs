@@ -4,14 +4,14 @@
 use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtTry};
 use ruff_text_size::Ranged;
 
-use super::{Candidate, Decider, Guard, jumps};
+use super::{Candidate, Decider, Guard};
 use crate::dependence::{Classifier, enclosing_handler};
 use crate::expr::snippet;
 use crate::module::Module;
 use crate::types::{Branch, Construct, Dependence, DependenceKind, Jump};
 
 pub(super) fn branch(module: &Module, candidate: &Candidate<'_>) -> Branch {
-    let mut parts = match candidate.decider {
+    let parts = match candidate.decider {
         Decider::If { stmt, clause } => {
             let clause = clause.and_then(|i| stmt.elif_else_clauses.get(i));
             match clause.and_then(|c| c.test.as_ref().map(|t| (c, t))) {
@@ -52,6 +52,18 @@ pub(super) fn branch(module: &Module, candidate: &Candidate<'_>) -> Branch {
             Guard::Handler { stmt, index } => except(module, stmt, index),
         },
     };
+    finish(module, parts, candidate.skipped_line)
+}
+
+/// A conditional expression (`order = [a, b] if c else [b, a]`) decides like an `if` written
+/// at its statement.
+pub(super) fn conditional_expression(module: &Module, stmt: &Stmt, test: &Expr) -> Branch {
+    let mut parts = Parts::new(module, Construct::If, stmt.start(), None);
+    parts.set_condition(module, stmt.start(), test);
+    finish(module, parts, None)
+}
+
+fn finish(module: &Module, mut parts: Parts, skipped_line: Option<u32>) -> Branch {
     if parts.construct != Construct::Except
         && !parts.dependence.iter().any(|d| d.kind == DependenceKind::Exception)
         && let Some(evidence) = enclosing_handler(module, parts.line)
@@ -66,7 +78,7 @@ pub(super) fn branch(module: &Module, candidate: &Candidate<'_>) -> Branch {
         condition: parts.condition,
         condition_line: parts.condition_line,
         dependence: parts.dependence,
-        skipped_line: candidate.skipped_line,
+        skipped_line,
         jump: parts.jump,
         parameters: parts.parameters,
     }
@@ -134,15 +146,6 @@ fn except(module: &Module, stmt: &StmtTry, index: usize) -> Parts {
         kind: DependenceKind::Exception,
         evidence: format!("`{clause}` at line {} runs only on ranks that raised", parts.line),
     });
-    parts.jump = jumps::handler_jump(handler).and_then(|j| {
-        let construct = match j {
-            Stmt::Continue(_) => Construct::Continue,
-            Stmt::Break(_) => Construct::Break,
-            Stmt::Return(_) => Construct::Return,
-            Stmt::Raise(_) => Construct::Raise,
-            _ => return None,
-        };
-        Some(Jump { construct, line: module.line_of(j.start()) })
-    });
+    parts.jump = super::handler_jump_of(module, handler);
     parts
 }

@@ -17,13 +17,15 @@
 
 mod describe;
 mod jumps;
+mod order;
 mod structure;
 
-use ruff_python_ast::{Stmt, StmtIf, StmtTry, StmtWith};
+use ruff_python_ast::{ExceptHandler, Stmt, StmtIf, StmtTry, StmtWith};
+use ruff_text_size::Ranged;
 
 use crate::module::Module;
 use crate::tree::Path;
-use crate::types::{Branch, Construct, DependenceKind};
+use crate::types::{Branch, Construct, DependenceKind, Jump};
 
 /// How many candidates are described before giving up on finding an informative one.
 const MAX_CANDIDATES: usize = 16;
@@ -123,6 +125,24 @@ pub(crate) fn guards(module: &Module, line: u32) -> Vec<Branch> {
         .chain(structure::enclosing(module, &path))
         .map(|c| describe::branch(module, &c))
         .collect()
+}
+
+/// The `if` that reorders the list a loop around `line` walks (see [`order`]).
+pub(crate) fn find_order(module: &Module, line: u32) -> Option<Branch> {
+    order::find(module, line)
+}
+
+/// The first jump directly in an `except` body (the `continue` of `except E: log(); continue`).
+pub(crate) fn handler_jump_of(module: &Module, handler: &ExceptHandler) -> Option<Jump> {
+    let stmt = jumps::handler_jump(handler)?;
+    let construct = match stmt {
+        Stmt::Continue(_) => Construct::Continue,
+        Stmt::Break(_) => Construct::Break,
+        Stmt::Return(_) => Construct::Return,
+        Stmt::Raise(_) => Construct::Raise,
+        _ => return None,
+    };
+    Some(Jump { construct, line: module.line_of(stmt.start()) })
 }
 
 /// A condition with a known reason to differ across ranks.

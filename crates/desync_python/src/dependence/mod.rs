@@ -11,6 +11,7 @@ pub mod patterns;
 
 pub(crate) mod bindings;
 mod rules;
+pub(crate) mod trace;
 
 use ruff_python_ast::{ExceptHandler, Expr, Mod, Stmt};
 use ruff_python_parser::{Mode, ParseOptions, parse_unchecked};
@@ -38,6 +39,8 @@ pub(crate) struct Classifier<'m> {
     /// Parameters of the function the value flows from, in first-seen order: the caller's
     /// frame can follow them further.
     parameters: Vec<String>,
+    /// Treat configuration reads (`args.x`, `cfg.y`, `sys.argv`) as rank-invariant.
+    pub(crate) uniform_config: bool,
 }
 
 impl<'m> Classifier<'m> {
@@ -55,6 +58,7 @@ impl<'m> Classifier<'m> {
             tracing: Vec::new(),
             quiet: 0,
             parameters: Vec::new(),
+            uniform_config: false,
         }
     }
 
@@ -110,6 +114,26 @@ impl<'m> Classifier<'m> {
 /// an `except` body adds [`DependenceKind::Exception`]. Text that does not parse as an
 /// expression is classified as far as the parser recovered it.
 pub fn classify_expression(module: &Module, line: u32, expr_source: &str) -> Vec<Dependence> {
+    classify_expression_with(module, line, expr_source, ClassifyOptions::default())
+}
+
+/// Assumptions [`classify_expression_with`] may make.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassifyOptions {
+    /// Configuration reads (`args.lr`, `cfg.log_every`, `sys.argv`) are the same on every
+    /// rank: every rank parses the same command line and config file. A linter assumes so; a
+    /// post-mortem should not (a node can be launched with another config), which is why
+    /// [`classify_expression`] reports them as [`DependenceKind::Environment`].
+    pub uniform_config: bool,
+}
+
+/// [`classify_expression`] under `options`.
+pub fn classify_expression_with(
+    module: &Module,
+    line: u32,
+    expr_source: &str,
+    options: ClassifyOptions,
+) -> Vec<Dependence> {
     if expr_source.trim().is_empty() {
         return Vec::new();
     }
@@ -119,6 +143,7 @@ pub fn classify_expression(module: &Module, line: u32, expr_source: &str) -> Vec
     let end = TextSize::try_from(module.source().len()).unwrap_or_default();
     let at = module.line_range(line).map_or(end, ruff_text_size::TextRange::start);
     let mut classifier = Classifier::at_line(module, line);
+    classifier.uniform_config = options.uniform_config;
     classifier.expr(&expr.body, expr_source, at);
     if let Some(evidence) = enclosing_handler(module, line) {
         classifier.add(DependenceKind::Exception, evidence);
@@ -143,3 +168,5 @@ pub(crate) fn enclosing_handler(module: &Module, line: u32) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trace_tests;

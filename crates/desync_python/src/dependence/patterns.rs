@@ -375,6 +375,43 @@ pub const COLLECTIVES: &[&str] = &[
 pub const IMPLICIT_COLLECTIVES: &[&str] =
     &["backward", "clip_grad_norm_", "full_tensor", "redistribute"];
 
+/// Keyword arguments that only place a value on a device (`device_ids=[local_rank]`): the
+/// value is the same on every rank wherever it lives.
+pub const DEVICE_KEYWORDS: &[&str] =
+    &["device", "device_ids", "output_device", "map_location", "non_blocking", "memory_format"];
+
+/// Methods that move a tensor or module between devices; only a dtype argument changes the
+/// value (`x.to(comm_dtype)`), a device argument (`x.to(local_rank)`) does not.
+pub const PLACEMENT_METHODS: &[&str] = &["to", "cuda", "xpu", "npu", "mps", "cpu", "pin_memory"];
+
+/// `torch.<name>` dtypes.
+pub const TORCH_DTYPES: &[&str] = &[
+    "float",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "half",
+    "double",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "long",
+    "short",
+    "bool",
+    "complex64",
+    "complex128",
+    "float8_e4m3fn",
+    "float8_e5m2",
+];
+
+/// Rank-name endings of collections indexed by rank (`bytes_per_rank`), which are the same
+/// on every rank unless indexed by the rank itself.
+const PER_RANK_SUFFIXES: &[&str] = &["per_rank", "by_rank", "for_each_rank"];
+
 /// Snake-case words of a name, lowercased (`valLoss` stays one word).
 pub fn words(name: &str) -> impl Iterator<Item = String> + '_ {
     name.split('_').filter(|w| !w.is_empty()).map(str::to_ascii_lowercase)
@@ -383,7 +420,9 @@ pub fn words(name: &str) -> impl Iterator<Item = String> + '_ {
 /// True when a variable or attribute name holds the rank id or a rank flag.
 pub fn is_rank_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    RANK_NAMES.contains(&lower.as_str()) || lower.ends_with(RANK_NAME_SUFFIX)
+    RANK_NAMES.contains(&lower.as_str())
+        || (lower.ends_with(RANK_NAME_SUFFIX)
+            && !PER_RANK_SUFFIXES.iter().any(|s| lower.ends_with(s)))
 }
 
 /// True when one of `name`'s words is in `list`.
@@ -409,7 +448,9 @@ mod tests {
         for n in ["rank", "local_rank", "LOCAL_RANK", "dp_rank", "is_main_process"] {
             assert!(is_rank_name(n), "{n}");
         }
-        for n in ["world_size", "ranks", "rank_loss", "num_ranks"] {
+        for n in
+            ["world_size", "ranks", "rank_loss", "num_ranks", "bytes_per_rank", "_shards_by_rank"]
+        {
             assert!(!is_rank_name(n), "{n}");
         }
     }

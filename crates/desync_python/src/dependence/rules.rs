@@ -8,13 +8,13 @@ use ruff_text_size::{Ranged, TextSize};
 use super::bindings::{self, Binding, Source};
 use super::patterns::{self as p, has_word, is_rank_name};
 use super::{Classifier, MAX_TRACE};
-use crate::expr::{self, children, dotted, last_segment, snippet};
+use crate::expr::{self, children, dotted, last_segment, names_dtype, snippet};
 use crate::tree::MAX_DEPTH;
 use crate::types::DependenceKind::{
     Environment, Exception, LocalData, Randomness, RankId, Time, Unknown,
 };
 
-impl Classifier<'_> {
+impl<'m> Classifier<'m> {
     pub(super) fn visit(&mut self, e: &Expr, src: &str, at: TextSize, depth: usize) {
         if depth > MAX_DEPTH {
             return;
@@ -44,8 +44,10 @@ impl Classifier<'_> {
         if p::RANK_INVARIANT_NAMES.contains(&name) {
             return;
         }
-        let traced = self.trace(name, at);
-        if is_rank_name(name) {
+        let (traced, loop_variable) = self.trace(name, at);
+        // `for src_rank in range(world_size)` walks every rank in the same order everywhere:
+        // a loop variable is what its iterable is, whatever its name says.
+        if is_rank_name(name) && !loop_variable {
             self.add(RankId, format!("`{name}`"));
         }
         if p::is_data_name(name) {
@@ -63,11 +65,17 @@ impl Classifier<'_> {
     }
 
     /// Follows `name` to its binding; adds what the bound value depends on, with the binding as
-    /// evidence. Returns the `Unknown` evidence to use when nothing better turns up.
-    fn trace(&mut self, name: &str, at: TextSize) -> Option<String> {
+    /// evidence. Returns the `Unknown` evidence to use when nothing better turns up, and
+    /// whether the name is a loop variable.
+    fn trace(&mut self, name: &str, at: TextSize) -> (Option<String>, bool) {
         let Some(binding) = bindings::lookup(self.module, self.scope, name, at) else {
-            return Some(format!("`{name}` (not assigned in this file)"));
+            return (Some(format!("`{name}` (not assigned in this file)")), false);
         };
+        let loop_variable = matches!(binding.source, Source::LoopCounter | Source::LoopItem(_));
+        (self.trace_binding(name, binding), loop_variable)
+    }
+
+    fn trace_binding(&mut self, name: &str, binding: Binding<'m>) -> Option<String> {
         if self.tracing.contains(&binding.at) {
             return None;
         }
@@ -141,9 +149,15 @@ impl Classifier<'_> {
         }
         let path = dotted(e);
         if path.as_deref().is_some_and(|d| p::ENVIRONMENT_VALUES.contains(&d)) {
+            if self.uniform_config && path.as_deref() == Some("sys.argv") {
+                return;
+            }
             return self.add(Environment, text);
         }
         if is_config_read(e) {
+            if self.uniform_config {
+                return;
+            }
             return self.add(Environment, format!("{text} (configuration)"));
         }
         if self.is_imported_root(e, at) {
@@ -178,6 +192,9 @@ impl Classifier<'_> {
             return self.add(kind, text);
         }
         if is_config_read(e) {
+            if self.uniform_config {
+                return;
+            }
             return self.add(Environment, format!("{text} (configuration)"));
         }
         self.visit(&s.value, src, at, depth + 1);
@@ -203,10 +220,17 @@ impl Classifier<'_> {
         if forward {
             self.add(LocalData, format!("{text} (model or loss output)"));
         }
-        for arg in &*c.arguments.args {
+        // Where a value lives is not what it is: `model.to(local_rank)` and
+        // `DDP(model, device_ids=[local_rank])` hold the same values on every rank.
+        let placement =
+            matches!(&*c.func, Expr::Attribute(_)) && p::PLACEMENT_METHODS.contains(&last);
+        for arg in c.arguments.args.iter().filter(|a| !placement || names_dtype(a)) {
             self.visit(arg, src, at, depth + 1);
         }
         for kw in &c.arguments.keywords {
+            if kw.arg.as_ref().is_some_and(|k| p::DEVICE_KEYWORDS.contains(&k.as_str())) {
+                continue;
+            }
             self.visit(&kw.value, src, at, depth + 1);
         }
         if let Expr::Attribute(a) = &*c.func {

@@ -5,6 +5,7 @@ mod conditional;
 mod exceptions;
 mod jumps;
 mod loops;
+mod order;
 mod scenarios;
 
 use crate::{Branch, Construct, DependenceKind, Module};

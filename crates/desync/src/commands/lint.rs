@@ -1,0 +1,40 @@
+//! `desync lint`: static checks over Python training code. The report goes to stdout; paths
+//! that could not be read are listed on stderr (and in the JSON/SARIF document) and make the
+//! exit status 2 even when other files were linted.
+
+use std::io::Write;
+
+use anyhow::bail;
+
+use crate::Outcome;
+use crate::cli::LintArgs;
+
+pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
+    let selectors = |list: &Option<String>| -> anyhow::Result<Vec<desync_lint::Rule>> {
+        Ok(desync_lint::parse_selectors(list.as_deref().unwrap_or(""))?)
+    };
+    let options =
+        desync_lint::Options { select: selectors(&args.select)?, ignore: selectors(&args.ignore)? };
+    let report = desync_lint::lint_paths(&args.paths, &options);
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format.as_str() {
+        "json" => desync_lint::write_json(&report, &mut out)?,
+        "sarif" => desync_lint::write_sarif(&report, &mut out)?,
+        _ => desync_lint::write_text(&report, &mut out)?,
+    }
+    out.flush()?;
+
+    if let Some(first) = report.errors.first() {
+        for e in &report.errors {
+            eprintln!("desync: {e}");
+        }
+        bail!(
+            "{} path(s) could not be linted (first: {})",
+            report.errors.len(),
+            first.path().display()
+        );
+    }
+    Ok(if report.findings.is_empty() { Outcome::Clean } else { Outcome::Findings })
+}

@@ -1,0 +1,186 @@
+//! `desync lint` through the real binary: exit codes (0 clean, 1 findings, 2 unreadable path
+//! or bad arguments), the three output formats, suppression comments, rule selection and
+//! directory discovery.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn train(scenario: &str) -> PathBuf {
+    repo().join("tests/scenarios").join(scenario).join("src/train.py")
+}
+
+fn lint() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_desync"));
+    cmd.arg("lint");
+    cmd
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const BUGGY: &str = "\
+import torch.distributed as dist
+
+def log(x, rank):
+    if rank == 0:
+        dist.all_reduce(x)
+";
+
+#[test]
+fn exit_codes_and_text_format() {
+    let out = lint().arg(train("healthy")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("All checks passed (1 file checked)."));
+
+    let path = train("early_stop");
+    let out = lint().arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with(&format!("{}:101:17: DSY002 `break`", path.display())), "{first}");
+    assert!(text.lines().nth(1).unwrap().starts_with("    help: agree on the decision first"));
+    assert!(text.ends_with("Found 1 finding (DSY002: 1) in 1 file.\n"), "{text}");
+}
+
+#[test]
+fn unreadable_paths_exit_2_but_still_report_the_rest() {
+    let out = lint().arg("/definitely/not/here.py").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here.py"));
+
+    let out =
+        lint().arg(train("early_stop")).arg("/nope").args(["--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["findings"].as_array().unwrap().len(), 1);
+    assert_eq!(json["errors"][0]["path"], "/nope");
+
+    // Bad arguments are usage errors (2) too.
+    assert_eq!(lint().output().unwrap().status.code(), Some(2));
+    let out = lint().arg(train("healthy")).args(["--select", "E501"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown rule selector `E501`"));
+    let out = lint().arg(train("healthy")).args(["--format", "xml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn json_over_every_scenario() {
+    let dir = repo().join("tests/scenarios");
+    let out = lint().arg(&dir).args(["--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    let jobs = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("src/train.py").is_file())
+        .count();
+    assert!(json["files_checked"].as_u64().unwrap() >= jobs as u64);
+    assert_eq!(json["errors"].as_array().unwrap().len(), 0);
+    let findings = json["findings"].as_array().unwrap();
+    for f in findings {
+        for key in ["file", "message", "hint", "source", "rule"] {
+            assert!(f[key].is_string(), "{key} in {f}");
+        }
+        assert!(f["line"].as_u64().unwrap() >= 1 && f["column"].as_u64().unwrap() >= 1);
+    }
+    let at = |scenario: &str, line: u64| {
+        findings.iter().any(|f| {
+            f["file"].as_str().unwrap().contains(&format!("/{scenario}/")) && f["line"] == line
+        })
+    };
+    assert!(at("pg_order", 67) && at("extra_collective", 77) && at("except_skip", 89));
+    assert!(!findings.iter().any(|f| f["file"].as_str().unwrap().contains("/healthy/")));
+}
+
+#[test]
+fn sarif_has_the_required_keys() {
+    let out = lint().arg(train("ragged_allgather")).args(["--format", "sarif"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(sarif["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "desync");
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["id"] == "DSY005"));
+    let result = &run["results"][0];
+    assert_eq!(result["ruleId"], "DSY005");
+    assert!(result["message"]["text"].as_str().unwrap().contains("all_gather"));
+    let location = &result["locations"][0]["physicalLocation"];
+    assert!(
+        location["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("ragged_allgather/src/train.py")
+    );
+    assert_eq!(location["region"]["startLine"], 58);
+    assert_eq!(location["region"]["startColumn"], 9);
+}
+
+#[test]
+fn suppression_selection_and_discovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("train.py");
+    std::fs::write(&file, BUGGY).unwrap();
+    assert_eq!(lint().arg(&file).output().unwrap().status.code(), Some(1));
+
+    std::fs::write(
+        &file,
+        BUGGY.replace("if rank == 0:", "if rank == 0:  # desync: ignore[DSY001]"),
+    )
+    .unwrap();
+    let out = lint().arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    std::fs::write(
+        &file,
+        BUGGY.replace("if rank == 0:", "if rank == 0:  # desync: ignore[DSY002]"),
+    )
+    .unwrap();
+    assert_eq!(lint().arg(&file).output().unwrap().status.code(), Some(1));
+    std::fs::write(&file, BUGGY.replace("if rank == 0:", "if rank == 0:  # desync: ignore"))
+        .unwrap();
+    assert_eq!(lint().arg(&file).output().unwrap().status.code(), Some(0));
+
+    std::fs::write(&file, BUGGY).unwrap();
+    assert_eq!(
+        lint().arg(&file).args(["--ignore", "DSY001"]).output().unwrap().status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        lint().arg(&file).args(["--select", "DSY002,DSY003"]).output().unwrap().status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        lint().arg(&file).args(["--select", "DSY00"]).output().unwrap().status.code(),
+        Some(1)
+    );
+
+    // Directories are searched recursively; virtual environments are skipped.
+    for skipped in
+        ["venv/lib", ".venv", "site-packages/pkg", "__pycache__", "node_modules/x", ".git"]
+    {
+        let d = dir.path().join("env").join(skipped);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("bad.py"), BUGGY).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("pkg/sub")).unwrap();
+    std::fs::write(dir.path().join("pkg/sub/ok.py"), "x = 1\n").unwrap();
+    std::fs::write(dir.path().join("pkg/notes.txt"), BUGGY).unwrap();
+    let out = lint()
+        .arg(dir.path().join("env"))
+        .arg(dir.path().join("pkg"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["files_checked"], 1);
+}

@@ -1,0 +1,164 @@
+//! DSY001 and DSY004 on `if` statements whose test depends on the rank id: compare the
+//! collectives each clause issues (a missing `else` issues none).
+//!
+//! - Different collectives (as a multiset of ops) → DSY001: some ranks issue a collective the
+//!   others never do (`if rank == 0: dist.all_reduce(window)`).
+//! - The same collectives in another order (op and process group) → DSY004.
+//! - The same sequence → fine (`if rank == 0: broadcast(x, 0) else: broadcast(y, 0)`).
+//!
+//! Point-to-point calls are left out: `if rank == 0: send(...) else: recv(...)` is how they
+//! are meant to be used. Two barrier-only `if`s with different rank tests in one function are
+//! the staged "rank 0 first" pattern (`if rank != 0: barrier()` … `if rank == 0: barrier()`)
+//! and are left alone too. A test that only says whether the job is distributed
+//! (`local_rank != -1`) is the same on every rank.
+
+use std::collections::HashMap;
+
+use desync_python::Conditional;
+
+use super::{Raw, explain, short};
+use crate::context::{Context, Site, has_rank_id};
+use crate::rule::Rule;
+
+pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
+    let mut out = Vec::new();
+    // (function, test) of barrier-only candidates, to recognise staged pairs.
+    let mut staged: Vec<(Option<u32>, String, Raw)> = Vec::new();
+    for cond in &ctx.outline.conditionals {
+        let clauses = clause_sites(ctx, cond);
+        if clauses.iter().all(Vec::is_empty) {
+            continue;
+        }
+        let Some((test, line, deps)) = rank_test(ctx, cond) else { continue };
+        let ops = |c: &Vec<&Site<'_>>| {
+            let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
+            v.sort_unstable();
+            v
+        };
+        let keyed = |c: &Vec<&Site<'_>>| -> Vec<(String, Option<String>)> {
+            c.iter().map(|s| (s.op.clone(), s.group().map(str::to_owned))).collect()
+        };
+        let first_ops = ops(&clauses[0]);
+        let first_keys = keyed(&clauses[0]);
+        let differs = clauses.iter().position(|c| ops(c) != first_ops);
+        let reordered = clauses.iter().position(|c| keyed(c) != first_keys);
+        let condition = format!("`{}` ({})", short(&test), explain(&deps));
+        if let Some(other) = differs {
+            // Name a collective that one side issues and the other does not.
+            let (with, without) = if clauses[0].len() >= clauses[other].len() {
+                (&clauses[0], &clauses[other])
+            } else {
+                (&clauses[other], &clauses[0])
+            };
+            let extra = with
+                .iter()
+                .find(|s| !without.iter().any(|o| o.op == s.op))
+                .or(with.first())
+                .map_or_else(String::new, |s| s.describe());
+            let raw = Raw {
+                rule: Rule::RankConditionalCollective,
+                line,
+                column: (line == cond.line).then_some(cond.column),
+                keyword: Some(if line == cond.line { "if" } else { "elif" }),
+                message: format!(
+                    "{extra} runs only on some ranks: the branch depends on {condition}, so the \
+                     other ranks never issue it and its peers wait"
+                ),
+            };
+            let barrier_only = clauses.iter().flatten().all(|s| s.op.contains("barrier"));
+            if barrier_only && cond.clauses.len() == 1 {
+                staged.push((cond.function, test.clone(), raw));
+            } else {
+                out.push(raw);
+            }
+        } else if let Some(other) = reordered {
+            let list = |c: &Vec<&Site<'_>>| {
+                c.iter().map(|s| format!("`{}`", s.op)).collect::<Vec<_>>().join(", ")
+            };
+            out.push(Raw {
+                rule: Rule::RankDependentOrder,
+                line,
+                column: (line == cond.line).then_some(cond.column),
+                keyword: Some("if"),
+                message: format!(
+                    "the branches issue the same collectives in different orders ({} vs {}) \
+                     and the branch depends on {condition}: ranks that disagree wait for each \
+                     other in different collectives",
+                    list(&clauses[0]),
+                    list(&clauses[other]),
+                ),
+            });
+        }
+    }
+    // Staged pairs: two barrier-only `if`s with different tests in one function.
+    let mut per_function: HashMap<Option<u32>, Vec<String>> = HashMap::new();
+    for (f, test, _) in &staged {
+        per_function.entry(*f).or_default().push(test.clone());
+    }
+    for (f, test, raw) in staged {
+        if !per_function[&f].iter().any(|t| *t != test) {
+            out.push(raw);
+        }
+    }
+    out
+}
+
+/// The collective sites of each clause (non-p2p), plus an empty one for a missing `else`.
+fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<Vec<&'c Site<'c>>> {
+    let mut clauses: Vec<Vec<&Site<'_>>> = cond
+        .clauses
+        .iter()
+        .map(|c| {
+            ctx.sites_in(cond.function, c.body.first, c.body.last)
+                .filter(|s| !s.is_point_to_point())
+                .collect()
+        })
+        .collect();
+    if !cond.has_else() {
+        clauses.push(Vec::new());
+    }
+    clauses
+}
+
+/// The first test of the chain that depends on the rank id: (text, line, dependence).
+fn rank_test(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+) -> Option<(String, u32, Vec<desync_python::Dependence>)> {
+    cond.clauses.iter().find_map(|clause| {
+        let test = clause.test.as_ref()?;
+        if is_distributed_check(test) {
+            return None;
+        }
+        let line = clause.test_line.unwrap_or(clause.line);
+        let deps = ctx.dependence(line, test);
+        has_rank_id(&deps).then(|| (test.clone(), clause.line, deps))
+    })
+}
+
+/// `local_rank != -1`, `args.local_rank == -1`: whether the job runs distributed at all.
+fn is_distributed_check(test: &str) -> bool {
+    let flat: String = test.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat.trim_start_matches("not ").trim_matches(['(', ')']);
+    ["!= -1", "== -1", "< 0", ">= 0", "> -1"].iter().any(|tail| {
+        flat.strip_suffix(tail).is_some_and(|lhs| {
+            let lhs = lhs.trim();
+            !lhs.is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || "_.()".contains(c))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distributed_checks() {
+        assert!(is_distributed_check("args.local_rank != -1"));
+        assert!(is_distributed_check("local_rank == -1"));
+        assert!(is_distributed_check("not (rank >= 0)"));
+        assert!(!is_distributed_check("args.local_rank in [-1, 0]"));
+        assert!(!is_distributed_check("rank == 0"));
+        assert!(!is_distributed_check("rank - 1 != -1"));
+    }
+}

@@ -1,0 +1,94 @@
+//! DSY003: an `except` clause that swallows an error (no `raise`, no process exit) around a
+//! collective, or before one in the same loop iteration. Only the ranks that raised run the
+//! handler, so:
+//!
+//! - a collective in the `try` body is skipped on those ranks (the error came first), and
+//! - a `continue`/`break`/`return` in the handler skips the collectives after the `try` in
+//!   this iteration, in later iterations, or in the rest of the function.
+//!
+//! The finding sits on the handler's jump when it has one (that is the line to change), else
+//! on the `except` clause.
+
+use desync_python::{Construct, Handler, TryBlock};
+
+use super::Raw;
+use crate::context::{Context, Site};
+use crate::rule::Rule;
+
+pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
+    let mut out = Vec::new();
+    for block in &ctx.outline.tries {
+        let around = ctx.sites_in(block.function, block.body.first, block.body.last).next();
+        for handler in block.handlers.iter().filter(|h| !h.propagates) {
+            let after = skipped_after(ctx, block, handler);
+            let Some(site) = after.or(around) else { continue };
+            let clause = handler.exception.as_deref().map_or_else(
+                || "a bare `except`".to_owned(),
+                |e| format!("`except {}`", super::short(e)),
+            );
+            let (line, column, keyword, how) = match handler.jump {
+                Some(jump) if after.is_some() => {
+                    let keyword = keyword(jump.construct);
+                    let how = format!("then `{keyword}` skips");
+                    (jump.line, None, Some(keyword), how)
+                }
+                _ => (handler.line, Some(handler.column), Some("except"), "skips".to_owned()),
+            };
+            let message = format!(
+                "{clause} at line {} swallows the error on the ranks that raised and {how} {}, \
+                 which the other ranks issue",
+                handler.line,
+                site.describe(),
+            );
+            out.push(Raw { rule: Rule::SwallowedException, line, column, keyword, message });
+        }
+    }
+    out
+}
+
+/// The first collective the handler's jump skips after the `try` statement.
+fn skipped_after<'c>(
+    ctx: &'c Context<'_>,
+    block: &TryBlock,
+    handler: &Handler,
+) -> Option<&'c Site<'c>> {
+    let jump = handler.jump?;
+    let function = block.function;
+    // The innermost loop of the same function whose body holds the `try`.
+    let lp = ctx
+        .outline
+        .loops
+        .iter()
+        .filter(|l| l.function == function && l.body.contains(block.line))
+        .max_by_key(|l| l.line);
+    let end_of_function = function.and_then(|f| ctx.function(f)).map_or(u32::MAX, |f| f.end_line);
+    match jump.construct {
+        Construct::Continue => {
+            let lp = lp?;
+            ctx.sites_in(function, block.end_line + 1, lp.body.last).next()
+        }
+        // Later iterations are skipped too: any collective of the loop body.
+        Construct::Break => {
+            let lp = lp?;
+            ctx.sites_in(function, lp.body.first, lp.body.last)
+                .find(|s| !(block.body.first..=block.end_line).contains(&s.line()))
+        }
+        Construct::Return => {
+            let later = ctx.sites_in(function, block.end_line + 1, end_of_function).next();
+            later.or_else(|| {
+                let lp = lp?;
+                ctx.sites_in(function, lp.body.first, lp.body.last).next()
+            })
+        }
+        _ => None,
+    }
+}
+
+fn keyword(construct: Construct) -> &'static str {
+    match construct {
+        Construct::Continue => "continue",
+        Construct::Break => "break",
+        Construct::Return => "return",
+        _ => "raise",
+    }
+}

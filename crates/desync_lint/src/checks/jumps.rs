@@ -1,0 +1,118 @@
+//! DSY002 (and DSY001 for the rank id): a `continue`/`break`/`return` under an `if`
+//! whose test is rank-local, in a loop, that makes some ranks skip a collective their peers
+//! issue — the rest of this iteration (`continue`), every later iteration (`break`), or the
+//! rest of the function. Also a `while` loop whose test is rank-local around a collective:
+//! ranks run different numbers of iterations.
+//!
+//! Quiet when the decision was agreed on first (see [`crate::consensus`]). A jump that only
+//! depends on the rank id is DSY001: the collective is reachable only on some ranks.
+//! Jumps guarded by an `except` are DSY003's.
+
+use std::collections::HashSet;
+
+use desync_python::{Construct, DependenceKind};
+
+use super::{Raw, explain, short};
+use crate::consensus::agreed;
+use crate::context::Context;
+use crate::rule::Rule;
+
+/// How many bindings deep a decision is followed looking for an agreeing collective.
+const AGREEMENT_DEPTH: u32 = 2;
+
+pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
+    let mut out = Vec::new();
+    let mut done = HashSet::new();
+    // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`).
+    for site in ctx.sites.iter().filter(|s| !s.is_point_to_point()) {
+        for guard in ctx.module.guards(site.line()) {
+            // A `raise` is left out: the rank dies loudly and torchrun stops its peers.
+            let keyword = match guard.construct {
+                Construct::Continue => "continue",
+                Construct::Break => "break",
+                Construct::Return => "return",
+                _ => continue,
+            };
+            if !done.insert(guard.line) {
+                continue;
+            }
+            // `return _communicate_result(False, pg)`: the early exit issues the same
+            // collective on its way out.
+            if ctx.sites.iter().any(|s| s.line() == guard.line && s.op == site.op) {
+                continue;
+            }
+            let (Some(test), Some(test_line)) = (&guard.condition, guard.condition_line) else {
+                continue;
+            };
+            let deps = ctx.dependence(test_line, test);
+            if deps.is_empty() {
+                continue;
+            }
+            let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);
+            let in_loop = ctx
+                .outline
+                .loops
+                .iter()
+                .any(|l| l.function == site.call.function && l.body.contains(guard.line));
+            let rule = match (rank_only, in_loop) {
+                (true, _) => Rule::RankConditionalCollective,
+                (false, true) => Rule::LocalEarlyExit,
+                // Outside a loop the rank-local early return is usually input validation.
+                (false, false) => continue,
+            };
+            if agreed(ctx, test_line, test, guard.line, AGREEMENT_DEPTH) {
+                continue;
+            }
+            let effect = match guard.construct {
+                Construct::Continue => "skip the rest of the iteration",
+                Construct::Break => "leave the loop",
+                _ => "return early",
+            };
+            out.push(Raw {
+                rule,
+                line: guard.line,
+                column: None,
+                keyword: Some(keyword),
+                message: format!(
+                    "`{keyword}` makes the ranks where `{}` holds {effect} and skip {}, which \
+                     their peers issue: the test depends on {}, with no collective agreeing on \
+                     it first",
+                    short(test),
+                    site.describe(),
+                    explain(&deps),
+                ),
+            });
+        }
+    }
+    out.extend(while_loops(ctx));
+    out
+}
+
+/// `while` loops around a collective whose test is rank-local.
+fn while_loops(ctx: &Context<'_>) -> Vec<Raw> {
+    let mut out = Vec::new();
+    for lp in ctx.outline.loops.iter().filter(|l| l.is_while) {
+        let Some(site) = ctx.sites_in(lp.function, lp.body.first, lp.body.last).next() else {
+            continue;
+        };
+        let deps = ctx.dependence(lp.header_line, &lp.header);
+        if deps.is_empty() || agreed(ctx, lp.header_line, &lp.header, lp.line, AGREEMENT_DEPTH) {
+            continue;
+        }
+        let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);
+        out.push(Raw {
+            rule: if rank_only { Rule::RankConditionalCollective } else { Rule::LocalEarlyExit },
+            line: lp.line,
+            column: Some(lp.column),
+            keyword: Some("while"),
+            message: format!(
+                "`while {}` runs a different number of iterations on different ranks, so {} \
+                 is issued a different number of times: the test depends on {}",
+                short(&lp.header),
+                site.describe(),
+                explain(&deps),
+            ),
+        });
+    }
+    out
+}

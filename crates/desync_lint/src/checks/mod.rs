@@ -1,0 +1,126 @@
+//! The checks, one module per family, over one file's [`Context`]. Each check returns raw
+//! findings (rule, line, message); this module fills in columns, hints and source lines,
+//! removes duplicates and applies rule selection.
+
+mod conditional;
+mod except;
+mod jumps;
+mod metadata;
+mod order;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use desync_python::Dependence;
+
+use crate::Finding;
+use crate::context::Context;
+use crate::rule::Rule;
+
+/// A finding before it gets a column, hint and source line.
+pub(crate) struct Raw {
+    pub rule: Rule,
+    pub line: u32,
+    /// 1-based column; `None`: the first occurrence of `keyword` on the line, or the first
+    /// non-blank character.
+    pub column: Option<u32>,
+    pub keyword: Option<&'static str>,
+    pub message: String,
+}
+
+pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> {
+    let mut raw = Vec::new();
+    if ctx.sites.is_empty() {
+        return Vec::new();
+    }
+    let wants = |rules: &[Rule]| rules.iter().any(|r| enabled(*r));
+    if wants(&[Rule::RankConditionalCollective, Rule::RankDependentOrder]) {
+        raw.extend(conditional::check(ctx));
+    }
+    if wants(&[Rule::RankConditionalCollective, Rule::LocalEarlyExit]) {
+        raw.extend(jumps::check(ctx));
+    }
+    if enabled(Rule::SwallowedException) {
+        raw.extend(except::check(ctx));
+    }
+    if enabled(Rule::RankDependentOrder) {
+        raw.extend(order::check(ctx));
+    }
+    if wants(&[Rule::RaggedGather, Rule::RankDependentDtype]) {
+        raw.extend(metadata::check(ctx));
+    }
+    let mut seen = HashSet::new();
+    let mut out: Vec<Finding> = raw
+        .into_iter()
+        .filter(|r| enabled(r.rule) && seen.insert((r.rule, r.line)))
+        .map(|r| {
+            let text = ctx.module.line_text(r.line).unwrap_or("");
+            let column = r.column.unwrap_or_else(|| keyword_column(text, r.keyword));
+            Finding {
+                file: file.to_path_buf(),
+                line: r.line,
+                column,
+                rule: r.rule,
+                message: r.message,
+                hint: r.rule.hint().to_owned(),
+                source: text.trim().to_owned(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|f| (f.line, f.column, f.rule));
+    out
+}
+
+/// 1-based character column of `keyword` as a whole word in `text`, else of the first
+/// non-blank character.
+fn keyword_column(text: &str, keyword: Option<&str>) -> u32 {
+    let chars = |byte: usize| text[..byte].chars().count() as u32 + 1;
+    if let Some(k) = keyword {
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        let mut from = 0;
+        while let Some(i) = text[from..].find(k).map(|i| i + from) {
+            let before = text[..i].chars().next_back().is_none_or(|c| !is_word(c));
+            let after = text[i + k.len()..].chars().next().is_none_or(|c| !is_word(c));
+            if before && after {
+                return chars(i);
+            }
+            from = i + k.len();
+        }
+    }
+    chars(text.len() - text.trim_start().len())
+}
+
+/// "rank id: `rank` (assigned from `ctx.rank` at line 57)"; kinds joined with "; ".
+pub(crate) fn explain(deps: &[Dependence]) -> String {
+    deps.iter()
+        .map(|d| format!("{}: {}", d.kind.as_str(), d.evidence))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A condition's text on one line, cut to a readable length.
+pub(crate) fn short(text: &str) -> String {
+    const MAX: usize = 70;
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= MAX {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(MAX - 1).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_characters_and_whole_words() {
+        assert_eq!(keyword_column("        break", Some("break")), 9);
+        assert_eq!(keyword_column("    if x: continue", Some("continue")), 11);
+        assert_eq!(keyword_column("    breaker = 1; break", Some("break")), 18);
+        assert_eq!(keyword_column("  é = 1; break", Some("break")), 10);
+        assert_eq!(keyword_column("    x = 1", Some("if")), 5);
+        assert_eq!(keyword_column("", None), 1);
+    }
+}

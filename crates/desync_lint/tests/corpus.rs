@@ -1,0 +1,119 @@
+//! Two corpora of small Python files:
+//!
+//! - `tests/quiet/*.py`: correct patterns (rank-0 logging, consensus early stop, barriers on
+//!   every rank, checkpoints on rank 0 with a barrier after, p2p, padded gathers...) that must
+//!   produce no finding at all;
+//! - `tests/fire/*.py`: buggy snippets, each opening with `# expect: DSY00N at line L`
+//!   comments; the findings must be exactly those (rule and line), nothing more.
+
+use std::path::{Path, PathBuf};
+
+use desync_lint::{Options, Rule, lint_source};
+
+fn corpus(name: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(name);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `# expect: DSY001 at line 12` comments of a file.
+fn expectations(source: &str) -> Vec<(Rule, u32)> {
+    let mut out: Vec<(Rule, u32)> = source
+        .lines()
+        .filter_map(|l| l.strip_prefix("# expect: "))
+        .map(|rest| {
+            let (code, line) = rest.split_once(" at line ").expect("`# expect: CODE at line N`");
+            (Rule::from_code(code).unwrap(), line.trim().parse().unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn quiet_corpus_has_no_findings() {
+    let files = corpus("quiet");
+    assert!(files.len() >= 10);
+    for path in files {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let findings = lint_source(&path, &source, &Options::default());
+        assert!(
+            findings.is_empty(),
+            "{}: {:#?}",
+            path.display(),
+            findings.iter().map(|f| (f.line, f.rule, &f.message)).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn fire_corpus_fires_exactly_as_annotated() {
+    let files = corpus("fire");
+    assert!(files.len() >= 12);
+    let mut rules_seen = Vec::new();
+    for path in files {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let expected = expectations(&source);
+        assert!(!expected.is_empty(), "{} has no `# expect:` comment", path.display());
+        let findings = lint_source(&path, &source, &Options::default());
+        let mut got: Vec<(Rule, u32)> = findings.iter().map(|f| (f.rule, f.line)).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            expected,
+            "{}: {:#?}",
+            path.display(),
+            findings.iter().map(|f| (f.line, f.rule, &f.message)).collect::<Vec<_>>()
+        );
+        for f in &findings {
+            assert!(f.column >= 1 && !f.source.is_empty() && !f.hint.is_empty());
+        }
+        rules_seen.extend(expected.into_iter().map(|(r, _)| r));
+    }
+    for rule in Rule::ALL {
+        assert!(rules_seen.contains(&rule), "no fire example for {rule}");
+    }
+}
+
+#[test]
+fn suppression_comments_and_rule_selection() {
+    let source = "\
+import torch.distributed as dist
+
+def f(x, rank, loader):
+    if rank == 0:  # desync: ignore[DSY001]
+        dist.all_reduce(x)
+    if rank == 1:  # desync: ignore[DSY003]
+        dist.all_reduce(x)
+    if rank == 2:  # desync: ignore
+        dist.barrier()
+    for batch in loader:
+        if batch is None:
+            continue
+        dist.all_reduce(batch)
+";
+    let path = Path::new("t.py");
+    let all = lint_source(path, source, &Options::default());
+    let got: Vec<(Rule, u32)> = all.iter().map(|f| (f.rule, f.line)).collect();
+    assert_eq!(got, [(Rule::RankConditionalCollective, 6), (Rule::LocalEarlyExit, 12)]);
+    let only = Options { select: vec![Rule::LocalEarlyExit], ignore: vec![] };
+    assert_eq!(lint_source(path, source, &only).len(), 1);
+    let ignore = Options { select: vec![], ignore: vec![Rule::LocalEarlyExit] };
+    assert_eq!(lint_source(path, source, &ignore)[0].rule, Rule::RankConditionalCollective);
+}
+
+#[test]
+fn files_without_collectives_or_with_syntax_errors() {
+    let path = Path::new("t.py");
+    assert!(lint_source(path, "", &Options::default()).is_empty());
+    assert!(lint_source(path, "if rank == 0:\n    print('hi')\n", &Options::default()).is_empty());
+    // A half-edited file still gets checked as far as the parser recovered it.
+    let broken = "import torch.distributed as dist\ndef f(x, rank):\n    if rank == 0:\n        dist.all_reduce(x)\n    y = (\n";
+    let findings = lint_source(path, broken, &Options::default());
+    assert_eq!(findings.iter().map(|f| f.line).collect::<Vec<_>>(), [3]);
+}

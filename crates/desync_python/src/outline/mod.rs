@@ -1,0 +1,240 @@
+//! [`Module::outline`](crate::Module::outline): one walk over every scope of a file that
+//! records imports, functions, calls, `if`s, loops and `try`s as plain data, for the linter.
+//! Nothing here classifies: conditions are kept as text so the linter pays for
+//! rank-dependence only where a collective makes it matter.
+
+mod types;
+
+pub use types::{Call, Clause, Conditional, Handler, Import, LineRange, Loop, Outline, TryBlock};
+
+use ruff_python_ast::{ExceptHandler, Expr, Stmt};
+use ruff_text_size::Ranged;
+
+use crate::branch::handler_jump_of;
+use crate::expr::{self, dotted};
+use crate::module::Module;
+use crate::tree::{self, MAX_DEPTH, header_exprs, lines_of};
+
+/// Calls that end the process from an `except` body: the error does not go unnoticed.
+const PROCESS_EXITS: &[&str] = &["sys.exit", "exit", "quit", "os._exit", "os.abort"];
+
+pub(crate) fn build(module: &Module) -> Outline {
+    let mut walker = Walker { module, out: Outline::default(), function: Vec::new() };
+    walker.suite(module.body(), 0);
+    walker.out.calls.sort_by_key(|c| (c.line, c.column));
+    walker.out
+}
+
+struct Walker<'m> {
+    module: &'m Module,
+    out: Outline,
+    /// `def` lines of the functions around the statement being walked, innermost last.
+    function: Vec<u32>,
+}
+
+impl Walker<'_> {
+    fn suite(&mut self, suite: &[Stmt], depth: usize) {
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        for stmt in suite {
+            self.stmt(stmt, depth);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, depth: usize) {
+        let module = self.module;
+        let function = self.function.last().copied();
+        self.calls(stmt, function);
+        match stmt {
+            Stmt::Import(s) => {
+                for alias in &s.names {
+                    let full = alias.name.id.as_str();
+                    let (module_name, bound) = if let Some(a) = &alias.asname {
+                        (full.to_owned(), a.id.to_string())
+                    } else {
+                        let root = full.split('.').next().unwrap_or(full);
+                        (root.to_owned(), root.to_owned())
+                    };
+                    self.import(stmt, module_name, None, bound);
+                }
+            }
+            Stmt::ImportFrom(s) => {
+                let dots = ".".repeat(s.level as usize);
+                let base = format!("{dots}{}", s.module.as_ref().map_or("", |m| m.id.as_str()));
+                for alias in &s.names {
+                    let name = alias.name.id.to_string();
+                    let bound =
+                        alias.asname.as_ref().map_or_else(|| name.clone(), |a| a.id.to_string());
+                    self.import(stmt, base.clone(), Some(name), bound);
+                }
+            }
+            Stmt::FunctionDef(def) => {
+                let line = module.line_of(def.name.start());
+                if let Some(f) = module.function_at(line) {
+                    self.out.functions.push(f);
+                }
+                self.function.push(line);
+                self.suite(&def.body, depth + 1);
+                self.function.pop();
+                return;
+            }
+            Stmt::If(s) => {
+                let mut clauses = vec![self.clause(s.start(), Some(&s.test), &s.body)];
+                for c in &s.elif_else_clauses {
+                    clauses.push(self.clause(c.start(), c.test.as_ref(), &c.body));
+                }
+                let (line, column) = self.position(stmt);
+                self.out.conditionals.push(Conditional { line, column, function, clauses });
+            }
+            Stmt::For(s) => self.a_loop(stmt, function, &s.iter, &s.body, false),
+            Stmt::While(s) => self.a_loop(stmt, function, &s.test, &s.body, true),
+            Stmt::Try(s) if !s.handlers.is_empty() => {
+                let handlers = s.handlers.iter().map(|h| self.handler(h)).collect();
+                self.out.tries.push(TryBlock {
+                    line: module.line_of(s.start()),
+                    function,
+                    body: self.range(&s.body),
+                    handlers,
+                    end_line: lines_of(module, s).1,
+                });
+            }
+            _ => {}
+        }
+        for block in tree::blocks(stmt) {
+            self.suite(block.suite, depth + 1);
+        }
+    }
+
+    fn import(&mut self, stmt: &Stmt, module: String, name: Option<String>, alias: String) {
+        let line = self.module.line_of(stmt.start());
+        self.out.imports.push(Import { line, module, name, alias });
+    }
+
+    fn position(&self, node: &impl Ranged) -> (u32, u32) {
+        (self.module.line_of(node.start()), self.module.column_of(node.start()))
+    }
+
+    fn range(&self, suite: &[Stmt]) -> LineRange {
+        match (suite.first(), suite.last()) {
+            (Some(first), Some(last)) => LineRange {
+                first: lines_of(self.module, first).0,
+                last: lines_of(self.module, last).1,
+            },
+            _ => LineRange { first: 0, last: 0 },
+        }
+    }
+
+    fn clause(
+        &self,
+        start: ruff_text_size::TextSize,
+        test: Option<&Expr>,
+        body: &[Stmt],
+    ) -> Clause {
+        Clause {
+            line: self.module.line_of(start),
+            test: test.map(|t| self.module.text(t.range()).to_owned()),
+            test_line: test.map(|t| self.module.line_of(t.start())),
+            body: self.range(body),
+        }
+    }
+
+    fn a_loop(
+        &mut self,
+        stmt: &Stmt,
+        function: Option<u32>,
+        header: &Expr,
+        body: &[Stmt],
+        is_while: bool,
+    ) {
+        let (line, column) = self.position(stmt);
+        self.out.loops.push(Loop {
+            line,
+            column,
+            function,
+            is_while,
+            header: self.module.text(header.range()).to_owned(),
+            header_line: self.module.line_of(header.start()),
+            body: self.range(body),
+        });
+    }
+
+    fn handler(&self, handler: &ExceptHandler) -> Handler {
+        let ExceptHandler::ExceptHandler(h) = handler;
+        let (line, column) = self.position(h);
+        let mut propagates = false;
+        tree::walk_scope(&h.body, &mut |stmt, _| {
+            propagates |= matches!(stmt, Stmt::Raise(_));
+            for e in header_exprs(stmt) {
+                expr::walk(e, &mut |x| {
+                    if let Expr::Call(c) = x {
+                        propagates |=
+                            dotted(&c.func).is_some_and(|d| PROCESS_EXITS.contains(&d.as_str()));
+                    }
+                });
+            }
+        });
+        Handler {
+            line,
+            column,
+            exception: h.type_.as_ref().map(|t| self.module.text(t.range()).to_owned()),
+            body: self.range(&h.body),
+            jump: handler_jump_of(self.module, handler),
+            propagates,
+        }
+    }
+
+    /// Records the calls a statement evaluates itself (its header, for a compound one).
+    fn calls(&mut self, stmt: &Stmt, function: Option<u32>) {
+        let module = self.module;
+        let assigned: Option<(&Expr, Vec<String>)> = match stmt {
+            Stmt::Assign(s) => Some((
+                &*s.value,
+                s.targets.iter().map(|t| module.text(t.range()).to_owned()).collect(),
+            )),
+            Stmt::AnnAssign(s) => {
+                s.value.as_deref().map(|v| (v, vec![module.text(s.target.range()).to_owned()]))
+            }
+            _ => None,
+        };
+        for e in header_exprs(stmt) {
+            expr::walk(e, &mut |x| {
+                let Expr::Call(c) = x else { return };
+                let (line, column) = (module.line_of(c.start()), module.column_of(c.start()));
+                let callee =
+                    dotted(&c.func).unwrap_or_else(|| module.text(c.func.range()).to_owned());
+                let keywords = c
+                    .arguments
+                    .keywords
+                    .iter()
+                    .map(|k| {
+                        let name =
+                            k.arg.as_ref().map_or_else(|| "**".to_owned(), |a| a.id.to_string());
+                        (name, module.text(k.value.range()).to_owned())
+                    })
+                    .collect();
+                let assigned_to = match &assigned {
+                    Some((value, targets)) if std::ptr::eq(*value, x) => targets.clone(),
+                    _ => Vec::new(),
+                };
+                self.out.calls.push(Call {
+                    line,
+                    column,
+                    callee,
+                    function,
+                    arguments: c
+                        .arguments
+                        .args
+                        .iter()
+                        .map(|a| module.text(a.range()).to_owned())
+                        .collect(),
+                    keywords,
+                    assigned_to,
+                });
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
