@@ -1,5 +1,5 @@
 //! Command-line arguments. Raw clap values become a validated `desync_core::Config` in one
-//! place (`AnalyzeArgs::config`), so commands never look at strings again.
+//! place (`InputArgs::config`), so commands never look at strings again.
 
 use std::path::PathBuf;
 
@@ -43,17 +43,8 @@ pub struct LintArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
-    /// Directory of per-rank dumps (searched recursively), or a single dump file.
-    pub path: PathBuf,
-    /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
-    #[arg(long, short = 'p')]
-    pub prefix: Option<String>,
-    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
-    #[arg(long = "path-map", value_name = "FROM=TO")]
-    pub path_maps: Vec<String>,
-    /// Look for the training code under DIR, matching frame paths by their longest suffix.
-    #[arg(long, value_name = "DIR")]
-    pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the confirming probes as a unified diff (apply with `git apply` or `patch -p1`).
@@ -83,28 +74,6 @@ pub enum ColorChoice {
     Never,
 }
 
-impl AnalyzeArgs {
-    pub fn config(&self) -> anyhow::Result<desync_core::Config> {
-        let path_maps = self
-            .path_maps
-            .iter()
-            .map(|m| desync_core::bridge::SourceOptions::parse_path_map(m))
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(root) = &self.source_root
-            && !root.is_dir()
-        {
-            return Err(desync_core::Error::SourceRoot(root.clone()).into());
-        }
-        Ok(desync_core::Config {
-            input: self.path.clone(),
-            load: desync_core::load::LoadOptions { prefix: self.prefix.clone() },
-            sources: desync_core::bridge::SourceOptions { path_maps, source_root: self.source_root.clone() },
-        })
-    }
-}
-
-/// The inputs `report` shares with `analyze`. `AnalyzeArgs` predates it and keeps its own
-/// fields; flattening this into it is a mechanical follow-up.
 #[derive(clap::Args, Debug)]
 pub struct InputArgs {
     /// Directory of per-rank dumps (searched recursively), or a single dump file.

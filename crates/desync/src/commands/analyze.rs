@@ -9,7 +9,7 @@ use crate::cli::{AnalyzeArgs, ColorChoice, Format};
 use crate::progress::Bar;
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
-    let config = args.config()?;
+    let config = args.input.config()?;
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
     let analysis = desync_core::analyze(&config, &bar)?;
 
