@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
-#[command(name = "desync", version, about = "Find why a distributed PyTorch job hung, from its Flight Recorder dumps")]
+#[command(
+    name = "desync",
+    version,
+    about = "Find why a distributed PyTorch job hung, from its Flight Recorder dumps"
+)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
@@ -104,7 +108,10 @@ impl InputArgs {
         Ok(desync_core::Config {
             input: self.path.clone(),
             load: desync_core::load::LoadOptions { prefix: self.prefix.clone() },
-            sources: desync_core::bridge::SourceOptions { path_maps, source_root: self.source_root.clone() },
+            sources: desync_core::bridge::SourceOptions {
+                path_maps,
+                source_root: self.source_root.clone(),
+            },
         })
     }
 }

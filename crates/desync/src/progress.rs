@@ -11,7 +11,10 @@ pub struct Bar {
 
 impl Bar {
     pub fn new(enabled: bool) -> Self {
-        let bar = ProgressBar::with_draw_target(None, if enabled { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+        let bar = ProgressBar::with_draw_target(
+            None,
+            if enabled { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
+        );
         Self { bar }
     }
 }
@@ -20,7 +23,8 @@ impl desync_core::Progress for Bar {
     fn start(&self, total: u64, what: &str) {
         self.bar.set_length(total);
         self.bar.set_message(what.to_owned());
-        let style = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})").unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
         self.bar.set_style(style.progress_chars("=> "));
         // Draw after a short delay: loading a handful of files should not flash a bar.
         self.bar.enable_steady_tick(Duration::from_millis(200));

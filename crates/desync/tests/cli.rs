@@ -19,7 +19,8 @@ fn desync(args: &[&str]) -> Output {
 }
 
 fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn stderr(out: &Output) -> String {
@@ -30,7 +31,11 @@ fn stderr(out: &Output) -> String {
 fn missing_path_is_an_error_with_exit_2() {
     let out = desync(&["analyze", "/nonexistent/dumps"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("/nonexistent/dumps: no such file or directory"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/dumps: no such file or directory"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!stderr(&out).contains("panicked"));
 }
 
@@ -60,7 +65,11 @@ fn junk_files_become_warnings_and_do_not_change_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let src = scenario("early_stop/dumps");
     for r in 0..4 {
-        std::fs::copy(src.join(format!("gloo_trace_rank_{r}")), dir.path().join(format!("gloo_trace_rank_{r}"))).unwrap();
+        std::fs::copy(
+            src.join(format!("gloo_trace_rank_{r}")),
+            dir.path().join(format!("gloo_trace_rank_{r}")),
+        )
+        .unwrap();
     }
     let real = std::fs::read(src.join("gloo_trace_rank_0")).unwrap();
     std::fs::write(dir.path().join("gloo_trace_rank_4"), b"").unwrap(); // empty: a writer that died
@@ -77,8 +86,10 @@ fn junk_files_become_warnings_and_do_not_change_the_verdict() {
     let json = json_of(&out);
     assert_eq!(json["verdict"]["category"], "divergence");
     assert_eq!(json["verdict"]["culprit_ranks"], serde_json::json!([3]));
-    let kinds: Vec<&str> = json["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
-    let messages: Vec<String> = json["warnings"].as_array().unwrap().iter().map(|w| w.to_string()).collect();
+    let kinds: Vec<&str> =
+        json["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    let messages: Vec<String> =
+        json["warnings"].as_array().unwrap().iter().map(std::string::ToString::to_string).collect();
     assert_eq!(kinds.iter().filter(|k| **k == "unreadable").count(), 3, "{messages:#?}");
     assert!(kinds.contains(&"skipped"), "{messages:#?}");
     assert!(kinds.contains(&"duplicate_rank"), "{messages:#?}");
@@ -96,7 +107,8 @@ fn single_file_and_prefix_selection() {
     assert_eq!(json_of(&out)["verdict"]["category"], "gpu_hang");
 
     let dumps = scenario("early_stop/dumps");
-    let out = desync(&["analyze", dumps.to_str().unwrap(), "--prefix", "nccl_", "--format", "json"]);
+    let out =
+        desync(&["analyze", dumps.to_str().unwrap(), "--prefix", "nccl_", "--format", "json"]);
     assert_eq!(out.status.code(), Some(2), "no file matches that prefix: {}", stderr(&out));
     assert!(stderr(&out).contains("none named `nccl_<rank>`"), "{}", stderr(&out));
 }
@@ -119,7 +131,8 @@ fn healthy_is_exit_0_and_text_has_no_colour_off_a_tty() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("desync: HEALTHY"), "{text}");
     assert!(!text.contains('\x1b'), "no ANSI escapes when stdout is not a terminal");
-    let forced = desync(&["analyze", scenario("healthy/dumps").to_str().unwrap(), "--color", "always"]);
+    let forced =
+        desync(&["analyze", scenario("healthy/dumps").to_str().unwrap(), "--color", "always"]);
     assert!(String::from_utf8_lossy(&forced.stdout).contains('\x1b'));
 }
 
@@ -153,14 +166,24 @@ fn emit_probes_writes_a_diff_against_the_local_source() {
     std::fs::copy(scenario("early_stop/src/train.py"), src.join("train.py")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_desync"))
         .current_dir(dir.path())
-        .args(["analyze", scenario("early_stop/dumps").to_str().unwrap(), "--source-root", "src", "--emit-probes", "probes.diff"])
+        .args([
+            "analyze",
+            scenario("early_stop/dumps").to_str().unwrap(),
+            "--source-root",
+            "src",
+            "--emit-probes",
+            "probes.diff",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let diff = std::fs::read_to_string(dir.path().join("probes.diff")).unwrap();
     assert!(diff.starts_with("--- a/src/train.py\n+++ b/src/train.py\n@@ -"), "{diff}");
     // Inserted before the `if` at line 99, with its indentation.
-    assert!(diff.contains("+            # desync probe: do all ranks take the same decision here?\n"), "{diff}");
+    assert!(
+        diff.contains("+            # desync probe: do all ranks take the same decision here?\n"),
+        "{diff}"
+    );
     assert!(diff.contains("+            _desync_flag = torch.tensor([int(bool(val_loss < args.target_loss))], dtype=torch.int64)\n"), "{diff}");
     assert!(diff.contains("torch.distributed.ReduceOp.MIN"), "{diff}");
 }

@@ -1,4 +1,4 @@
-//! Every scenario under tests/scenarios/ (real dumps from real PyTorch jobs, plus the real
+//! Every scenario under tests/scenarios/ (real dumps from real `PyTorch` jobs, plus the real
 //! H100 NCCL dumps) is analysed through the real binary and checked against the outcome the
 //! job was designed to produce (`expected.json`, written from the job's design, not from
 //! desync's output). Then the verdict must not depend on file names, load order, or an
@@ -31,15 +31,22 @@ fn analyze(dumps: &Path, source_root: Option<&Path>) -> (i32, Value) {
     }
     let out = cmd.output().unwrap();
     let code = out.status.code().unwrap_or(-1);
-    assert!(code == 0 || code == 1, "{}: exit {code}\n{}", dumps.display(), String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{}: bad JSON ({e}): {}", dumps.display(), String::from_utf8_lossy(&out.stdout)));
+    assert!(
+        code == 0 || code == 1,
+        "{}: exit {code}\n{}",
+        dumps.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{}: bad JSON ({e}): {}", dumps.display(), String::from_utf8_lossy(&out.stdout))
+    });
     (code, json)
 }
 
 fn verdict(json: &Value) -> (String, Vec<u64>) {
     let v = &json["verdict"];
-    let culprits = v["culprit_ranks"].as_array().unwrap().iter().map(|r| r.as_u64().unwrap()).collect();
+    let culprits =
+        v["culprit_ranks"].as_array().unwrap().iter().map(|r| r.as_u64().unwrap()).collect();
     (v["category"].as_str().unwrap().to_owned(), culprits)
 }
 
@@ -50,13 +57,19 @@ fn every_scenario_gets_its_designed_verdict() {
     assert!(all.len() >= 10, "expected the committed scenarios, found {}", all.len());
     for dir in all {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap())
+                .unwrap();
         let src = dir.join("src");
         let (code, json) = analyze(&dir.join("dumps"), src.is_dir().then_some(src.as_path()));
         let (category, culprits) = verdict(&json);
         let want_category = expected["category"].as_str().unwrap();
-        let want_culprits: Vec<u64> =
-            expected["culprit_ranks"].as_array().unwrap().iter().map(|r| r.as_u64().unwrap()).collect();
+        let want_culprits: Vec<u64> = expected["culprit_ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap())
+            .collect();
         let mut problems = Vec::new();
         if category != want_category {
             problems.push(format!("category {category}, want {want_category}"));
@@ -82,7 +95,11 @@ fn every_scenario_gets_its_designed_verdict() {
             }
         }
         if !problems.is_empty() {
-            failures.push(format!("{name}: {} (headline: {})", problems.join("; "), json["verdict"]["headline"]));
+            failures.push(format!(
+                "{name}: {} (headline: {})",
+                problems.join("; "),
+                json["verdict"]["headline"]
+            ));
         }
     }
     assert!(failures.is_empty(), "scenario failures:\n{}", failures.join("\n"));
@@ -96,14 +113,16 @@ fn renaming_and_reordering_files_does_not_change_the_verdict() {
         let dumps = dir.join("dumps");
         let (_, before) = analyze(&dumps, None);
         let tmp = tempfile::tempdir().unwrap();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dumps).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(&dumps).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         files.reverse();
         for f in &files {
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
             let Some(rank) = rank_of(&name) else { continue };
             let ext = if name.ends_with(".json") { ".json" } else { "" };
-            std::fs::copy(f, tmp.path().join(format!("job-node0{}_trace_{rank}{ext}", rank % 3))).unwrap();
+            std::fs::copy(f, tmp.path().join(format!("job-node0{}_trace_{rank}{ext}", rank % 3)))
+                .unwrap();
         }
         let (_, after) = analyze(tmp.path(), None);
         assert_eq!(verdict(&before), verdict(&after), "{}", dir.display());
@@ -119,7 +138,11 @@ fn adding_a_healthy_rank_does_not_change_the_verdict() {
         let (_, before) = analyze(&dumps, None);
         let (category, culprits) = verdict(&before);
         let world = before["input"]["world_size"].as_u64().unwrap();
-        let gloo_inferred = before["process_groups"].as_array().unwrap().iter().all(|pg| pg["membership"] != "pg_config");
+        let gloo_inferred = before["process_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|pg| pg["membership"] != "pg_config");
         if !gloo_inferred || world < 2 || category == "straggler" {
             // Members listed in pg_config exclude the copy, and a straggler's timing is per rank.
             continue;
@@ -146,6 +169,13 @@ fn adding_a_healthy_rank_does_not_change_the_verdict() {
 
 fn rank_of(name: &str) -> Option<u64> {
     let stem = name.strip_suffix(".json").unwrap_or(name);
-    let digits: String = stem.chars().rev().take_while(char::is_ascii_digit).collect::<Vec<_>>().into_iter().rev().collect();
+    let digits: String = stem
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     digits.parse().ok()
 }

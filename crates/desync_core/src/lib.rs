@@ -56,7 +56,11 @@ pub fn analyze(config: &Config, progress: &dyn Progress) -> Result<Analysis, Err
 }
 
 /// The workflow after loading; `watch` feeds live snapshots through here.
-pub fn analyze_trace(input: &Path, trace: model::Trace, sources: &bridge::SourceOptions) -> Analysis {
+pub fn analyze_trace(
+    input: &Path,
+    trace: model::Trace,
+    sources: &bridge::SourceOptions,
+) -> Analysis {
     let alignment = align::align(&trace);
     let diagnosis = diagnose::diagnose(&trace, &alignment);
     // A healthy job has no branch point to find.

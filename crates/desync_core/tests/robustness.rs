@@ -52,7 +52,8 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         any::<usize>().prop_map(Mutation::Truncate),
         (any::<usize>(), any::<u8>()).prop_map(|(i, m)| Mutation::Flip(i, m)),
-        (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..32)).prop_map(|(i, b)| Mutation::Splice(i, b)),
+        (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..32))
+            .prop_map(|(i, b)| Mutation::Splice(i, b)),
         proptest::collection::vec(any::<u8>(), 0..256).prop_map(Mutation::Arbitrary),
     ]
 }
@@ -62,7 +63,12 @@ fn run(dir: &Path) {
     if let Ok(analysis) = desync_core::analyze(&config, &desync_core::NoProgress) {
         let mut sink = Vec::new();
         desync_core::report::write_json(&analysis, &mut sink).unwrap();
-        desync_core::report::write_text(&analysis, desync_core::report::TextOptions::default(), &mut sink).unwrap();
+        desync_core::report::write_text(
+            &analysis,
+            desync_core::report::TextOptions::default(),
+            &mut sink,
+        )
+        .unwrap();
     }
 }
 
@@ -92,7 +98,10 @@ fn huge_sequence_ids_do_not_blow_up() {
     };
     let dump = |seqs: &[u64]| {
         let entries: Vec<String> = seqs.iter().map(|&s| entry(s)).collect();
-        format!(r#"{{"version":"2.10","pg_config":{{}},"pg_status":{{}},"entries":[{}]}}"#, entries.join(","))
+        format!(
+            r#"{{"version":"2.10","pg_config":{{}},"pg_status":{{}},"entries":[{}]}}"#,
+            entries.join(",")
+        )
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("trace_0"), dump(&[1, 2, 3])).unwrap();

@@ -94,7 +94,7 @@ with open(sys.argv[1], 'w') as out:
             out.write('%d %s %s\n' % (proto, pickle.dumps(o, protocol=proto).hex(), c))
 "#;
 
-/// Any CPython will do for the oracle (no torch needed): `$DESYNC_PYTHON` or `python3`.
+/// Any `CPython` will do for the oracle (no torch needed): `$DESYNC_PYTHON` or `python3`.
 fn python() -> PathBuf {
     std::env::var_os("DESYNC_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
 }

@@ -21,7 +21,10 @@ fn torch_python() -> PathBuf {
         return PathBuf::from(p);
     }
     let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(venv.exists(), "no Python with torch: run via scripts/test.sh or set DESYNC_PYTHON (scripts/venv.sh prints one)");
+    assert!(
+        venv.exists(),
+        "no Python with torch: run via scripts/test.sh or set DESYNC_PYTHON (scripts/venv.sh prints one)"
+    );
     venv
 }
 
@@ -166,7 +169,7 @@ fn python_reads_dumps_shaped_like_real_ones() {
 /// Runs torch's analyzer (the code behind `torchfrtrace`) on each dir in
 /// one Python process (importing torch dominates the run time), returning
 /// each dir's report.
-fn fr_trace(dirs: &[&Path]) -> Option<Vec<String>> {
+fn fr_trace(dirs: &[&Path]) -> Vec<String> {
     let py = torch_python();
     // fr_trace prints its p2p tables with `tabulate`, an optional package
     // the venv lacks (it then crashes after a successful p2p match); a
@@ -194,7 +197,7 @@ fn fr_trace(dirs: &[&Path]) -> Option<Vec<String>> {
     let text =
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "fr_trace failed:\n{text}");
-    Some(text.split("=== REPORT\n").skip(1).map(str::to_string).collect())
+    text.split("=== REPORT\n").skip(1).map(str::to_string).collect()
 }
 
 #[test]
@@ -207,7 +210,7 @@ fn torchfrtrace_accepts_healthy_and_flags_divergence() {
     spec.fault = "divergence:ranks=3,seq=50".parse().unwrap();
     write(&spec, &diverged, Format::Pickle);
 
-    let Some(reports) = fr_trace(&[&healthy, &diverged]) else { return };
+    let reports = fr_trace(&[&healthy, &diverged]);
     let [report, diverged_report] = &reports[..] else { panic!("{reports:?}") };
     for bad in ["MISMATCH", "mismatch", "has errors", "Not all ranks", "missing", "Traceback"] {
         assert!(!report.contains(bad), "healthy set reported `{bad}`:\n{report}");

@@ -25,7 +25,10 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
             let color = match args.color {
                 ColorChoice::Always => true,
                 ColorChoice::Never => false,
-                ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                ColorChoice::Auto => {
+                    std::io::stdout().is_terminal()
+                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                }
             };
             let options = desync_core::report::TextOptions { color, max_mismatches: 5 };
             desync_core::report::write_text(&analysis, options, &mut out)?;
@@ -34,16 +37,22 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
     out.flush()?;
     if let Some(path) = &args.html {
         let options = desync_core::report::HtmlOptions::default();
-        super::report::write_output(path, |w| desync_core::report::write_html(&analysis, &options, w))?;
+        super::report::write_output(path, |w| {
+            desync_core::report::write_html(&analysis, &options, w)
+        })?;
     }
 
     if let Some(path) = &args.emit_probes {
         if analysis.probes.is_empty() {
-            eprintln!("desync: no probes to emit (no branch point was found in local sources); {} not written", path.display());
+            eprintln!(
+                "desync: no probes to emit (no branch point was found in local sources); {} not written",
+                path.display()
+            );
         } else {
             let base = std::env::current_dir().context("current directory")?;
             let diff = desync_core::bridge::probes_diff(&analysis.probes, &base);
-            std::fs::write(path, diff).map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
+            std::fs::write(path, diff)
+                .map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
         }
     }
     Ok(if analysis.diagnosis.category.is_problem() { Outcome::Findings } else { Outcome::Clean })

@@ -46,7 +46,7 @@ pub struct GroupAlignment {
 #[derive(Debug)]
 pub struct RankStream {
     pub rank: u32,
-    /// Non-p2p entries sorted by (seq, record_id); coalesced ops share a seq.
+    /// Non-p2p entries sorted by (seq, `record_id`); coalesced ops share a seq.
     pub entries: Vec<u32>,
     pub progress: Progress,
 }
@@ -97,7 +97,7 @@ pub enum MismatchKind {
     Size,
     /// Same op and sizes, different dtypes.
     Dtype,
-    /// all_to_all whose total input and output element counts differ.
+    /// `all_to_all` whose total input and output element counts differ.
     Numel,
     /// Some members never issued this collective.
     Missing,
@@ -150,7 +150,9 @@ impl GroupAlignment {
 
     /// The entries `rank` holds at `seq` in this group (several for a coalesced group).
     pub fn entries_at<'t>(&self, trace: &'t Trace, rank: u32, seq: u64) -> Vec<&'t Entry> {
-        let (Some(stream), Some(dump)) = (self.stream(rank), trace.rank(rank)) else { return Vec::new() };
+        let (Some(stream), Some(dump)) = (self.stream(rank), trace.rank(rank)) else {
+            return Vec::new();
+        };
         entries_at(dump, &stream.entries, seq)
     }
 
@@ -179,11 +181,16 @@ fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignm
     let absent = pg.members.iter().copied().filter(|&r| trace.rank(r).is_none()).collect();
     let window_start = streams
         .iter()
-        .filter_map(|s| s.entries.first().map(|&i| trace.rank(s.rank).map_or(0, |d| d.entries[i as usize].collective_seq_id)))
+        .filter_map(|s| {
+            s.entries
+                .first()
+                .map(|&i| trace.rank(s.rank).map_or(0, |d| d.entries[i as usize].collective_seq_id))
+        })
         .max()
         .unwrap_or(1);
     let classes = classes(trace, &streams, window_start);
-    let mut seqs: Vec<u64> = classes.iter().flat_map(|c| c.tokens.iter().map(|(s, _)| *s)).collect();
+    let mut seqs: Vec<u64> =
+        classes.iter().flat_map(|c| c.tokens.iter().map(|(s, _)| *s)).collect();
     seqs.sort_unstable();
     seqs.dedup();
     let mut group = GroupAlignment {
@@ -241,7 +248,8 @@ fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<Stre
         .par_iter()
         .map(|s| {
             let Some(dump) = trace.rank(s.rank) else { return Vec::new() };
-            let entries: Vec<&Entry> = s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
+            let entries: Vec<&Entry> =
+                s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
             entries
                 .chunk_by(|a, b| a.collective_seq_id == b.collective_seq_id)
                 .filter(|run| run[0].collective_seq_id >= window_start)
@@ -257,7 +265,12 @@ fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<Stre
         t.hash(&mut h);
         let key = (h.finish(), s.progress);
         let slot = *by_key.entry(key).or_insert_with(|| {
-            classes.push(StreamClass { ranks: RankSet::default(), progress: s.progress, representative: i, tokens: t });
+            classes.push(StreamClass {
+                ranks: RankSet::default(),
+                progress: s.progress,
+                representative: i,
+                tokens: t,
+            });
             members.push(Vec::new());
             classes.len() - 1
         });
@@ -304,7 +317,8 @@ fn mismatch_at(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismat
     let mut out: Vec<Side> = sides
         .into_iter()
         .map(|(_, ranks, holder)| {
-            let state = holder.and_then(|h| group.entries_at(trace, h, seq).last().map(|e| e.state));
+            let state =
+                holder.and_then(|h| group.entries_at(trace, h, seq).last().map(|e| e.state));
             Side { ranks: RankSet::new(ranks), holder, state }
         })
         .collect();
@@ -331,12 +345,16 @@ fn state_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mis
     by_state.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(b.0.cmp(&a.0)));
     let sides = by_state
         .into_iter()
-        .map(|(state, ranks, holder)| Side { ranks: RankSet::new(ranks), holder: Some(holder), state: Some(state) })
+        .map(|(state, ranks, holder)| Side {
+            ranks: RankSet::new(ranks),
+            holder: Some(holder),
+            state: Some(state),
+        })
         .collect();
     Some(Mismatch { pg: group.pg, seq, kind: MismatchKind::State, sides })
 }
 
-/// all_to_all may split unevenly per rank, but what all ranks send must equal what they receive.
+/// `all_to_all` may split unevenly per rank, but what all ranks send must equal what they receive.
 fn numel_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {
     let first = group.classes.first()?;
     let rep = group.entries_at(trace, group.streams[first.representative].rank, seq);
@@ -354,6 +372,10 @@ fn numel_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mis
         pg: group.pg,
         seq,
         kind: MismatchKind::Numel,
-        sides: vec![Side { ranks: group.members.iter().copied().collect(), holder: Some(group.streams[first.representative].rank), state: None }],
+        sides: vec![Side {
+            ranks: group.members.iter().copied().collect(),
+            holder: Some(group.streams[first.representative].rank),
+            state: None,
+        }],
     })
 }

@@ -3,7 +3,7 @@
 //! plus a separate hash of the user call site.
 //!
 //! Sizes that legitimately differ by rank are left out: gather's outputs and scatter's inputs
-//! exist on the root only, and all_to_all splits may be uneven (only the totals must agree,
+//! exist on the root only, and `all_to_all` splits may be uneven (only the totals must agree,
 //! checked per collective; torchfrtrace's per-rank size rule is a false positive there,
 //! pytorch#194559).
 

@@ -89,7 +89,12 @@ pub struct Snippet {
 /// Sides whose stacks are compared: (role, ranks, entry).
 type Sides<'t> = Vec<(&'static str, RankSet, &'t Entry)>;
 
-pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &SourceOptions) -> Option<CodeFinding> {
+pub fn find_code(
+    trace: &Trace,
+    alignment: &Alignment,
+    d: &Diagnosis,
+    options: &SourceOptions,
+) -> Option<CodeFinding> {
     let sides = sides(trace, alignment, d);
     if sides.iter().all(|(_, _, e)| e.stack.is_none()) {
         return None;
@@ -100,17 +105,32 @@ pub fn find_code(trace: &Trace, alignment: &Alignment, d: &Diagnosis, options: &
         .map(|(role, ranks, e)| SideStack {
             role,
             ranks: ranks.clone(),
-            frames: e.user_frames().map(|f| FrameView { function: f.function.to_string(), file: f.file.to_string(), line: f.line }).collect(),
+            frames: e
+                .user_frames()
+                .map(|f| FrameView {
+                    function: f.function.to_string(),
+                    file: f.file.to_string(),
+                    line: f.line,
+                })
+                .collect(),
         })
         .collect();
-    let mut finding = CodeFinding { branch: None, stacks, explanation: String::new(), snippet: None, not_found: Vec::new() };
+    let mut finding = CodeFinding {
+        branch: None,
+        stacks,
+        explanation: String::new(),
+        snippet: None,
+        not_found: Vec::new(),
+    };
     let culprits = d.culprit_ranks.clone();
     let departed = sides.iter().find(|(role, _, _)| *role == "departed").map(|s| s.2);
     let reference = sides.iter().find(|(role, _, _)| *role != "departed").map(|s| s.2);
     let call = |e: Option<&Entry>| e.and_then(Entry::call_site).map(|f| Target::Call(f.clone()));
     let target = match (d.category, departed, reference) {
         (Category::MetadataMismatch, dep, _) => call(dep),
-        (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => parting(dep, reference).map(Target::Part),
+        (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
+            parting(dep, reference).map(Target::Part)
+        }
         // Stalls, crashes and hangs: the line where the others wait is what can be shown.
         (_, dep, reference) => call(reference).or_else(|| call(dep)),
     };
@@ -182,7 +202,11 @@ fn order_branch(entry: &Entry, resolver: &Resolver<'_>) -> Option<BranchPoint> {
 }
 
 /// The user frames outside `frame` (outward, up to three), parsed, for following arguments.
-fn caller_modules(entry: Option<&Entry>, frame: &Frame, resolver: &Resolver<'_>) -> Vec<(Module, u32)> {
+fn caller_modules(
+    entry: Option<&Entry>,
+    frame: &Frame,
+    resolver: &Resolver<'_>,
+) -> Vec<(Module, u32)> {
     let Some(entry) = entry else { return Vec::new() };
     entry
         .user_frames()
@@ -229,19 +253,29 @@ fn parting(departed: &Entry, reference: &Entry) -> Option<Parting> {
             break;
         }
         if a.line != b.line {
-            return Some(Parting { file: a.file.clone(), function: a.function.clone(), line_departed: a.line, line_reference: Some(b.line) });
+            return Some(Parting {
+                file: a.file.clone(),
+                function: a.function.clone(),
+                line_departed: a.line,
+                line_reference: Some(b.line),
+            });
         }
         last_common = Some(*a);
     }
     // Same lines all the way: look inside the departed side's innermost frame.
     let innermost = d.last().copied().or(last_common)?;
-    Some(Parting { file: innermost.file.clone(), function: innermost.function.clone(), line_departed: innermost.line, line_reference: None })
+    Some(Parting {
+        file: innermost.file.clone(),
+        function: innermost.function.clone(),
+        line_departed: innermost.line,
+        line_reference: None,
+    })
 }
 
 fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
-    let found = module.find_branch(p.line_departed, p.line_reference).or_else(|| {
-        p.line_reference.and_then(|r| module.find_branch(r, Some(p.line_departed)))
-    })?;
+    let found = module
+        .find_branch(p.line_departed, p.line_reference)
+        .or_else(|| p.line_reference.and_then(|r| module.find_branch(r, Some(p.line_departed))))?;
     let mut point = branch_point(&found, p.line_reference);
     // An `except` whose body jumps: the jump is what skips the collective; the handler is why.
     if let Some(jump) = found.jump
@@ -249,8 +283,8 @@ fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
     {
         point.handler_line = Some(found.line);
         point.line = jump.line;
-        point.construct = jump.construct.as_str().to_owned();
-        point.source = module.line_text(jump.line).unwrap_or("").trim().to_owned();
+        jump.construct.as_str().clone_into(&mut point.construct);
+        module.line_text(jump.line).unwrap_or("").trim().clone_into(&mut point.source);
     }
     Some(point)
 }
@@ -268,7 +302,14 @@ fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) ->
         source: found.source.clone(),
         condition: found.condition.clone(),
         condition_line: found.condition_line,
-        dependence: found.dependence.iter().map(|d| DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() }).collect(),
+        dependence: found
+            .dependence
+            .iter()
+            .map(|d| DependenceItem {
+                kind: d.kind.as_str().to_owned(),
+                evidence: d.evidence.clone(),
+            })
+            .collect(),
         skipped_line: found.skipped_line.or(fallback_skipped),
         handler_line: None,
     }
@@ -298,12 +339,21 @@ fn call_at(module: &Module, line: u32, callers: &[(Module, u32)]) -> BranchPoint
         let Some(call) = caller.explain_call(*call_line) else { break };
         let mut next = Vec::new();
         for param in std::mem::take(&mut parameters) {
-            let Some(position) = function.parameters.iter().position(|p| *p == param) else { continue };
+            let Some(position) = function.parameters.iter().position(|p| *p == param) else {
+                continue;
+            };
             let keyword = format!("{param}=");
-            let arg = call.arguments.iter().find(|a| a.text.starts_with(&keyword)).or_else(|| call.arguments.get(position));
+            let arg = call
+                .arguments
+                .iter()
+                .find(|a| a.text.starts_with(&keyword))
+                .or_else(|| call.arguments.get(position));
             let Some(arg) = arg else { continue };
             for d in &arg.dependence {
-                let evidence = format!("`{param}` is `{}` from the caller at line {call_line}: {}", arg.text, d.evidence);
+                let evidence = format!(
+                    "`{param}` is `{}` from the caller at line {call_line}: {}",
+                    arg.text, d.evidence
+                );
                 dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence });
             }
             next.extend(arg.parameters.iter().cloned());
@@ -312,7 +362,7 @@ fn call_at(module: &Module, line: u32, callers: &[(Module, u32)]) -> BranchPoint
         inner = caller.function_at(*call_line);
     }
     // The most telling origins first: what differs by rank beats what merely is local.
-    dependence.sort_by_key(|d| origin_rank(d));
+    dependence.sort_by_key(origin_rank);
     dependence.dedup_by(|a, b| a.evidence == b.evidence);
     BranchPoint {
         file: String::new(),
@@ -353,12 +403,22 @@ fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Categ
         k.sort_by_key(|d| origin_rank(d));
         let mut names: Vec<&str> = k.iter().map(|d| d.kind.as_str()).collect();
         let mut seen = Vec::new();
-        names.retain(|n| if seen.contains(n) { false } else { seen.push(*n); true });
+        names.retain(|n| {
+            if seen.contains(n) {
+                false
+            } else {
+                seen.push(*n);
+                true
+            }
+        });
         names
     };
     let because = match (&b.condition, kinds.is_empty()) {
         (Some(c), _) if b.handler_line.is_some() => {
-            format!(" because `{c}` was raised and caught by the `except` at line {} on those ranks only", b.handler_line.unwrap_or(0))
+            format!(
+                " because `{c}` was raised and caught by the `except` at line {} on those ranks only",
+                b.handler_line.unwrap_or(0)
+            )
         }
         (Some(c), false) => format!(" because `{c}` depends on {}", kinds.join(" and ")),
         (Some(c), true) => format!(" because `{c}` can evaluate differently on each rank"),
@@ -367,30 +427,48 @@ fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Categ
     };
     match b.construct.as_str() {
         "call" => {
-            let what = if category == Category::MetadataMismatch { "with other sizes or dtypes than their peers" } else { "here" };
-            let origins: Vec<&str> = b.dependence.iter().take(2).map(|d| d.evidence.as_str()).collect();
-            let origin = if origins.is_empty() { String::new() } else { format!("; {}", origins.join("; ")) };
+            let what = if category == Category::MetadataMismatch {
+                "with other sizes or dtypes than their peers"
+            } else {
+                "here"
+            };
+            let origins: Vec<&str> =
+                b.dependence.iter().take(2).map(|d| d.evidence.as_str()).collect();
+            let origin = if origins.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", origins.join("; "))
+            };
             format!("rank(s) {culprits} call `{}` at {at} {what}{origin}", b.source)
         }
         "continue" | "break" | "return" | "raise" => {
             let skipped = b
                 .skipped_line
-                .and_then(|l| module.line_text(l).map(|t| format!("skip `{}` (line {l}) via", t.trim())))
+                .and_then(|l| {
+                    module.line_text(l).map(|t| format!("skip `{}` (line {l}) via", t.trim()))
+                })
                 .unwrap_or_else(|| "leave the loop early via".into());
             format!("rank(s) {culprits} {skipped} `{}` at {at}{because}", b.construct)
         }
-        "except" => format!("rank(s) {culprits} took the `except` at {at} (`{}`): an exception raised on those ranks only{because}", b.source),
+        "except" => format!(
+            "rank(s) {culprits} took the `except` at {at} (`{}`): an exception raised on those ranks only{because}",
+            b.source
+        ),
         construct if category == Category::Deadlock => format!(
             "rank(s) {culprits} issue their collectives across process groups in a different order, decided by the `{construct}` at {at} (`{}`){because}",
             b.source
         ),
-        construct => format!("rank(s) {culprits} go a different way at the `{construct}` at {at} (`{}`){because}", b.source),
+        construct => format!(
+            "rank(s) {culprits} go a different way at the `{construct}` at {at} (`{}`){because}",
+            b.source
+        ),
     }
 }
 
 fn snippet(module: &Module, line: u32) -> Snippet {
     let start = line.saturating_sub(4).max(1);
-    let lines: Vec<String> = (start..=line + 4).map_while(|l| module.line_text(l).map(str::to_owned)).collect();
+    let lines: Vec<String> =
+        (start..=line + 4).map_while(|l| module.line_text(l).map(str::to_owned)).collect();
     Snippet { start_line: start, marked_line: line, lines }
 }
 
@@ -404,7 +482,9 @@ fn sides<'t>(trace: &'t Trace, alignment: &Alignment, d: &Diagnosis) -> Sides<'t
         let group = &alignment.groups[e.mismatch.pg];
         let at = |side: usize| {
             let s = &e.mismatch.sides[side];
-            s.holder.and_then(|h| group.entries_at(trace, h, e.mismatch.seq).first().copied()).map(|x| (s.ranks.clone(), x))
+            s.holder
+                .and_then(|h| group.entries_at(trace, h, e.mismatch.seq).first().copied())
+                .map(|x| (s.ranks.clone(), x))
         };
         if let Some((ranks, entry)) = e.departed.first().and_then(|&i| at(i)) {
             out.push(("departed", ranks, entry));
@@ -418,7 +498,10 @@ fn sides<'t>(trace: &'t Trace, alignment: &Alignment, d: &Diagnosis) -> Sides<'t
     for g in &d.groups {
         let Position::At(at) = &g.position else { continue };
         let rank = g.ranks.as_slice()[0];
-        let Some(entry) = alignment.groups[at.pg].entries_at(trace, rank, at.seq).first().copied() else { continue };
+        let Some(entry) = alignment.groups[at.pg].entries_at(trace, rank, at.seq).first().copied()
+        else {
+            continue;
+        };
         let role = if g.culprit { "departed" } else { "waiting" };
         if !out.iter().any(|(r, _, _)| *r == role) {
             out.push((role, g.ranks.clone(), entry));

@@ -1,7 +1,7 @@
 //! Minimal confirming probes at the branch point, as snippets and as a unified diff that
 //! applies with `git apply` / `patch -p1` from the directory given as base.
 //!
-//! 1. consensus: all ranks all_reduce MIN and MAX of the decision and assert they agree, so
+//! 1. consensus: all ranks `all_reduce` MIN and MAX of the decision and assert they agree, so
 //!    the job fails fast at the branch with a clear message instead of timing out;
 //! 2. decision log: each rank prints the condition's value with a per-rank counter;
 //! 3. call log: before the collective, a structured "about to call" line with a metadata hash.
@@ -42,10 +42,18 @@ pub fn probes(code: &CodeFinding) -> Vec<Probe> {
     let probe = |name, description: String, line: u32, body: Vec<String>| {
         let indent = indent_of(line);
         let snippet = body.iter().map(|l| format!("{indent}{l}\n")).collect::<String>();
-        Probe { name, description, file: b.file.clone(), local_path: Some(local.clone()), line, snippet }
+        Probe {
+            name,
+            description,
+            file: b.file.clone(),
+            local_path: Some(local.clone()),
+            line,
+            snippet,
+        }
     };
     // An exception type is no condition to agree on; the call log still shows who skipped.
-    let condition = b.condition.as_ref().filter(|_| b.handler_line.is_none() && b.construct != "except");
+    let condition =
+        b.condition.as_ref().filter(|_| b.handler_line.is_none() && b.construct != "except");
     if let (Some(cond), Some(cond_line)) = (condition, b.condition_line.or(Some(b.line))) {
         let quoted = cond.replace('"', "'").replace('{', "{{").replace('}', "}}");
         out.push(probe(
@@ -81,7 +89,12 @@ pub fn probes(code: &CodeFinding) -> Vec<Probe> {
         _ => b.skipped_line,
     };
     if let Some(line) = call_line {
-        let call = lines.get(line as usize - 1).map_or("", |l| l.trim()).replace('"', "'").replace('{', "{{").replace('}', "}}");
+        let call = lines
+            .get(line as usize - 1)
+            .map_or("", |l| l.trim())
+            .replace('"', "'")
+            .replace('{', "{{")
+            .replace('}', "}}");
         let first_arg = first_argument(lines.get(line as usize - 1).copied().unwrap_or(""));
         let meta = first_arg.map_or_else(
             || "None".to_owned(),
@@ -192,7 +205,12 @@ fn hunks(text: &str, probes: &[&Probe]) -> String {
             }
         }
         let old_len = if lines.is_empty() { 0 } else { end.max(start) - start + 1 };
-        let _ = writeln!(out, "@@ -{start},{old_len} +{},{} @@", start + added_before, old_len + inserted);
+        let _ = writeln!(
+            out,
+            "@@ -{start},{old_len} +{},{} @@",
+            start + added_before,
+            old_len + inserted
+        );
         out.push_str(&body);
         added_before += inserted;
         i = j + 1;

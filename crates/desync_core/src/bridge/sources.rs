@@ -17,7 +17,9 @@ impl SourceOptions {
     /// Parses `FROM=TO` as given on the command line.
     pub fn parse_path_map(text: &str) -> Result<(String, PathBuf), crate::Error> {
         match text.split_once('=') {
-            Some((from, to)) if !from.is_empty() && !to.is_empty() => Ok((from.to_owned(), PathBuf::from(to))),
+            Some((from, to)) if !from.is_empty() && !to.is_empty() => {
+                Ok((from.to_owned(), PathBuf::from(to)))
+            }
             _ => Err(crate::Error::PathMap(text.to_owned())),
         }
     }
@@ -75,8 +77,13 @@ impl<'o> Resolver<'o> {
         index
             .iter()
             .map(|p| {
-                let have: Vec<String> = p.components().rev().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-                let common = wanted.iter().zip(&have).take_while(|(w, h)| **w == h.as_str()).count();
+                let have: Vec<String> = p
+                    .components()
+                    .rev()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                let common =
+                    wanted.iter().zip(&have).take_while(|(w, h)| **w == h.as_str()).count();
                 (common, std::cmp::Reverse(p.as_os_str().len()), p)
             })
             .filter(|(common, _, _)| *common >= 1)
@@ -132,7 +139,10 @@ mod tests {
     fn path_map_rewrites_prefix() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("train.py"), "x = 1\n").unwrap();
-        let options = SourceOptions { path_maps: vec![("/workspace/job".into(), dir.path().into())], source_root: None };
+        let options = SourceOptions {
+            path_maps: vec![("/workspace/job".into(), dir.path().into())],
+            source_root: None,
+        };
         let r = Resolver::new(&options).resolve("/workspace/job/train.py");
         assert_eq!(r.local_path.unwrap(), dir.path().join("train.py"));
         assert!(SourceOptions::parse_path_map("nonsense").is_err());

@@ -1,12 +1,14 @@
 //! The earliest point where ranks stopped agreeing, and how the departing side departed.
 //!
-//! The first conflicting collective (op, size, dtype or all_to_all totals) is taken per group,
+//! The first conflicting collective (op, size, dtype or `all_to_all` totals) is taken per group,
 //! and the earliest of those by creation time across groups: the job may be stuck elsewhere,
 //! later. Each rank's stream is then compared like a diff against the reference side: an
 //! inserted or skipped run is a divergence even without frames; a different call site or op
 //! is a divergence; the same op with other sizes or dtypes is a metadata mismatch.
 
-use crate::align::{Alignment, Difference, GroupAlignment, Mismatch, MismatchKind, StreamClass, Token};
+use crate::align::{
+    Alignment, Difference, GroupAlignment, Mismatch, MismatchKind, StreamClass, Token,
+};
 use crate::model::{Entry, Trace};
 
 /// Longest insertion or skip looked for when aligning streams.
@@ -39,7 +41,7 @@ pub enum Departure {
     DifferentCallSite,
     /// The same operation from the same call site with other sizes or dtypes.
     Substituted { difference: Difference },
-    /// all_to_all totals that do not add up.
+    /// `all_to_all` totals that do not add up.
     Numel,
     /// No frames and no visible shift, but the departing ranks' collective breaks the pattern
     /// every rank followed, was never issued before, and its shape is unrelated to the one
@@ -58,12 +60,16 @@ pub fn earliest(trace: &Trace, alignment: &Alignment) -> Option<Earliest> {
         let m = g.mismatches.iter().find(|m| is_conflict(m.kind))?;
         Some((g, m, creation_time(trace, g, m)))
     });
-    let (group, mismatch, time_ns) = first_per_group.min_by_key(|(g, m, t)| (t.unwrap_or(i64::MAX), m.seq, g.pg))?;
+    let (group, mismatch, time_ns) =
+        first_per_group.min_by_key(|(g, m, t)| (t.unwrap_or(i64::MAX), m.seq, g.pg))?;
     Some(explain(trace, group, mismatch, time_ns))
 }
 
 pub fn is_conflict(kind: MismatchKind) -> bool {
-    matches!(kind, MismatchKind::Op | MismatchKind::Size | MismatchKind::Dtype | MismatchKind::Numel)
+    matches!(
+        kind,
+        MismatchKind::Op | MismatchKind::Size | MismatchKind::Dtype | MismatchKind::Numel
+    )
 }
 
 fn creation_time(trace: &Trace, group: &GroupAlignment, m: &Mismatch) -> Option<i64> {
@@ -95,14 +101,26 @@ fn explain(trace: &Trace, group: &GroupAlignment, m: &Mismatch, time_ns: Option<
         (Some(r), Some(d)) => departure(trace, group, m, r, d),
         _ => Departure::DifferentOp,
     };
-    Earliest { mismatch: m.clone(), time_ns, reference, departed, departure, reference_reason: reason }
+    Earliest {
+        mismatch: m.clone(),
+        time_ns,
+        reference,
+        departed,
+        departure,
+        reference_reason: reason,
+    }
 }
 
 /// The side most ranks are on; on an even split, the side whose collective fits the pattern
 /// all ranks followed before (the same token one period earlier, or a token seen before).
-fn choose_reference(group: &GroupAlignment, m: &Mismatch, issued: &[usize]) -> (usize, &'static str) {
+fn choose_reference(
+    group: &GroupAlignment,
+    m: &Mismatch,
+    issued: &[usize],
+) -> (usize, &'static str) {
     let size = |i: usize| m.sides[i].ranks.len();
-    let largest = issued.iter().copied().max_by_key(|&i| (size(i), std::cmp::Reverse(i))).unwrap_or(0);
+    let largest =
+        issued.iter().copied().max_by_key(|&i| (size(i), std::cmp::Reverse(i))).unwrap_or(0);
     let tied: Vec<usize> = issued.iter().copied().filter(|&i| size(i) == size(largest)).collect();
     if tied.len() < 2 {
         return (largest, "most ranks are on this side");
@@ -117,7 +135,10 @@ fn choose_reference(group: &GroupAlignment, m: &Mismatch, issued: &[usize]) -> (
         .filter(|&i| history(i).is_some_and(|(h, t)| predicted(&h).is_some_and(|p| same(p, t))))
         .collect();
     if fits.len() == 1 {
-        return (fits[0], "even split: this side's collective continues the pattern all ranks followed before");
+        return (
+            fits[0],
+            "even split: this side's collective continues the pattern all ranks followed before",
+        );
     }
     let seen: Vec<usize> = tied
         .iter()
@@ -125,9 +146,15 @@ fn choose_reference(group: &GroupAlignment, m: &Mismatch, issued: &[usize]) -> (
         .filter(|&i| history(i).is_some_and(|(h, t)| h.iter().any(|&x| same(x, t))))
         .collect();
     if seen.len() == 1 {
-        return (seen[0], "even split: the other side's collective was never issued before (a new call site)");
+        return (
+            seen[0],
+            "even split: the other side's collective was never issued before (a new call site)",
+        );
     }
-    (largest, "even split with no pattern to tell the sides apart: the side with the lowest ranks is the reference")
+    (
+        largest,
+        "even split with no pattern to tell the sides apart: the side with the lowest ranks is the reference",
+    )
 }
 
 fn history_before(class: &StreamClass, window_start: u64, seq: u64) -> Vec<Token> {
@@ -148,7 +175,13 @@ fn same(a: Token, b: Token) -> bool {
     a.sig == b.sig && (a.site == 0 || b.site == 0 || a.site == b.site)
 }
 
-fn departure(trace: &Trace, group: &GroupAlignment, m: &Mismatch, reference: &StreamClass, departed: &StreamClass) -> Departure {
+fn departure(
+    trace: &Trace,
+    group: &GroupAlignment,
+    m: &Mismatch,
+    reference: &StreamClass,
+    departed: &StreamClass,
+) -> Departure {
     if let Some(d) = shift(reference, departed, m.seq) {
         return d;
     }
@@ -165,14 +198,24 @@ fn departure(trace: &Trace, group: &GroupAlignment, m: &Mismatch, reference: &St
     let a = group.entries_at(trace, holder(reference), m.seq);
     let b = group.entries_at(trace, holder(departed), m.seq);
     let difference = crate::align::difference(&a, &b).unwrap_or(Difference::Size);
-    if r.site == 0 && d.site == 0 && difference == Difference::Size && breaks_pattern(group, m.seq, reference, departed) && unrelated_shapes(&a, &b) {
+    if r.site == 0
+        && d.site == 0
+        && difference == Difference::Size
+        && breaks_pattern(group, m.seq, reference, departed)
+        && unrelated_shapes(&a, &b)
+    {
         return Departure::BrokePattern;
     }
     Departure::Substituted { difference }
 }
 
 /// The reference continues its periodic history and the departed token appears nowhere in it.
-fn breaks_pattern(group: &GroupAlignment, seq: u64, reference: &StreamClass, departed: &StreamClass) -> bool {
+fn breaks_pattern(
+    group: &GroupAlignment,
+    seq: u64,
+    reference: &StreamClass,
+    departed: &StreamClass,
+) -> bool {
     let history = history_before(reference, group.window_start, seq);
     let (Some(r), Some(d)) = (reference.token(seq), departed.token(seq)) else { return false };
     predicted(&history).is_some_and(|p| same(p, r)) && !history.iter().any(|&h| same(h, d))

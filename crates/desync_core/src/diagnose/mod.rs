@@ -89,12 +89,20 @@ pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
         .enumerate()
         .filter(|(_, g)| g.stuck)
         .filter_map(|(i, g)| match &g.position {
-            Position::At(at) => Some(waits::Wait { group: i, pg: at.pg, seq: at.seq, waiting_for: g.waiting_for.clone() }),
+            Position::At(at) => Some(waits::Wait {
+                group: i,
+                pg: at.pg,
+                seq: at.seq,
+                waiting_for: g.waiting_for.clone(),
+            }),
             _ => None,
         })
         .collect();
-    let rank_group: FxHashMap<u32, usize> =
-        groups.iter().enumerate().flat_map(|(i, g)| g.ranks.as_slice().iter().map(move |&r| (r, i))).collect();
+    let rank_group: FxHashMap<u32, usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.ranks.as_slice().iter().map(move |&r| (r, i)))
+        .collect();
     let cycle = waits::find_cycle(&waits, &|r| rank_group.get(&r).copied(), groups.len());
     let stuck_at = waits
         .iter()
@@ -161,7 +169,13 @@ fn behaviour_groups(trace: &Trace, alignment: &Alignment) -> Vec<BehaviourGroup>
         };
         let slot = *index.entry(key).or_insert_with(|| {
             let stuck = waits::is_stuck(&position, &waiting_for, tracks_states);
-            groups.push(BehaviourGroup { ranks: RankSet::default(), position, waiting_for, stuck, culprit: false });
+            groups.push(BehaviourGroup {
+                ranks: RankSet::default(),
+                position,
+                waiting_for,
+                stuck,
+                culprit: false,
+            });
             members.push(Vec::new());
             groups.len() - 1
         });
@@ -178,18 +192,27 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
     let pg_label = |i: usize| trace.process_groups[i].label();
     if trace.ranks.iter().all(|r| r.entries.is_empty()) {
         d.category = Category::Inconclusive;
-        d.headline = "no dump holds any collective: nothing to compare (was TORCH_FR_BUFFER_SIZE set?)".into();
+        d.headline =
+            "no dump holds any collective: nothing to compare (was TORCH_FR_BUFFER_SIZE set?)"
+                .into();
         return;
     }
-    let stuck: RankSet = d.groups.iter().filter(|g| g.stuck).flat_map(|g| g.ranks.as_slice().to_vec()).collect();
-    let waited_for: RankSet = d.groups.iter().filter(|g| g.stuck).flat_map(|g| g.waiting_for.as_slice().to_vec()).collect();
+    let stuck: RankSet =
+        d.groups.iter().filter(|g| g.stuck).flat_map(|g| g.ranks.as_slice().to_vec()).collect();
+    let waited_for: RankSet = d
+        .groups
+        .iter()
+        .filter(|g| g.stuck)
+        .flat_map(|g| g.waiting_for.as_slice().to_vec())
+        .collect();
     let no_dump: RankSet = trace.missing_ranks.iter().copied().collect();
     if !no_dump.is_empty() {
         d.evidence.push(format!("rank(s) {no_dump} left no readable dump"));
     }
 
     // A crash outranks a conflict only when the conflict cannot explain the wait.
-    let crashed: RankSet = waited_for.as_slice().iter().copied().filter(|r| no_dump.contains(*r)).collect();
+    let crashed: RankSet =
+        waited_for.as_slice().iter().copied().filter(|r| no_dump.contains(*r)).collect();
     if !crashed.is_empty() && d.earliest.is_none() {
         return crash(trace, d, &crashed, &stuck);
     }
@@ -235,7 +258,9 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
     if !no_dump.is_empty() {
         d.category = Category::Inconclusive;
         d.culprit_ranks = no_dump.clone();
-        d.headline = format!("rank(s) {no_dump} have no dump, but no other rank waits for them and the rest agree");
+        d.headline = format!(
+            "rank(s) {no_dump} have no dump, but no other rank waits for them and the rest agree"
+        );
         return;
     }
     d.category = Category::Healthy;
@@ -253,7 +278,9 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
 
 fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
     match &g.position {
-        Position::At(at) => format!("{} seq {} ({})", at.op, at.seq, trace.process_groups[at.pg].label()),
+        Position::At(at) => {
+            format!("{} seq {} ({})", at.op, at.seq, trace.process_groups[at.pg].label())
+        }
         Position::NoDump => "no dump".into(),
         Position::Idle => "nothing recorded".into(),
     }
@@ -266,29 +293,52 @@ fn crash(trace: &Trace, d: &mut Diagnosis, crashed: &RankSet, stuck: &RankSet) {
         d.process_group = Some(pg);
         d.collective_seq_id = Some(seq);
     }
-    let waiting = d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
+    let waiting =
+        d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
     d.headline = format!(
         "rank(s) {crashed} left no readable dump and rank(s) {stuck} wait for them in {waiting}: the process likely died or was killed"
     );
-    d.evidence.push(format!("ranks {stuck} are stuck in a collective that rank(s) {crashed} never issued"));
+    d.evidence.push(format!(
+        "ranks {stuck} are stuck in a collective that rank(s) {crashed} never issued"
+    ));
 }
 
-fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earliest, pg_label: &dyn Fn(usize) -> String) {
+fn conflict(
+    trace: &Trace,
+    alignment: &Alignment,
+    d: &mut Diagnosis,
+    e: &Earliest,
+    pg_label: &dyn Fn(usize) -> String,
+) {
     let m = &e.mismatch;
     let group = &alignment.groups[m.pg];
     d.process_group = Some(m.pg);
     d.collective_seq_id = Some(m.seq);
-    d.category = if e.departure.is_divergence() { Category::Divergence } else { Category::MetadataMismatch };
+    d.category =
+        if e.departure.is_divergence() { Category::Divergence } else { Category::MetadataMismatch };
     let reference = &m.sides[e.reference];
-    let departed: RankSet = e.departed.iter().flat_map(|&i| m.sides[i].ranks.as_slice().to_vec()).collect();
+    let departed: RankSet =
+        e.departed.iter().flat_map(|&i| m.sides[i].ranks.as_slice().to_vec()).collect();
     d.culprit_ranks = if departed.is_empty() { reference.ranks.clone() } else { departed.clone() };
     let describe = |rank: Option<u32>| -> String {
         let Some(rank) = rank else { return "nothing".into() };
         let entries = group.entries_at(trace, rank, m.seq);
         let Some(first) = entries.first() else { return "nothing".into() };
-        let site = first.call_site().map(|f| format!(" from {}:{}", short_path(&f.file), f.line)).unwrap_or_default();
-        let ops = if entries.len() > 1 { format!("{} ops coalesced, first ", entries.len()) } else { String::new() };
-        format!("{ops}{} {} {}{site}", first.op.name, sizes_text(&first.input_sizes), dtypes_text(&first.input_dtypes))
+        let site = first
+            .call_site()
+            .map(|f| format!(" from {}:{}", short_path(&f.file), f.line))
+            .unwrap_or_default();
+        let ops = if entries.len() > 1 {
+            format!("{} ops coalesced, first ", entries.len())
+        } else {
+            String::new()
+        };
+        format!(
+            "{ops}{} {} {}{site}",
+            first.op.name,
+            sizes_text(&first.input_sizes),
+            dtypes_text(&first.input_dtypes)
+        )
     };
     let there = format!("{} seq {}", pg_label(m.pg), m.seq);
     let culprit_text = e.departed.first().map(|&i| describe(m.sides[i].holder)).unwrap_or_default();
@@ -314,7 +364,9 @@ fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earlies
             },
             reference.ranks
         ),
-        Departure::Numel => format!("all_to_all at {there} sends and receives different totals across ranks"),
+        Departure::Numel => {
+            format!("all_to_all at {there} sends and receives different totals across ranks")
+        }
         Departure::BrokePattern => format!(
             "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
             reference.ranks
@@ -323,12 +375,16 @@ fn conflict(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, e: &Earlies
     d.evidence.push(format!("reference side: {}", e.reference_reason));
     let later = group.mismatches.iter().filter(|x| x.seq > m.seq).count();
     if later > 0 {
-        d.evidence.push(format!("{later} later mismatch(es) in {} follow from this one", pg_label(m.pg)));
+        d.evidence
+            .push(format!("{later} later mismatch(es) in {} follow from this one", pg_label(m.pg)));
     }
     if let Some((pg, seq)) = d.stuck_at
         && (pg, seq) != (m.pg, m.seq)
     {
-        d.evidence.push(format!("the job is stuck later, at {} seq {seq}: not where it went wrong", pg_label(pg)));
+        d.evidence.push(format!(
+            "the job is stuck later, at {} seq {seq}: not where it went wrong",
+            pg_label(pg)
+        ));
     }
 }
 
@@ -353,7 +409,8 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
         .collect();
     // One side of the inversion: the ranks whose current group breaks the order of groups
     // they followed before; failing that, the group waiting in the later-created group.
-    let departed: Vec<usize> = cycle.iter().copied().filter(|&g| breaks_group_order(trace, &d.groups[g])).collect();
+    let departed: Vec<usize> =
+        cycle.iter().copied().filter(|&g| breaks_group_order(trace, &d.groups[g])).collect();
     let culprit_groups = if departed.is_empty() || departed.len() == cycle.len() {
         let latest = cycle
             .iter()
@@ -365,11 +422,13 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
             .unwrap_or(cycle[0]);
         vec![latest]
     } else {
-        d.evidence.push("the culprit side switched the order in which it uses the process groups".into());
+        d.evidence
+            .push("the culprit side switched the order in which it uses the process groups".into());
         departed
     };
     let culprit = culprit_groups[0];
-    d.culprit_ranks = culprit_groups.iter().flat_map(|&g| d.groups[g].ranks.as_slice().to_vec()).collect();
+    d.culprit_ranks =
+        culprit_groups.iter().flat_map(|&g| d.groups[g].ranks.as_slice().to_vec()).collect();
     if let Position::At(at) = &d.groups[culprit].position {
         d.process_group = Some(at.pg);
         d.collective_seq_id = Some(at.seq);
@@ -378,9 +437,16 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
     d.evidence.push("each side waits for a collective the other side has not issued: the groups are used in different orders".into());
 }
 
-fn stall(trace: &Trace, d: &mut Diagnosis, stuck: &RankSet, waited_for: &RankSet, pg_label: &dyn Fn(usize) -> String) {
+fn stall(
+    trace: &Trace,
+    d: &mut Diagnosis,
+    stuck: &RankSet,
+    waited_for: &RankSet,
+    pg_label: &dyn Fn(usize) -> String,
+) {
     // Follow the chain: ranks waited for that are themselves stuck are not the cause.
-    let roots: RankSet = waited_for.as_slice().iter().copied().filter(|&r| !stuck.contains(r)).collect();
+    let roots: RankSet =
+        waited_for.as_slice().iter().copied().filter(|&r| !stuck.contains(r)).collect();
     let culprits = if roots.is_empty() { waited_for.clone() } else { roots };
     d.category = Category::Stall;
     d.culprit_ranks = culprits.clone();
@@ -388,13 +454,20 @@ fn stall(trace: &Trace, d: &mut Diagnosis, stuck: &RankSet, waited_for: &RankSet
         d.process_group = Some(pg);
         d.collective_seq_id = Some(seq);
     }
-    let waiting = d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
+    let waiting =
+        d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
     let last: Vec<String> = d
         .groups
         .iter()
         .filter(|g| g.ranks.as_slice().iter().any(|&r| culprits.contains(r)))
         .map(|g| match &g.position {
-            Position::At(at) => format!("rank(s) {} last issued {} seq {} ({})", g.ranks, at.op, at.seq, pg_label(at.pg)),
+            Position::At(at) => format!(
+                "rank(s) {} last issued {} seq {} ({})",
+                g.ranks,
+                at.op,
+                at.seq,
+                pg_label(at.pg)
+            ),
             Position::Idle => format!("rank(s) {} recorded no collective", g.ranks),
             Position::NoDump => format!("rank(s) {} left no dump", g.ranks),
         })
@@ -405,7 +478,13 @@ fn stall(trace: &Trace, d: &mut Diagnosis, stuck: &RankSet, waited_for: &RankSet
     d.evidence.extend(last);
 }
 
-fn gpu_hang(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, stuck: &RankSet, pg_label: &dyn Fn(usize) -> String) {
+fn gpu_hang(
+    trace: &Trace,
+    alignment: &Alignment,
+    d: &mut Diagnosis,
+    stuck: &RankSet,
+    pg_label: &dyn Fn(usize) -> String,
+) {
     let Some((pg, seq)) = d.stuck_at else { return };
     let group = &alignment.groups[pg];
     d.process_group = Some(pg);
@@ -416,16 +495,29 @@ fn gpu_hang(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, stuck: &Ran
         .copied()
         .filter(|&r| group.entries_at(trace, r, seq).iter().all(|e| e.state == State::Scheduled))
         .collect();
-    let culprits = if never_started.is_empty() || never_started == *stuck { stuck.clone() } else { never_started.clone() };
+    let culprits = if never_started.is_empty() || never_started == *stuck {
+        stuck.clone()
+    } else {
+        never_started.clone()
+    };
     d.category = Category::GpuHang;
     d.culprit_ranks = culprits.clone();
-    let op = group.entries_at(trace, culprits.as_slice()[0], seq).first().map(|e| e.op.name.to_string()).unwrap_or_default();
-    let how = if never_started.is_empty() { "started but never completed" } else { "was enqueued but never started" };
+    let op = group
+        .entries_at(trace, culprits.as_slice()[0], seq)
+        .first()
+        .map(|e| e.op.name.to_string())
+        .unwrap_or_default();
+    let how = if never_started.is_empty() {
+        "started but never completed"
+    } else {
+        "was enqueued but never started"
+    };
     d.headline = format!(
         "all ranks issued {op} at {} seq {seq} compatibly, but it {how} on rank(s) {culprits}: a kernel, NCCL or network hang",
         pg_label(pg)
     );
-    let completed_before = group.stream(culprits.as_slice()[0]).and_then(|s| s.progress.last_completed);
+    let completed_before =
+        group.stream(culprits.as_slice()[0]).and_then(|s| s.progress.last_completed);
     if let Some(c) = completed_before {
         d.evidence.push(format!("seq {c} and earlier completed on rank(s) {culprits}"));
     }
@@ -436,7 +528,8 @@ fn gpu_hang(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis, stuck: &Ran
 fn breaks_group_order(trace: &Trace, group: &BehaviourGroup) -> bool {
     let Position::At(at) = &group.position else { return false };
     let Some(dump) = trace.rank(group.ranks.as_slice()[0]) else { return false };
-    let mut entries: Vec<&crate::model::Entry> = dump.entries.iter().filter(|e| !e.is_p2p).collect();
+    let mut entries: Vec<&crate::model::Entry> =
+        dump.entries.iter().filter(|e| !e.is_p2p).collect();
     entries.sort_by_key(|e| e.record_id);
     // History is everything before the current collective (the latest record).
     entries.pop();
@@ -449,11 +542,12 @@ fn breaks_group_order(trace: &Trace, group: &BehaviourGroup) -> bool {
     let current = &*trace.process_groups[at.pg].name;
     let n = order.len();
     // The smallest period that explains the recent history predicts the next group.
-    (1..=8.min(n / 2)).find_map(|p| {
-        let span = (2 * p).min(n - p);
-        (1..=span).all(|k| order[n - k] == order[n - k - p]).then(|| order[n - p])
-    })
-    .is_some_and(|predicted| predicted != current)
+    (1..=8.min(n / 2))
+        .find_map(|p| {
+            let span = (2 * p).min(n - p);
+            (1..=span).all(|k| order[n - k] == order[n - k - p]).then(|| order[n - p])
+        })
+        .is_some_and(|predicted| predicted != current)
 }
 
 pub(crate) fn short_path(path: &str) -> &str {
@@ -473,4 +567,3 @@ pub(crate) fn dtypes_text(dtypes: &[std::sync::Arc<str>]) -> String {
     names.dedup();
     names.join("/")
 }
-

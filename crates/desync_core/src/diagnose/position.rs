@@ -31,7 +31,8 @@ pub struct At {
 }
 
 pub fn positions(trace: &Trace, alignment: &Alignment) -> Vec<(u32, Position)> {
-    let mut out: Vec<(u32, Position)> = (0..trace.world_size).map(|r| (r, Position::NoDump)).collect();
+    let mut out: Vec<(u32, Position)> =
+        (0..trace.world_size).map(|r| (r, Position::NoDump)).collect();
     for dump in &trace.ranks {
         let position = dump
             .entries
@@ -53,7 +54,8 @@ fn at(trace: &Trace, alignment: &Alignment, rank: u32, e: &Entry) -> Position {
     };
     let group = &alignment.groups[pg];
     let progress = group.stream(rank).map(|s| s.progress).unwrap_or_default();
-    let tracks_completion = progress.last_completed.is_some() || e.state != crate::model::State::Scheduled;
+    let tracks_completion =
+        progress.last_completed.is_some() || e.state != crate::model::State::Scheduled;
     let completed = tracks_completion.then(|| {
         e.is_completed() || progress.last_completed.is_some_and(|c| c >= e.collective_seq_id)
     });

@@ -48,9 +48,17 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
     for &seq in &group.seqs {
         let times: Option<Vec<i64>> = ranks
             .iter()
-            .map(|&r| group.entries_at(trace, r, seq).first().map(|e| e.time_created_ns).filter(|&t| t > 0))
+            .map(|&r| {
+                group
+                    .entries_at(trace, r, seq)
+                    .first()
+                    .map(|e| e.time_created_ns)
+                    .filter(|&t| t > 0)
+            })
             .collect();
-        let Some(mut times) = times.map(|t| t.into_iter().enumerate().collect::<Vec<_>>()) else { continue };
+        let Some(mut times) = times.map(|t| t.into_iter().enumerate().collect::<Vec<_>>()) else {
+            continue;
+        };
         times.sort_by_key(|(_, t)| *t);
         let (last, t_last) = times[times.len() - 1];
         let (_, t_second) = times[times.len() - 2];
@@ -67,14 +75,15 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
     let share_last = times_last as f64 / compared as f64;
     let share_of_waiting = worst_lead as f64 / total.max(1) as f64;
     let mean_lead = worst_lead as f64 / times_last.max(1) as f64;
-    (share_last >= MIN_SHARE_LAST && share_of_waiting >= MIN_SHARE_OF_WAITING && mean_lead >= MIN_MEAN_LEAD_NS).then(|| {
-        Straggler {
+    (share_last >= MIN_SHARE_LAST
+        && share_of_waiting >= MIN_SHARE_OF_WAITING
+        && mean_lead >= MIN_MEAN_LEAD_NS)
+        .then(|| Straggler {
             rank: ranks[worst],
             pg: group.pg,
             collectives: compared,
             times_last,
             mean_lead_ms: mean_lead / 1e6,
             share_of_waiting,
-        }
-    })
+        })
 }

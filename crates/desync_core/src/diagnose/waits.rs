@@ -35,13 +35,19 @@ pub fn waiting_for(trace: &Trace, alignment: &Alignment, at: &At) -> RankSet {
 /// "in flight" at dump time without anything being wrong.
 pub fn is_stuck(position: &Position, waiting_for: &RankSet, tracks_states: bool) -> bool {
     match position {
-        Position::At(at) => !waiting_for.is_empty() || (tracks_states && at.completed != Some(true)),
+        Position::At(at) => {
+            !waiting_for.is_empty() || (tracks_states && at.completed != Some(true))
+        }
         _ => false,
     }
 }
 
 /// A cycle among behaviour groups, as the list of groups in order, when one exists.
-pub fn find_cycle(waits: &[Wait], group_of: &dyn Fn(u32) -> Option<usize>, groups: usize) -> Option<Vec<usize>> {
+pub fn find_cycle(
+    waits: &[Wait],
+    group_of: &dyn Fn(u32) -> Option<usize>,
+    groups: usize,
+) -> Option<Vec<usize>> {
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); groups];
     for w in waits {
         for &r in w.waiting_for.as_slice() {
@@ -66,7 +72,12 @@ pub fn find_cycle(waits: &[Wait], group_of: &dyn Fn(u32) -> Option<usize>, group
     None
 }
 
-fn visit(node: usize, edges: &[Vec<usize>], colour: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+fn visit(
+    node: usize,
+    edges: &[Vec<usize>],
+    colour: &mut [u8],
+    path: &mut Vec<usize>,
+) -> Option<Vec<usize>> {
     colour[node] = 1;
     path.push(node);
     for &next in &edges[node] {

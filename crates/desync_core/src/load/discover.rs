@@ -24,7 +24,7 @@ pub struct Discovery {
     pub unnamed: usize,
 }
 
-/// Extensions a dump may carry after the rank ("trace_rank_3.json").
+/// Extensions a dump may carry after the rank ("`trace_rank_3.json`").
 const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr"];
 
 /// Leftovers of FR's pipe trigger and of writers still busy; never dumps.
@@ -77,7 +77,10 @@ pub fn classify(files: Vec<PathBuf>, prefix: Option<&str>) -> Discovery {
         if let Some(ext) = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())
             && TRANSIENT_EXTENSIONS.contains(&ext.as_str())
         {
-            found.skipped.push((path, format!("`.{ext}` files are FR triggers or partial writes, not dumps")));
+            found.skipped.push((
+                path,
+                format!("`.{ext}` files are FR triggers or partial writes, not dumps"),
+            ));
             continue;
         }
         if let Some(prefix) = prefix

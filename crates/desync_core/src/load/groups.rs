@@ -2,9 +2,9 @@
 //!
 //! `pg_config` is the first source, but it can be empty or wrong: Gloo in torch 2.11 writes
 //! name "" and ranks "[]" for every group, and split groups can differ by rank (pytorch#189073).
-//! Then membership comes from the entries: the default group ("0" / "default_pg") spans the
-//! world, other groups span the ranks whose entries name them, and the sizes of all_gather /
-//! reduce_scatter outputs tell how many members a group really has.
+//! Then membership comes from the entries: the default group ("0" / "`default_pg`") spans the
+//! world, other groups span the ranks whose entries name them, and the sizes of `all_gather` /
+//! `reduce_scatter` outputs tell how many members a group really has.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ struct Seen {
     ranks: Vec<u32>,
     /// Group size implied by gather/scatter shapes, the largest seen.
     implied_size: u32,
-    /// Membership lists from pg_config, with how many ranks wrote each.
+    /// Membership lists from `pg_config`, with how many ranks wrote each.
     configs: BTreeMap<Vec<u32>, usize>,
 }
 
@@ -119,8 +119,8 @@ fn is_default(name: &str, seen: &Seen) -> bool {
     name == "0" || seen.desc.contains_key("default_pg")
 }
 
-/// Group size implied by one entry's shapes: an all_gather's output holds one input per member
-/// (as a list of tensors or stacked in one), a reduce_scatter's input likewise.
+/// Group size implied by one entry's shapes: an `all_gather`'s output holds one input per member
+/// (as a list of tensors or stacked in one), a `reduce_scatter`'s input likewise.
 fn implied_group_size(e: &crate::model::Entry) -> u32 {
     let numel = |shape: &[i64]| shape.iter().product::<i64>();
     let (one, all) = match e.op.kind {

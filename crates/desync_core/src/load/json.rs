@@ -156,7 +156,8 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path) -> Result<Decoded, DumpError
             })
         })
         .collect();
-    let comm = dump.comm_lib_version.as_deref().or(dump.nccl_version.as_deref()).filter(|s| !s.is_empty());
+    let comm =
+        dump.comm_lib_version.as_deref().or(dump.nccl_version.as_deref()).filter(|s| !s.is_empty());
     let dump = RankDump {
         rank,
         path: path.to_path_buf(),

@@ -51,7 +51,8 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     })?;
     let mut warnings = Vec::new();
     let candidates = if meta.is_dir() {
-        let files = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        let files =
+            discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
         let total = files.len();
         let found = discover::classify(files, options.prefix.as_deref());
         for (skipped, why) in found.skipped {
@@ -68,7 +69,9 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
         if found.candidates.is_empty() {
             let hint = match &options.prefix {
                 Some(p) => format!("{total} file(s), none named `{p}<rank>`"),
-                None => format!("{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)"),
+                None => format!(
+                    "{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)"
+                ),
             };
             return Err(Error::NoDumps { path: path.into(), hint });
         }
@@ -97,14 +100,24 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
             Ok(decoded) => {
                 if candidate.rank.is_none() {
                     let message = "no rank in the file name; read as rank 0".to_owned();
-                    warnings.push(warn(WarningKind::Skipped, Some(candidate.path.clone()), Some(0), message));
+                    warnings.push(warn(
+                        WarningKind::Skipped,
+                        Some(candidate.path.clone()),
+                        Some(0),
+                        message,
+                    ));
                 }
                 note_entries(&decoded, &mut warnings);
                 dumps.push(decoded.dump);
             }
             Err(e) => {
                 first_problem.get_or_insert_with(|| format!("{}: {e}", candidate.path.display()));
-                warnings.push(warn(WarningKind::Unreadable, Some(candidate.path), candidate.rank, e.to_string()));
+                warnings.push(warn(
+                    WarningKind::Unreadable,
+                    Some(candidate.path),
+                    candidate.rank,
+                    e.to_string(),
+                ));
             }
         }
     }
@@ -116,7 +129,7 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
         });
     }
     let ranks = dedup_ranks(dumps, &mut warnings);
-    let mut trace = Trace { ranks, files_seen, warnings, ..Trace::default() };
+    let mut trace = Trace { ranks, warnings, files_seen, ..Trace::default() };
     groups::infer(&mut trace);
     check_versions(&mut trace);
     Ok(trace)
@@ -139,7 +152,13 @@ fn describe_start(bytes: &[u8]) -> String {
     let head: String = bytes
         .iter()
         .take(16)
-        .map(|&b| if b.is_ascii_graphic() || b == b' ' { char::from(b).to_string() } else { format!("\\x{b:02x}") })
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                char::from(b).to_string()
+            } else {
+                format!("\\x{b:02x}")
+            }
+        })
         .collect();
     format!("`{head}`")
 }
@@ -159,7 +178,9 @@ fn note_entries(decoded: &Decoded, warnings: &mut Vec<Warning>) {
 
 /// Two files for one rank (a re-dump, a copy): keep the one with more entries.
 fn dedup_ranks(mut dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> Vec<RankDump> {
-    dumps.sort_by(|a, b| a.rank.cmp(&b.rank).then(b.entries.len().cmp(&a.entries.len())).then(a.path.cmp(&b.path)));
+    dumps.sort_by(|a, b| {
+        a.rank.cmp(&b.rank).then(b.entries.len().cmp(&a.entries.len())).then(a.path.cmp(&b.path))
+    });
     let mut kept: Vec<RankDump> = Vec::with_capacity(dumps.len());
     for dump in dumps {
         match kept.last() {
@@ -171,7 +192,12 @@ fn dedup_ranks(mut dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> Vec<Ran
                     prev.entries.len(),
                     dump.entries.len()
                 );
-                warnings.push(warn(WarningKind::DuplicateRank, Some(dump.path), Some(dump.rank), message));
+                warnings.push(warn(
+                    WarningKind::DuplicateRank,
+                    Some(dump.path),
+                    Some(dump.rank),
+                    message,
+                ));
             }
             _ => kept.push(dump),
         }
@@ -188,12 +214,18 @@ fn check_versions(trace: &mut Trace) {
         trace.warnings.push(warn(WarningKind::Version, None, None, message));
     }
     if !trace.missing_ranks.is_empty() {
-        let message = format!("no readable dump for rank(s) {}", format_ranks(&trace.missing_ranks));
+        let message =
+            format!("no readable dump for rank(s) {}", format_ranks(&trace.missing_ranks));
         trace.warnings.push(warn(WarningKind::MissingRank, None, None, message));
     }
 }
 
-pub(crate) fn warn(kind: WarningKind, path: Option<PathBuf>, rank: Option<u32>, message: String) -> Warning {
+pub(crate) fn warn(
+    kind: WarningKind,
+    path: Option<PathBuf>,
+    rank: Option<u32>,
+    message: String,
+) -> Warning {
     Warning { kind, path, rank, message }
 }
 

@@ -57,9 +57,14 @@ fn pg_config(value: Value<'_>, intern: &mut Interner) -> Vec<PgConfig> {
     value
         .items()
         .map(|(key, cfg)| PgConfig {
-            name: intern.str(cfg.get("name").and_then(|v| v.as_str()).or(key.as_str()).unwrap_or("")),
+            name: intern
+                .str(cfg.get("name").and_then(|v| v.as_str()).or(key.as_str()).unwrap_or("")),
             desc: intern.str(cfg.get("desc").and_then(|v| v.as_str()).unwrap_or("")),
-            ranks: cfg.get("ranks").and_then(|v| v.as_str()).map(super::parse_rank_list).unwrap_or_default(),
+            ranks: cfg
+                .get("ranks")
+                .and_then(|v| v.as_str())
+                .map(super::parse_rank_list)
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -69,7 +74,9 @@ fn pg_status(value: Value<'_>) -> Vec<PgStatus> {
         .items()
         .filter_map(|(key, status)| {
             let pg_id = key.as_str()?.parse().ok()?;
-            let seq = |name| status.get(name).and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()));
+            let seq = |name| {
+                status.get(name).and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+            };
             Some(PgStatus {
                 pg_id,
                 last_enqueued: super::seq(seq("last_enqueued_collective")),
@@ -112,7 +119,7 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
     let pg = v.get("process_group");
     let pg_name = pg.and_then(|x| x.index(0)).and_then(|x| x.as_str()).unwrap_or("");
     let pg_desc = pg.and_then(|x| x.index(1)).and_then(|x| x.as_str()).unwrap_or("");
-    let stack = v.get("frames").filter(|f| f.len() > 0).map(|list| {
+    let stack = v.get("frames").filter(|f| !f.is_empty()).map(|list| {
         let frames = list.iter().filter_map(|f| cache.frame(f, intern)).collect();
         intern.stack(frames)
     });

@@ -18,7 +18,7 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Frames inside torch itself (the `all_reduce` wrapper, c10d_logger) say nothing about
+    /// Frames inside torch itself (the `all_reduce` wrapper, `c10d_logger`) say nothing about
     /// the user's control flow; they are skipped when comparing call sites.
     pub fn is_library(&self) -> bool {
         let f = &*self.file;

@@ -143,7 +143,7 @@ pub enum WarningKind {
     DuplicateRank,
     /// A rank with no dump.
     MissingRank,
-    /// pg_config empty or inconsistent; membership inferred.
+    /// `pg_config` empty or inconsistent; membership inferred.
     Membership,
     /// Ranks wrote different FR format versions.
     Version,

@@ -1,4 +1,4 @@
-//! Operation names parsed from `profiling_name` ("nccl:all_reduce", "gloo:send 0->1").
+//! Operation names parsed from `profiling_name` ("`nccl:all_reduce`", "gloo:send 0->1").
 //!
 //! Unlike torchfrtrace we accept any backend prefix and any op name: an unknown op is kept as
 //! [`OpKind::Other`] and still aligned by sequence id, never an abort.
@@ -9,7 +9,7 @@ use std::sync::Arc;
 pub struct Op {
     /// "nccl", "gloo", "xccl", "ncclx"... (empty when the name had no prefix).
     pub backend: Arc<str>,
-    /// The op name without peers ("all_reduce", "send").
+    /// The op name without peers ("`all_reduce`", "send").
     pub name: Arc<str>,
     pub kind: OpKind,
     /// For send/recv: PG-local peers as written (`None` for recv from any source, "?").
@@ -81,15 +81,24 @@ impl OpKind {
     pub fn of(name: &str) -> Self {
         match name {
             "all_reduce" | "allreduce" => Self::AllReduce,
-            "all_gather" | "_all_gather_base" | "all_gather_single" | "all_gather_v"
+            "all_gather"
+            | "_all_gather_base"
+            | "all_gather_single"
+            | "all_gather_v"
             | "all_gather_into_tensor" => Self::AllGather,
-            "reduce_scatter" | "_reduce_scatter_base" | "reduce_scatter_single"
-            | "reduce_scatter_v" | "reduce_scatter_tensor" => Self::ReduceScatter,
+            "reduce_scatter"
+            | "_reduce_scatter_base"
+            | "reduce_scatter_single"
+            | "reduce_scatter_v"
+            | "reduce_scatter_tensor" => Self::ReduceScatter,
             "broadcast" | "_broadcast_oop" => Self::Broadcast,
             "reduce" | "_reduce_oop" => Self::Reduce,
             "gather" => Self::Gather,
             "scatter" => Self::Scatter,
-            "all_to_all" | "all_to_all_single" | "all_to_all_v_single" | "alltoall"
+            "all_to_all"
+            | "all_to_all_single"
+            | "all_to_all_v_single"
+            | "alltoall"
             | "alltoall_base" => Self::AllToAll,
             "barrier" | "all_reduce_barrier" => Self::Barrier,
             "send" | "recv" => Self::P2p,

@@ -65,7 +65,7 @@ struct Group {
     ranks_text: String,
     culprit: bool,
     stuck: bool,
-    /// "at_collective", "no_dump" or "idle".
+    /// "`at_collective`", "`no_dump`" or "idle".
     state: &'static str,
     process_group: Option<PgRef>,
     collective_seq_id: Option<u64>,
@@ -161,7 +161,11 @@ fn pg_ref(pg: &ProcessGroup) -> PgRef {
 }
 
 fn site(e: &Entry) -> Option<Site> {
-    e.call_site().map(|f| Site { file: f.file.to_string(), line: f.line, function: f.function.to_string() })
+    e.call_site().map(|f| Site {
+        file: f.file.to_string(),
+        line: f.line,
+        function: f.function.to_string(),
+    })
 }
 
 pub fn to_json(a: &Analysis) -> Report<'_> {
@@ -186,10 +190,17 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             kind: e.mismatch.kind,
             departure: e.departure,
             reference_ranks: e.mismatch.sides[e.reference].ranks.as_slice().to_vec(),
-            departed_ranks: e.departed.iter().flat_map(|&i| e.mismatch.sides[i].ranks.as_slice().to_vec()).collect(),
+            departed_ranks: e
+                .departed
+                .iter()
+                .flat_map(|&i| e.mismatch.sides[i].ranks.as_slice().to_vec())
+                .collect(),
             time_created_ns: e.time_ns,
         }),
-        stuck_at: d.stuck_at.map(|(pg, seq)| At { process_group: pg_ref(&t.process_groups[pg]), collective_seq_id: seq }),
+        stuck_at: d.stuck_at.map(|(pg, seq)| At {
+            process_group: pg_ref(&t.process_groups[pg]),
+            collective_seq_id: seq,
+        }),
         process_groups: a.alignment.groups.iter().map(|g| pg_view(t, g)).collect(),
         mismatches: a
             .alignment
@@ -201,7 +212,12 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             .alignment
             .groups
             .iter()
-            .flat_map(|g| g.p2p_mismatches.iter().map(move |m| P2pView { process_group: pg_ref(&t.process_groups[g.pg]), mismatch: m }))
+            .flat_map(|g| {
+                g.p2p_mismatches.iter().map(move |m| P2pView {
+                    process_group: pg_ref(&t.process_groups[g.pg]),
+                    mismatch: m,
+                })
+            })
             .collect(),
         code: a.code.as_ref().map(|c| Code {
             branch: c.branch.as_ref(),
@@ -230,7 +246,8 @@ fn input(a: &Analysis) -> Input {
     let mut versions: Vec<String> = t.ranks.iter().map(|r| r.version.to_string()).collect();
     versions.sort();
     versions.dedup();
-    let mut backends: Vec<String> = t.ranks.iter().filter_map(|r| r.backend().map(str::to_owned)).collect();
+    let mut backends: Vec<String> =
+        t.ranks.iter().filter_map(|r| r.backend().map(str::to_owned)).collect();
     backends.sort();
     backends.dedup();
     Input {
@@ -273,7 +290,8 @@ fn group(t: &Trace, alignment: &Alignment, g: &crate::diagnose::BehaviourGroup) 
             out.dtypes = Some(at.dtypes.iter().map(ToString::to_string).collect());
             out.completed = at.completed;
             let rank = g.ranks.as_slice()[0];
-            out.call_site = alignment.groups[at.pg].entries_at(t, rank, at.seq).first().and_then(|e| site(e));
+            out.call_site =
+                alignment.groups[at.pg].entries_at(t, rank, at.seq).first().and_then(|e| site(e));
         }
     }
     out
@@ -287,7 +305,11 @@ fn pg_view(t: &Trace, g: &GroupAlignment) -> PgView {
         members: pg.members.clone(),
         membership: pg.membership,
         window_start: g.window_start,
-        classes: g.classes.iter().map(|c| ClassView { ranks: c.ranks.as_slice().to_vec(), progress: c.progress }).collect(),
+        classes: g
+            .classes
+            .iter()
+            .map(|c| ClassView { ranks: c.ranks.as_slice().to_vec(), progress: c.progress })
+            .collect(),
     }
 }
 
@@ -304,7 +326,8 @@ fn mismatch(t: &Trace, g: &GroupAlignment, m: &Mismatch) -> MismatchView {
             .iter()
             .map(|s| {
                 let e = s.holder.and_then(|h| g.entries_at(t, h, m.seq).first().copied());
-                let strings = |v: &[std::sync::Arc<str>]| v.iter().map(ToString::to_string).collect();
+                let strings =
+                    |v: &[std::sync::Arc<str>]| v.iter().map(ToString::to_string).collect();
                 SideView {
                     ranks: s.ranks.as_slice().to_vec(),
                     issued: s.holder.is_some(),

@@ -1,6 +1,6 @@
 //! The terminal report: verdict first, then the behavioural groups, the earliest mismatch,
 //! the code, the probes, and what was odd in the input. Colour only when asked (the CLI
-//! decides from the TTY and NO_COLOR); lines are kept under 100 columns where data allows.
+//! decides from the TTY and `NO_COLOR`); lines are kept under 100 columns where data allows.
 
 use std::io::{self, Write};
 
@@ -90,7 +90,14 @@ pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io
         writeln!(out, "\n{}", p.bold("Code"))?;
         if let Some(b) = &code.branch {
             let function = b.function.as_deref().map(|f| format!(" in {f}()")).unwrap_or_default();
-            writeln!(out, "  {}:{}{function}: `{}` ({})", short_path(&b.file), b.line, b.source, b.construct)?;
+            writeln!(
+                out,
+                "  {}:{}{function}: `{}` ({})",
+                short_path(&b.file),
+                b.line,
+                b.source,
+                b.construct
+            )?;
             if let Some(local) = &b.local_path {
                 writeln!(out, "  {}", p.dim(&local.display().to_string()))?;
             }
@@ -106,20 +113,43 @@ pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io
             writeln!(out, "  {}", p.yellow(&code.explanation))?;
         }
         for nf in &code.not_found {
-            writeln!(out, "  {} {} (tried: {})", p.dim("not found:"), nf.file, nf.tried.join(", "))?;
+            writeln!(
+                out,
+                "  {} {} (tried: {})",
+                p.dim("not found:"),
+                nf.file,
+                nf.tried.join(", ")
+            )?;
         }
         if code.branch.is_none() {
             for s in &code.stacks {
-                let top: Vec<String> = s.frames.iter().take(3).map(|f| format!("{}:{} {}", short_path(&f.file), f.line, f.function)).collect();
+                let top: Vec<String> = s
+                    .frames
+                    .iter()
+                    .take(3)
+                    .map(|f| format!("{}:{} {}", short_path(&f.file), f.line, f.function))
+                    .collect();
                 writeln!(out, "  {} rank(s) {}: {}", s.role, s.ranks, top.join(" < "))?;
             }
         }
     }
 
     if !a.probes.is_empty() {
-        writeln!(out, "\n{} {}", p.bold("Probes"), p.dim("(--emit-probes FILE writes them as a patch)"))?;
+        writeln!(
+            out,
+            "\n{} {}",
+            p.bold("Probes"),
+            p.dim("(--emit-probes FILE writes them as a patch)")
+        )?;
         for probe in &a.probes {
-            writeln!(out, "  {} before {}:{}: {}", p.bold(probe.name), short_path(&probe.file), probe.line, probe.description)?;
+            writeln!(
+                out,
+                "  {} before {}:{}: {}",
+                p.bold(probe.name),
+                short_path(&probe.file),
+                probe.line,
+                probe.description
+            )?;
         }
     }
 
@@ -166,9 +196,15 @@ fn group_line(t: &Trace, a: &Analysis, g: &BehaviourGroup, p: &Paint) -> String 
             let site = a.alignment.groups[at.pg]
                 .entries_at(t, g.ranks.as_slice()[0], at.seq)
                 .first()
-                .and_then(|e| e.call_site().map(|f| format!(" at {}:{}", short_path(&f.file), f.line)))
+                .and_then(|e| {
+                    e.call_site().map(|f| format!(" at {}:{}", short_path(&f.file), f.line))
+                })
                 .unwrap_or_default();
-            let waiting = if g.waiting_for.is_empty() { String::new() } else { format!(", waiting for {}", g.waiting_for) };
+            let waiting = if g.waiting_for.is_empty() {
+                String::new()
+            } else {
+                format!(", waiting for {}", g.waiting_for)
+            };
             format!("{verb} {} seq {} of {pg}{site}{waiting}", at.op, at.seq)
         }
     };
@@ -179,8 +215,14 @@ fn ranks_label(r: &RankSet) -> String {
     if r.len() == 1 { format!("rank {r}") } else { format!("ranks {r}") }
 }
 
-fn write_mismatches(a: &Analysis, options: TextOptions, p: &Paint, out: &mut dyn Write) -> io::Result<()> {
-    let total: usize = a.alignment.groups.iter().map(|g| g.mismatches.len() + g.p2p_mismatches.len()).sum();
+fn write_mismatches(
+    a: &Analysis,
+    options: TextOptions,
+    p: &Paint,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let total: usize =
+        a.alignment.groups.iter().map(|g| g.mismatches.len() + g.p2p_mismatches.len()).sum();
     if total == 0 {
         return Ok(());
     }
@@ -202,7 +244,13 @@ fn write_mismatches(a: &Analysis, options: TextOptions, p: &Paint, out: &mut dyn
                     format!("{}: {what}", s.ranks)
                 })
                 .collect();
-            writeln!(out, "  {pg} seq {:<6} {:<8} {}", m.seq, kind_text(m.kind), sides.join(" | "))?;
+            writeln!(
+                out,
+                "  {pg} seq {:<6} {:<8} {}",
+                m.seq,
+                kind_text(m.kind),
+                sides.join(" | ")
+            )?;
         }
         if g.mismatches.len() > limit {
             writeln!(out, "  {pg}: {} more (see --format json)", g.mismatches.len() - limit)?;
@@ -228,8 +276,12 @@ fn kind_text(kind: MismatchKind) -> &'static str {
 fn departure_text(d: crate::diagnose::Departure) -> String {
     use crate::diagnose::Departure;
     match d {
-        Departure::Inserted { count } => format!("{count} extra collective(s) on the departing ranks"),
-        Departure::Skipped { count } => format!("{count} collective(s) skipped by the departing ranks"),
+        Departure::Inserted { count } => {
+            format!("{count} extra collective(s) on the departing ranks")
+        }
+        Departure::Skipped { count } => {
+            format!("{count} collective(s) skipped by the departing ranks")
+        }
         Departure::DifferentOp => "a different operation".into(),
         Departure::DifferentCallSite => "a different call site".into(),
         Departure::Substituted { .. } => "same call, other metadata".into(),
