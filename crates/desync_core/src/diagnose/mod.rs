@@ -485,42 +485,60 @@ fn gpu_hang(
     stuck: &RankSet,
     pg_label: &dyn Fn(usize) -> String,
 ) {
-    let Some((pg, seq)) = d.stuck_at else { return };
-    let group = &alignment.groups[pg];
-    d.process_group = Some(pg);
-    d.collective_seq_id = Some(seq);
-    let never_started: RankSet = stuck
-        .as_slice()
+    // Each stuck behaviour group at its own position: with TP/DP subgroups the stuck ranks sit
+    // in different groups, and a rank has no entries in a group it is not a member of.
+    let stuck_groups: Vec<(&BehaviourGroup, State, &At)> = d
+        .groups
         .iter()
-        .copied()
-        .filter(|&r| group.entries_at(trace, r, seq).iter().all(|e| e.state == State::Scheduled))
+        .filter(|g| g.stuck)
+        .filter_map(|g| {
+            let Position::At(at) = &g.position else { return None };
+            let rep = g.ranks.as_slice()[0];
+            let state = alignment.groups[at.pg].entries_at(trace, rep, at.seq).last()?.state;
+            Some((g, state, at))
+        })
+        .collect();
+    let never_started: RankSet = stuck_groups
+        .iter()
+        .filter(|(_, s, _)| *s == State::Scheduled)
+        .flat_map(|(g, _, _)| g.ranks.as_slice().to_vec())
         .collect();
     let culprits = if never_started.is_empty() || never_started == *stuck {
         stuck.clone()
     } else {
         never_started.clone()
     };
+    let Some((_, _, at)) = stuck_groups
+        .iter()
+        .find(|(g, _, _)| g.ranks.as_slice().iter().any(|&r| culprits.contains(r)))
+    else {
+        return;
+    };
     d.category = Category::GpuHang;
     d.culprit_ranks = culprits.clone();
-    let op = group
-        .entries_at(trace, culprits.as_slice()[0], seq)
-        .first()
-        .map(|e| e.op.name.to_string())
-        .unwrap_or_default();
+    d.process_group = Some(at.pg);
+    d.collective_seq_id = Some(at.seq);
     let how = if never_started.is_empty() {
         "started but never completed"
     } else {
         "was enqueued but never started"
     };
     d.headline = format!(
-        "all ranks issued {op} at {} seq {seq} compatibly, but it {how} on rank(s) {culprits}: a kernel, NCCL or network hang",
-        pg_label(pg)
+        "all ranks issued {} at {} seq {} compatibly, but it {how} on rank(s) {culprits}: a kernel, NCCL or network hang",
+        at.op,
+        pg_label(at.pg),
+        at.seq
     );
-    let completed_before =
-        group.stream(culprits.as_slice()[0]).and_then(|s| s.progress.last_completed);
-    if let Some(c) = completed_before {
-        d.evidence.push(format!("seq {c} and earlier completed on rank(s) {culprits}"));
+    let group = &alignment.groups[at.pg];
+    if let Some(c) = group.stream(culprits.as_slice()[0]).and_then(|s| s.progress.last_completed) {
+        d.evidence.push(format!(
+            "seq {c} and earlier completed on rank(s) {culprits} in {}",
+            pg_label(at.pg)
+        ));
     }
+    d.evidence.push(
+        "FR records no dump time: a dump taken on demand while the job ran shows in-flight collectives the same way".into(),
+    );
 }
 
 /// Does the group's rank wait in a different process group than the order of groups it used
