@@ -132,7 +132,14 @@ pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
 enum GroupKey {
     NoDump,
     Idle,
-    At { pg: usize, seq: u64, token: Token, completed: Option<bool>, waiting_for: Vec<u32> },
+    At {
+        pg: usize,
+        seq: u64,
+        token: Token,
+        completed: Option<bool>,
+        state: State,
+        waiting_for: Vec<u32>,
+    },
 }
 
 /// Whether any entry carries NCCL-style start/completion states (Gloo's stay "scheduled").
@@ -164,6 +171,7 @@ fn behaviour_groups(trace: &Trace, alignment: &Alignment) -> Vec<BehaviourGroup>
                 seq: at.seq,
                 token: at.token,
                 completed: at.completed,
+                state: at.state,
                 waiting_for: waiting_for.as_slice().to_vec(),
             },
         };

@@ -26,6 +26,9 @@ pub struct At {
     /// `Some(true)` when the dump says it completed, `Some(false)` when it says it did not,
     /// `None` when the producer does not track completion.
     pub completed: Option<bool>,
+    /// The entry's state: with NCCL, "scheduled" (never started) and "started" ranks behave
+    /// differently in a hang.
+    pub state: crate::model::State,
     pub site: Option<Frame>,
     pub token: Token,
 }
@@ -67,6 +70,7 @@ fn at(trace: &Trace, alignment: &Alignment, rank: u32, e: &Entry) -> Position {
         input_sizes: e.input_sizes.clone(),
         dtypes: e.input_dtypes.clone(),
         completed,
+        state: e.state,
         site: e.call_site().cloned(),
         token: crate::align::token_of(&entries),
     })
