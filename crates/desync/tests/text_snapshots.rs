@@ -18,7 +18,11 @@ fn render(name: &str) -> String {
         cmd.args(["--source-root", &format!("{dir}/src")]);
     }
     let out = cmd.output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -50,5 +54,9 @@ fn text_reports_match_snapshots() {
             ));
         }
     }
-    assert!(stale.is_empty(), "text reports changed (DESYNC_BLESS=1 to accept):\n{}", stale.join("\n"));
+    assert!(
+        stale.is_empty(),
+        "text reports changed (DESYNC_BLESS=1 to accept):\n{}",
+        stale.join("\n")
+    );
 }

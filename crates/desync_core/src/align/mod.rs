@@ -156,6 +156,31 @@ impl GroupAlignment {
         entries_at(dump, &stream.entries, seq)
     }
 
+    /// The first (or only) entry `rank` holds at `seq`, without allocating: for the loops
+    /// that visit every rank at every seq.
+    pub fn first_at<'t>(&self, trace: &'t Trace, rank: u32, seq: u64) -> Option<&'t Entry> {
+        self.run_at(trace, rank, seq).map(|(dump, run)| &dump.entries[run[0] as usize])
+    }
+
+    /// The last entry `rank` holds at `seq` (a coalesced group's end marker), without allocating.
+    pub fn last_at<'t>(&self, trace: &'t Trace, rank: u32, seq: u64) -> Option<&'t Entry> {
+        self.run_at(trace, rank, seq).map(|(dump, run)| &dump.entries[run[run.len() - 1] as usize])
+    }
+
+    /// The non-empty run of entry indices `rank` holds at `seq`.
+    fn run_at<'t, 's>(
+        &'s self,
+        trace: &'t Trace,
+        rank: u32,
+        seq: u64,
+    ) -> Option<(&'t RankDump, &'s [u32])> {
+        let (stream, dump) = (self.stream(rank)?, trace.rank(rank)?);
+        let seq_of = |i: u32| dump.entries[i as usize].collective_seq_id;
+        let start = stream.entries.partition_point(|&i| seq_of(i) < seq);
+        let len = stream.entries[start..].iter().take_while(|&&i| seq_of(i) == seq).count();
+        (len > 0).then(|| (dump, &stream.entries[start..start + len]))
+    }
+
     /// The class holding `rank`.
     pub fn class_of(&self, rank: u32) -> Option<&StreamClass> {
         self.classes.iter().find(|c| c.ranks.contains(rank))
@@ -317,8 +342,7 @@ fn mismatch_at(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismat
     let mut out: Vec<Side> = sides
         .into_iter()
         .map(|(_, ranks, holder)| {
-            let state =
-                holder.and_then(|h| group.entries_at(trace, h, seq).last().map(|e| e.state));
+            let state = holder.and_then(|h| group.last_at(trace, h, seq).map(|e| e.state));
             Side { ranks: RankSet::new(ranks), holder, state }
         })
         .collect();
@@ -333,7 +357,7 @@ fn state_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mis
     let mut by_state: Vec<(State, Vec<u32>, u32)> = Vec::new();
     for class in &group.classes {
         let rank = group.streams[class.representative].rank;
-        let state = group.entries_at(trace, rank, seq).last()?.state;
+        let state = group.last_at(trace, rank, seq)?.state;
         match by_state.iter_mut().find(|(s, _, _)| *s == state) {
             Some(side) => side.1.extend_from_slice(class.ranks.as_slice()),
             None => by_state.push((state, class.ranks.as_slice().to_vec(), rank)),

@@ -48,13 +48,7 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
     for &seq in &group.seqs {
         let times: Option<Vec<i64>> = ranks
             .iter()
-            .map(|&r| {
-                group
-                    .entries_at(trace, r, seq)
-                    .first()
-                    .map(|e| e.time_created_ns)
-                    .filter(|&t| t > 0)
-            })
+            .map(|&r| group.first_at(trace, r, seq).map(|e| e.time_created_ns).filter(|&t| t > 0))
             .collect();
         let Some(mut times) = times.map(|t| t.into_iter().enumerate().collect::<Vec<_>>()) else {
             continue;

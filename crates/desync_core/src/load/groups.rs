@@ -21,7 +21,7 @@ struct Seen {
     /// Group size implied by gather/scatter shapes, the largest seen.
     implied_size: u32,
     /// Membership lists from `pg_config`, with how many ranks wrote each.
-    configs: BTreeMap<Vec<u32>, usize>,
+    configs: BTreeMap<Arc<[u32]>, usize>,
 }
 
 pub fn infer(trace: &mut Trace) {
@@ -44,9 +44,8 @@ pub fn infer(trace: &mut Trace) {
                 continue;
             }
             let seen = groups.entry(cfg.name.clone()).or_default();
-            let mut members = cfg.ranks.clone();
-            members.sort_unstable();
-            *seen.configs.entry(members).or_default() += 1;
+            // Lists are sorted and shared when loaded: counting is by key, without a copy.
+            *seen.configs.entry(cfg.ranks.clone()).or_default() += 1;
             if !cfg.desc.is_empty() {
                 *seen.desc.entry(cfg.desc.clone()).or_default() += 1;
             }
@@ -112,7 +111,7 @@ pub fn infer(trace: &mut Trace) {
 }
 
 fn majority_config(seen: &Seen) -> Option<Vec<u32>> {
-    seen.configs.iter().max_by_key(|(_, n)| **n).map(|(m, _)| m.clone())
+    seen.configs.iter().max_by_key(|(_, n)| **n).map(|(m, _)| m.to_vec())
 }
 
 fn is_default(name: &str, seen: &Seen) -> bool {

@@ -11,7 +11,7 @@ use crate::model::{Frame, Op, Sizes, Stack};
 #[derive(Default)]
 pub struct Interner {
     strs: FxHashMap<Box<str>, Arc<str>>,
-    ops: FxHashMap<Arc<str>, Op>,
+    ops: FxHashMap<Arc<str>, Arc<Op>>,
     sizes: FxHashMap<Vec<Vec<i64>>, Sizes>,
     dtypes: FxHashMap<Vec<Arc<str>>, Arc<[Arc<str>]>>,
     stacks: FxHashMap<Vec<Frame>, Stack>,
@@ -27,14 +27,13 @@ impl Interner {
         shared
     }
 
-    pub fn op(&mut self, profiling_name: &str) -> (Arc<str>, Op) {
-        let name = self.str(profiling_name);
-        if let Some(op) = self.ops.get(&name) {
-            return (name, op.clone());
+    pub fn op(&mut self, profiling_name: &str) -> Arc<Op> {
+        if let Some(op) = self.ops.get(profiling_name) {
+            return op.clone();
         }
-        let op = Op::parse(profiling_name, &mut |s| self.str(s));
-        self.ops.insert(name.clone(), op.clone());
-        (name, op)
+        let op = Arc::new(Op::parse(profiling_name, &mut |s| self.str(s)));
+        self.ops.insert(op.profiling_name.clone(), op.clone());
+        op
     }
 
     pub fn sizes(&mut self, sizes: Vec<Vec<i64>>) -> Sizes {

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::intern::Interner;
-use super::{Decoded, Notes};
+use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
 use crate::model::{DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
 
@@ -109,8 +109,6 @@ struct EntryJson<'a> {
     #[serde(default)]
     is_p2p: Option<bool>,
     #[serde(borrow, default)]
-    thread_name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     frames: Vec<FrameJson<'a>>,
 }
 
@@ -123,7 +121,12 @@ struct FrameJson<'a> {
     line: i64,
 }
 
-pub fn decode(bytes: &[u8], rank: u32, path: &Path) -> Result<Decoded, DumpError> {
+pub fn decode(
+    bytes: &[u8],
+    rank: u32,
+    path: &Path,
+    rank_lists: &RankLists,
+) -> Result<Decoded, DumpError> {
     let dump: Dump<'_> = serde_json::from_slice(bytes)?;
     let mut intern = Interner::default();
     let mut notes = Notes::default();
@@ -140,7 +143,7 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path) -> Result<Decoded, DumpError
         .map(|(key, cfg)| PgConfig {
             name: intern.str(cfg.name.as_deref().unwrap_or(key)),
             desc: intern.str(&cfg.desc),
-            ranks: super::parse_rank_list(&cfg.ranks),
+            ranks: rank_lists.get(&cfg.ranks),
         })
         .collect();
     let pg_status = dump
@@ -173,7 +176,7 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path) -> Result<Decoded, DumpError
 
 fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
     let profiling_name = raw.profiling_name.as_deref().ok_or("entry without `profiling_name`")?;
-    let (profiling_name, op) = intern.op(profiling_name);
+    let op = intern.op(profiling_name);
     let is_p2p = raw.is_p2p.unwrap_or(op.p2p.is_some());
     let record_id = raw.record_id.ok_or("entry without `record_id`")?;
     let seq = raw.collective_seq_id.ok_or("entry without `collective_seq_id`")?;
@@ -202,7 +205,6 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         p2p_seq_id: raw.p2p_seq_id.unwrap_or(0).max(0) as u64,
         op_id: raw.op_id.unwrap_or(0).max(0) as u64,
         is_p2p,
-        profiling_name,
         op,
         input_sizes: intern.sizes(raw.input_sizes.clone()),
         output_sizes: intern.sizes(raw.output_sizes.clone()),
@@ -216,7 +218,6 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         duration_ms: raw.duration_ms,
         retired: raw.retired.unwrap_or(false),
         timeout_ms: raw.timeout_ms.and_then(|t| t.try_into().ok()),
-        thread_name: raw.thread_name.as_deref().map(|s| intern.str(s)),
         stack,
     })
 }

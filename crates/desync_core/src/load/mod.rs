@@ -82,10 +82,11 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     };
 
     progress.start(candidates.len() as u64, "loading dumps");
+    let rank_lists = RankLists::default();
     let results: Vec<(discover::Candidate, Result<Decoded, DumpError>)> = candidates
         .into_par_iter()
         .map(|c| {
-            let result = read_and_decode(&c.path, c.rank.unwrap_or(0));
+            let result = read_and_decode(&c.path, c.rank.unwrap_or(0), &rank_lists);
             progress.advance(1);
             (c, result)
         })
@@ -135,14 +136,14 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     Ok(trace)
 }
 
-fn read_and_decode(path: &Path, rank: u32) -> Result<Decoded, DumpError> {
+fn read_and_decode(path: &Path, rank: u32, rank_lists: &RankLists) -> Result<Decoded, DumpError> {
     let bytes = std::fs::read(path)?;
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
     match start.map(|i| bytes[i]) {
         None => Err(DumpError::Empty),
         // PROTO opcode: every pickle protocol >= 2 starts with it.
-        Some(0x80) => pickle::decode(&bytes, rank, path),
-        Some(b'{') => json::decode(&bytes, rank, path),
+        Some(0x80) => pickle::decode(&bytes, rank, path, rank_lists),
+        Some(b'{') => json::decode(&bytes, rank, path, rank_lists),
         Some(_) => Err(DumpError::Foreign(describe_start(&bytes))),
     }
 }
@@ -227,6 +228,27 @@ pub(crate) fn warn(
     message: String,
 ) -> Warning {
     Warning { kind, path, rank, message }
+}
+
+/// Member lists shared by all files of a load (see `PgConfig::ranks`).
+#[derive(Default)]
+pub(crate) struct RankLists(
+    std::sync::Mutex<rustc_hash::FxHashMap<Box<str>, std::sync::Arc<[u32]>>>,
+);
+
+impl RankLists {
+    pub fn get(&self, text: &str) -> std::sync::Arc<[u32]> {
+        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = map.get(text) {
+            return found.clone();
+        }
+        let mut ranks = parse_rank_list(text);
+        ranks.sort_unstable();
+        ranks.dedup();
+        let parsed: std::sync::Arc<[u32]> = ranks.into();
+        map.insert(text.into(), parsed.clone());
+        parsed
+    }
 }
 
 /// `"[0, 1, 2]"` (torch) or `"[0,1]"` (torchcomms) -> ranks; anything unparsable is dropped.

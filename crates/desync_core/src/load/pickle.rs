@@ -9,11 +9,16 @@ use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
 
 use super::intern::Interner;
-use super::{Decoded, Notes};
+use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
 use crate::model::{DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
 
-pub fn decode(bytes: &[u8], rank: u32, path: &Path) -> Result<Decoded, DumpError> {
+pub fn decode(
+    bytes: &[u8],
+    rank: u32,
+    path: &Path,
+    rank_lists: &RankLists,
+) -> Result<Decoded, DumpError> {
     let pickle = desync_pickle::parse(bytes)?;
     let root = pickle.root();
     let mut notes = Notes::default();
@@ -46,14 +51,17 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path) -> Result<Decoded, DumpError
             .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
             .map(|s| intern.str(s)),
-        pg_config: root.get("pg_config").map(|v| pg_config(v, &mut intern)).unwrap_or_default(),
+        pg_config: root
+            .get("pg_config")
+            .map(|v| pg_config(v, &mut intern, rank_lists))
+            .unwrap_or_default(),
         pg_status: root.get("pg_status").map(pg_status).unwrap_or_default(),
         entries,
     };
     Ok(Decoded { dump, notes })
 }
 
-fn pg_config(value: Value<'_>, intern: &mut Interner) -> Vec<PgConfig> {
+fn pg_config(value: Value<'_>, intern: &mut Interner, rank_lists: &RankLists) -> Vec<PgConfig> {
     value
         .items()
         .map(|(key, cfg)| PgConfig {
@@ -63,7 +71,7 @@ fn pg_config(value: Value<'_>, intern: &mut Interner) -> Vec<PgConfig> {
             ranks: cfg
                 .get("ranks")
                 .and_then(|v| v.as_str())
-                .map(super::parse_rank_list)
+                .map(|text| rank_lists.get(text))
                 .unwrap_or_default(),
         })
         .collect()
@@ -106,49 +114,93 @@ impl FrameCache {
     }
 }
 
+/// One pass over the entry dict: a lookup per field would scan its ~25 keys each time
+/// (the profile's top cost at 4,096 ranks).
 fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<Entry, String> {
-    let int = |name: &str| v.get(name).and_then(|x| x.as_i64());
-    let required = |name: &str| int(name).ok_or_else(|| format!("entry without `{name}`"));
-    let profiling_name = v
-        .get("profiling_name")
-        .and_then(|x| x.as_str())
-        .ok_or_else(|| "entry without `profiling_name`".to_owned())?;
-    let (profiling_name, op) = intern.op(profiling_name);
-    let is_p2p = v.get("is_p2p").and_then(|x| x.as_bool()).unwrap_or(op.p2p.is_some());
-    // `process_group` is a (name, desc) tuple in pickle.
-    let pg = v.get("process_group");
-    let pg_name = pg.and_then(|x| x.index(0)).and_then(|x| x.as_str()).unwrap_or("");
-    let pg_desc = pg.and_then(|x| x.index(1)).and_then(|x| x.as_str()).unwrap_or("");
-    let stack = v.get("frames").filter(|f| !f.is_empty()).map(|list| {
-        let frames = list.iter().filter_map(|f| cache.frame(f, intern)).collect();
+    let mut f = Fields::default();
+    for (key, value) in v.items() {
+        let Some(key) = key.as_str() else { continue };
+        match key {
+            "record_id" => f.record_id = value.as_i64(),
+            "pg_id" => f.pg_id = value.as_i64(),
+            "process_group" => f.process_group = Some(value),
+            "collective_seq_id" => f.collective_seq_id = value.as_i64(),
+            "p2p_seq_id" => f.p2p_seq_id = value.as_i64(),
+            "op_id" => f.op_id = value.as_i64(),
+            "profiling_name" => f.profiling_name = value.as_str(),
+            "time_created_ns" => f.time_created_ns = value.as_i64(),
+            "duration_ms" => f.duration_ms = value.as_f64(),
+            "input_sizes" => f.input_sizes = Some(value),
+            "output_sizes" => f.output_sizes = Some(value),
+            "input_dtypes" => f.input_dtypes = Some(value),
+            "output_dtypes" => f.output_dtypes = Some(value),
+            "state" => f.state = value.as_str(),
+            "time_discovered_started_ns" => f.started = value.as_i64(),
+            "time_discovered_completed_ns" => f.completed = value.as_i64(),
+            "retired" => f.retired = value.as_bool(),
+            "timeout_ms" => f.timeout_ms = value.as_i64(),
+            "is_p2p" => f.is_p2p = value.as_bool(),
+            "frames" => f.frames = Some(value),
+            _ => {}
+        }
+    }
+    let profiling_name = f.profiling_name.ok_or("entry without `profiling_name`")?;
+    let op = intern.op(profiling_name);
+    let pg_name = f.process_group.and_then(|x| x.index(0)).and_then(|x| x.as_str()).unwrap_or("");
+    let pg_desc = f.process_group.and_then(|x| x.index(1)).and_then(|x| x.as_str()).unwrap_or("");
+    let stack = f.frames.filter(|frames| !frames.is_empty()).map(|list| {
+        let frames = list.iter().filter_map(|frame| cache.frame(frame, intern)).collect();
         intern.stack(frames)
     });
-    let time = |name: &str| int(name).filter(|&t| t > 0);
     Ok(Entry {
-        record_id: required("record_id")?.max(0) as u64,
-        pg_id: int("pg_id").unwrap_or(-1),
+        record_id: f.record_id.ok_or("entry without `record_id`")?.max(0) as u64,
+        pg_id: f.pg_id.unwrap_or(-1),
         pg_name: intern.str(pg_name),
         pg_desc: intern.str(pg_desc),
-        collective_seq_id: required("collective_seq_id")?.max(0) as u64,
-        p2p_seq_id: int("p2p_seq_id").unwrap_or(0).max(0) as u64,
-        op_id: int("op_id").unwrap_or(0).max(0) as u64,
-        profiling_name,
+        collective_seq_id: f.collective_seq_id.ok_or("entry without `collective_seq_id`")?.max(0)
+            as u64,
+        p2p_seq_id: f.p2p_seq_id.unwrap_or(0).max(0) as u64,
+        op_id: f.op_id.unwrap_or(0).max(0) as u64,
+        is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
         op,
-        input_sizes: intern.sizes(sizes(v.get("input_sizes"))),
-        output_sizes: intern.sizes(sizes(v.get("output_sizes"))),
-        input_dtypes: dtypes(v.get("input_dtypes"), intern),
-        output_dtypes: dtypes(v.get("output_dtypes"), intern),
-        state: v.get("state").and_then(|x| x.as_str()).map_or(State::Unknown, State::parse),
-        time_created_ns: int("time_created_ns").unwrap_or(0),
-        time_started_ns: time("time_discovered_started_ns"),
-        time_completed_ns: time("time_discovered_completed_ns"),
-        duration_ms: v.get("duration_ms").and_then(|x| x.as_f64()),
-        retired: v.get("retired").and_then(|x| x.as_bool()).unwrap_or(false),
-        timeout_ms: int("timeout_ms").and_then(|t| t.try_into().ok()),
-        is_p2p,
-        thread_name: v.get("thread_name").and_then(|x| x.as_str()).map(|s| intern.str(s)),
+        input_sizes: intern.sizes(sizes(f.input_sizes)),
+        output_sizes: intern.sizes(sizes(f.output_sizes)),
+        input_dtypes: dtypes(f.input_dtypes, intern),
+        output_dtypes: dtypes(f.output_dtypes, intern),
+        state: f.state.map_or(State::Unknown, State::parse),
+        time_created_ns: f.time_created_ns.unwrap_or(0),
+        time_started_ns: f.started.filter(|&t| t > 0),
+        time_completed_ns: f.completed.filter(|&t| t > 0),
+        duration_ms: f.duration_ms,
+        retired: f.retired.unwrap_or(false),
+        timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
     })
+}
+
+/// The fields of one entry as found, before validation.
+#[derive(Default)]
+struct Fields<'p> {
+    record_id: Option<i64>,
+    pg_id: Option<i64>,
+    process_group: Option<Value<'p>>,
+    collective_seq_id: Option<i64>,
+    p2p_seq_id: Option<i64>,
+    op_id: Option<i64>,
+    profiling_name: Option<&'p str>,
+    time_created_ns: Option<i64>,
+    duration_ms: Option<f64>,
+    input_sizes: Option<Value<'p>>,
+    output_sizes: Option<Value<'p>>,
+    input_dtypes: Option<Value<'p>>,
+    output_dtypes: Option<Value<'p>>,
+    state: Option<&'p str>,
+    started: Option<i64>,
+    completed: Option<i64>,
+    retired: Option<bool>,
+    timeout_ms: Option<i64>,
+    is_p2p: Option<bool>,
+    frames: Option<Value<'p>>,
 }
 
 fn sizes(value: Option<Value<'_>>) -> Vec<Vec<i64>> {

@@ -75,8 +75,10 @@ impl RankDump {
 pub struct PgConfig {
     pub name: Arc<str>,
     pub desc: Arc<str>,
-    /// Global ranks; empty when the producer wrote "[]" (Gloo in torch 2.11).
-    pub ranks: Vec<u32>,
+    /// Global ranks; empty when the producer wrote "[]" (Gloo in torch 2.11). Shared between
+    /// files: every rank lists the whole world for the default group, which would otherwise
+    /// grow with ranks squared.
+    pub ranks: Arc<[u32]>,
 }
 
 /// One `pg_status` item: the last collective sequence ids this rank saw per process group.

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Op {
+    /// As recorded, e.g. "nccl:send 0->1".
+    pub profiling_name: Arc<str>,
     /// "nccl", "gloo", "xccl", "ncclx"... (empty when the name had no prefix).
     pub backend: Arc<str>,
     /// The op name without peers ("`all_reduce`", "send").
@@ -62,7 +64,13 @@ impl Op {
             "recv" => Some(parse_peers(P2pDirection::Recv, peers, "<-")),
             _ => None,
         };
-        Self { backend: intern(backend), name: intern(name), kind: OpKind::of(name), p2p }
+        Self {
+            profiling_name: intern(profiling_name),
+            backend: intern(backend),
+            name: intern(name),
+            kind: OpKind::of(name),
+            p2p,
+        }
     }
 }
 

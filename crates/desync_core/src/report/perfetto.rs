@@ -233,7 +233,7 @@ fn rank_events(sink: &mut Sink<'_>, tracks: &Tracks, dump: &RankDump) -> io::Res
         let args = SliceArgs {
             seq: e.collective_seq_id,
             p2p_seq: e.is_p2p.then_some(e.p2p_seq_id),
-            op: &e.profiling_name,
+            op: &e.op.profiling_name,
             pg: tracks.tid.get(&e.pg_name).map_or("", |t| t.1.as_str()),
             input_sizes: &e.input_sizes,
             output_sizes: &e.output_sizes,
@@ -244,7 +244,8 @@ fn rank_events(sink: &mut Sink<'_>, tracks: &Tracks, dump: &RankDump) -> io::Res
             recorded_dur_us: recorded.filter(|_| cut).map(us),
             dur_unknown: recorded.is_none(),
         };
-        let name = e.profiling_name.split_once(':').map_or(&*e.profiling_name, |(_, rest)| rest);
+        let name =
+            e.op.profiling_name.split_once(':').map_or(&*e.op.profiling_name, |(_, rest)| rest);
         let cat = if e.is_p2p { "p2p" } else { "collective" };
         let mut ev = Event::new(name, cat, "X", pid, tid, us(ts), args);
         ev.dur = Some(us(dur));

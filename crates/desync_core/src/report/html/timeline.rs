@@ -362,7 +362,7 @@ impl Builder<'_> {
     fn detail(&mut self, run: &[&Entry]) -> u32 {
         let first = run[0];
         let key = DetailKey {
-            name: first.profiling_name.clone(),
+            name: first.op.profiling_name.clone(),
             input: first.input_sizes.clone(),
             output: first.output_sizes.clone(),
             dtypes: first.input_dtypes.clone(),
