@@ -1,6 +1,6 @@
 //! NCCL-only states that a CPU Gloo job cannot produce (started/completed states, a kernel
 //! that never starts, coalesced ops, p2p batches, subgroups, ring buffers that wrapped) are
-//! generated with desync_synth, which follows the real NCCL bytes, and analysed through the
+//! generated with `desync_synth`, which follows the real NCCL bytes, and analysed through the
 //! real binary: each injected fault must come out as its category with its culprit ranks,
 //! in pickle and in JSON.
 

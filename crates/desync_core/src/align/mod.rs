@@ -105,6 +105,20 @@ pub enum MismatchKind {
     State,
 }
 
+impl MismatchKind {
+    /// The word used in reports (and in the JSON, by serde's `snake_case`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Op => "op",
+            Self::Size => "size",
+            Self::Dtype => "dtype",
+            Self::Numel => "numel",
+            Self::Missing => "missing",
+            Self::State => "state",
+        }
+    }
+}
+
 impl From<Difference> for MismatchKind {
     fn from(d: Difference) -> Self {
         match d {

@@ -50,6 +50,23 @@ pub enum Departure {
 }
 
 impl Departure {
+    /// A short phrase for reports.
+    pub fn describe(self) -> String {
+        match self {
+            Self::Inserted { count } => {
+                format!("{count} extra collective(s) on the departing ranks")
+            }
+            Self::Skipped { count } => {
+                format!("{count} collective(s) skipped by the departing ranks")
+            }
+            Self::DifferentOp => "a different operation".into(),
+            Self::DifferentCallSite => "a different call site".into(),
+            Self::Substituted { .. } => "same call, other metadata".into(),
+            Self::Numel => "all_to_all totals differ".into(),
+            Self::BrokePattern => "a collective that breaks the pattern".into(),
+        }
+    }
+
     pub fn is_divergence(self) -> bool {
         !matches!(self, Self::Substituted { .. } | Self::Numel)
     }

@@ -276,7 +276,7 @@ fn mismatch_events(sink: &mut Sink<'_>, tracks: &Tracks, a: &Analysis) -> io::Re
     let m = &e.mismatch;
     let g = &a.alignment.groups[m.pg];
     let name = format!("earliest mismatch: {} seq {}", a.trace.process_groups[m.pg].label(), m.seq);
-    let kind = super::html::kind_word(m.kind);
+    let kind = m.kind.as_str();
     for (i, side) in m.sides.iter().enumerate() {
         let role = if i == e.reference {
             "reference"

@@ -5,7 +5,6 @@
 use std::io::{self, Write};
 
 use crate::Analysis;
-use crate::align::MismatchKind;
 use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
 use crate::model::{RankSet, Trace, format_ranks};
 
@@ -76,8 +75,8 @@ pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io
             p.bold("Earliest mismatch:"),
             t.process_groups[m.pg].label(),
             m.seq,
-            kind_text(m.kind),
-            departure_text(e.departure)
+            m.kind.as_str(),
+            e.departure.describe()
         )?;
         if let Some((pg, seq)) = d.stuck_at
             && (pg, seq) != (m.pg, m.seq)
@@ -244,13 +243,7 @@ fn write_mismatches(
                     format!("{}: {what}", s.ranks)
                 })
                 .collect();
-            writeln!(
-                out,
-                "  {pg} seq {:<6} {:<8} {}",
-                m.seq,
-                kind_text(m.kind),
-                sides.join(" | ")
-            )?;
+            writeln!(out, "  {pg} seq {:<6} {:<8} {}", m.seq, m.kind.as_str(), sides.join(" | "))?;
         }
         if g.mismatches.len() > limit {
             writeln!(out, "  {pg}: {} more (see --format json)", g.mismatches.len() - limit)?;
@@ -260,32 +253,4 @@ fn write_mismatches(
         }
     }
     Ok(())
-}
-
-fn kind_text(kind: MismatchKind) -> &'static str {
-    match kind {
-        MismatchKind::Op => "op",
-        MismatchKind::Size => "size",
-        MismatchKind::Dtype => "dtype",
-        MismatchKind::Numel => "numel",
-        MismatchKind::Missing => "missing",
-        MismatchKind::State => "state",
-    }
-}
-
-fn departure_text(d: crate::diagnose::Departure) -> String {
-    use crate::diagnose::Departure;
-    match d {
-        Departure::Inserted { count } => {
-            format!("{count} extra collective(s) on the departing ranks")
-        }
-        Departure::Skipped { count } => {
-            format!("{count} collective(s) skipped by the departing ranks")
-        }
-        Departure::DifferentOp => "a different operation".into(),
-        Departure::DifferentCallSite => "a different call site".into(),
-        Departure::Substituted { .. } => "same call, other metadata".into(),
-        Departure::Numel => "all_to_all totals differ".into(),
-        Departure::BrokePattern => "a collective that breaks the pattern".into(),
-    }
 }

@@ -11,13 +11,11 @@
 
 mod timeline;
 
-pub(in crate::report) use timeline::kind_word;
-
 use std::fmt;
 use std::io::{self, Write};
 
 use crate::Analysis;
-use crate::diagnose::{BehaviourGroup, Category, Departure, Position, short_path};
+use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
 use crate::model::{Trace, format_ranks};
 
 const STYLE: &str = include_str!("style.css");
@@ -130,8 +128,8 @@ fn evidence(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
             "<div id=\"earliest\"><h3>Earliest mismatch: {} seq {} <span class=\"dim\">({} mismatch; {})</span></h3>",
             Esc(&t.process_groups[m.pg].label()),
             m.seq,
-            timeline::kind_word(m.kind),
-            departure_text(earliest.departure)
+            m.kind.as_str(),
+            earliest.departure.describe()
         )?;
         writeln!(
             out,
@@ -424,22 +422,6 @@ fn footer(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         Esc(&a.input.display().to_string()),
         env!("CARGO_PKG_VERSION")
     )
-}
-
-fn departure_text(d: Departure) -> String {
-    match d {
-        Departure::Inserted { count } => {
-            format!("{count} extra collective(s) on the departing ranks")
-        }
-        Departure::Skipped { count } => {
-            format!("{count} collective(s) skipped by the departing ranks")
-        }
-        Departure::DifferentOp => "a different operation".into(),
-        Departure::DifferentCallSite => "a different call site".into(),
-        Departure::Substituted { .. } => "same call, other metadata".into(),
-        Departure::Numel => "all_to_all totals differ".into(),
-        Departure::BrokePattern => "a collective that breaks the pattern".into(),
-    }
 }
 
 /// HTML-escapes text for element content and double-quoted attributes.

@@ -426,7 +426,7 @@ impl Builder<'_> {
                 let what = match m.kind {
                     MismatchKind::Missing => "not issued by all".to_owned(),
                     MismatchKind::State => "completed on some".to_owned(),
-                    kind => format!("{} mismatch", kind_word(kind)),
+                    kind => format!("{} mismatch", kind.as_str()),
                 };
                 marks.push(Mark {
                     col,
@@ -460,17 +460,6 @@ fn short_ranks(ranks: &[u32]) -> String {
     }
     let cut = text[..MAX].rfind(',').unwrap_or(MAX);
     format!("{},… of {}", &text[..cut], ranks.len())
-}
-
-pub(in crate::report) fn kind_word(kind: MismatchKind) -> &'static str {
-    match kind {
-        MismatchKind::Op => "op",
-        MismatchKind::Size => "size",
-        MismatchKind::Dtype => "dtype",
-        MismatchKind::Numel => "numel",
-        MismatchKind::Missing => "missing",
-        MismatchKind::State => "state",
-    }
 }
 
 #[cfg(test)]
