@@ -27,7 +27,9 @@ if [ -n "${BENCH_REV:-}" ]; then
   fi
   rev_args=(--git-rev "${sha:0:12}")
 fi
-(cd "$src" && cargo build --release --locked -p desync -p desync_synth >&2)
+# One target dir for both cases, so the binaries are where they are looked for below (a
+# `git archive` export would otherwise build into its own target/).
+(cd "$src" && CARGO_TARGET_DIR="$target" cargo build --release --locked -p desync -p desync_synth >&2)
 
 venv="${BENCH_VENV:-}"
 if [ -z "$venv" ]; then
