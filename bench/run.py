@@ -275,7 +275,10 @@ def bench_size(args, ranks: int, scratch: Path, state: dict, log):
     frt_env = dict(os.environ)
     if args.pylib:
         frt_env["PYTHONPATH"] = args.pylib + os.pathsep + frt_env.get("PYTHONPATH", "")
-    rec["commands"] = {"desync": shlex.join(map(str, desync_cmd)), "torchfrtrace": shlex.join(map(str, frt_cmd))}
+    # Executables by name only: results are committed, and this machine's paths must not be.
+    def shown(cmd):
+        return shlex.join([Path(str(cmd[0])).name, *map(str, cmd[1:])])
+    rec["commands"] = {"desync": shown(desync_cmd), "torchfrtrace": shown(frt_cmd)}
 
     tools = [("desync", desync_cmd, dict(os.environ))]
     skip_frt = None
