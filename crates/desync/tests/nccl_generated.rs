@@ -90,5 +90,5 @@ fn crash_of_one_rank() {
 
 #[test]
 fn straggler_rank() {
-    check("straggler:rank=7,ms=30", "straggler", &[7]);
+    check("straggler:rank=7,ms=60", "straggler", &[7]);
 }

@@ -1,0 +1,193 @@
+//! The rmcp layer: request types (with JSON schemas), the tool router and the stdio transport.
+//! Each tool forwards to [`crate::tools::Session`] and returns compact JSON text, or a tool
+//! error (`isError: true`) carrying the message; malformed arguments become MCP
+//! `invalid_params` errors from rmcp itself. Nothing here can bring the server down.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::tools::{self, Session};
+
+#[derive(Deserialize, JsonSchema)]
+pub struct LoadReq {
+    /// Directory of per-rank Flight Recorder dumps (searched recursively), or one dump file.
+    pub path: String,
+    /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
+    pub prefix: Option<String>,
+    /// Directory holding the training code; frame paths are matched by their longest suffix.
+    pub source_root: Option<String>,
+    /// Path rewrites "FROM=TO": a frame path starting with FROM is read from TO instead.
+    pub path_maps: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct HandleReq {
+    /// A handle returned by `load_dumps` (e.g. "h1").
+    pub handle: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RankEntriesReq {
+    /// A handle returned by `load_dumps`.
+    pub handle: String,
+    /// Global rank.
+    pub rank: u32,
+    /// Only entries of this process group (its name, e.g. "0").
+    pub process_group: Option<String>,
+    /// How many of the most recent entries to return (default 20).
+    pub last: Option<usize>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CollectiveReq {
+    /// A handle returned by `load_dumps`.
+    pub handle: String,
+    /// Process group name (e.g. "0"), as in the verdict's `process_group.name`.
+    pub process_group: String,
+    /// The collective sequence id within that process group.
+    pub seq: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SourceReq {
+    /// Optional handle: its `source_root`/`path_maps` are used to find the file.
+    pub handle: Option<String>,
+    /// File as it appears in a stack frame (a path on the training host) or a local path.
+    pub file: String,
+    /// 1-based line number.
+    pub line: u32,
+    /// Lines of context on each side (default 5).
+    pub context: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct LintReq {
+    /// Python files or directories (searched recursively for *.py).
+    pub paths: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct Server {
+    session: Arc<Session>,
+    tool_router: ToolRouter<Self>,
+}
+
+type ToolResult = Result<String, String>;
+
+fn compact(result: Result<serde_json::Value, String>) -> ToolResult {
+    result.map(|v| v.to_string())
+}
+
+#[tool_router]
+impl Server {
+    pub fn new() -> Self {
+        Self { session: Arc::new(Session::default()), tool_router: Self::tool_router() }
+    }
+
+    #[tool(
+        description = "Load and analyze a directory of per-rank PyTorch Flight Recorder dumps. Returns a handle for the other tools and a summary (ranks loaded, world size, process groups, warnings, verdict category)."
+    )]
+    fn load_dumps(&self, Parameters(r): Parameters<LoadReq>) -> ToolResult {
+        compact(self.session.load(&tools::LoadArgs {
+            path: r.path,
+            prefix: r.prefix,
+            source_root: r.source_root,
+            path_maps: r.path_maps.unwrap_or_default(),
+        }))
+    }
+
+    #[tool(
+        description = "The verdict (category, culprit ranks, process group, collective seq, headline) and the evidence lines."
+    )]
+    fn verdict(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
+        compact(self.session.verdict(&r.handle))
+    }
+
+    #[tool(
+        description = "Ranks grouped by behaviour: where each group is (pg, seq, op, sizes, dtypes, call site file:line), which group is the culprit, which is stuck."
+    )]
+    fn groups(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
+        compact(self.session.groups(&r.handle))
+    }
+
+    #[tool(
+        description = "The last N Flight Recorder entries of one rank (seq, pg, op, sizes, dtypes, state, call site file:line), optionally of one process group."
+    )]
+    fn rank_entries(&self, Parameters(r): Parameters<RankEntriesReq>) -> ToolResult {
+        compact(self.session.rank_entries(
+            &r.handle,
+            r.rank,
+            r.process_group.as_deref(),
+            r.last.unwrap_or(20),
+        ))
+    }
+
+    #[tool(
+        description = "One collective (process group + seq) across all member ranks, grouped by what each rank issued: ranks, op, sizes, dtypes, state, call site; ranks with no such entry are listed as missing."
+    )]
+    fn collective(&self, Parameters(r): Parameters<CollectiveReq>) -> ToolResult {
+        compact(self.session.collective(&r.handle, &r.process_group, r.seq))
+    }
+
+    #[tool(
+        description = "The diverging Python stacks of the rank groups, the branch point (file:line, construct, condition) that sent them apart and the explanation."
+    )]
+    fn compare_stacks(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
+        compact(self.session.compare_stacks(&r.handle))
+    }
+
+    #[tool(
+        description = "Source lines around file:line; the file is found through the handle's source_root/path_maps when a handle is given."
+    )]
+    fn source(&self, Parameters(r): Parameters<SourceReq>) -> ToolResult {
+        compact(self.session.source(
+            r.handle.as_deref(),
+            &r.file,
+            r.line,
+            r.context.unwrap_or(5),
+        ))
+    }
+
+    #[tool(
+        description = "A unified diff adding logging probes that confirm the diagnosis when the job is rerun (apply with `git apply`)."
+    )]
+    fn probes_diff(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
+        self.session.probes_diff(&r.handle)
+    }
+
+    #[tool(
+        description = "Statically check Python training code for collectives that some ranks can skip, reorder or size differently. Returns findings as JSON."
+    )]
+    fn lint(&self, Parameters(r): Parameters<LintReq>) -> ToolResult {
+        compact(tools::lint(&r.paths))
+    }
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "desync diagnoses PyTorch distributed hangs from Flight Recorder dumps. Start with \
+             load_dumps, then verdict, groups, collective, compare_stacks, source, probes_diff.",
+        )
+    }
+}
+
+pub async fn serve() -> anyhow::Result<()> {
+    eprintln!("desync mcp: serving on stdio");
+    let service = Server::new().serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! The tools' logic, free of any MCP types: a [`Session`] keeps loaded analyses by handle and
+//! answers each tool with a JSON value (or an error message for the client). Everything cites
+//! rank, process group, seq and `file:line` so an LLM can point a human at the evidence.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use desync_core::bridge::{Resolver, SourceOptions};
+use desync_core::model::{Entry, format_ranks};
+use desync_core::{Analysis, Config, NoProgress};
+use serde_json::{Value, json};
+
+/// Arguments of `load_dumps`, already unwrapped from the request.
+#[derive(Debug, Clone, Default)]
+pub struct LoadArgs {
+    pub path: String,
+    pub prefix: Option<String>,
+    pub source_root: Option<String>,
+    pub path_maps: Vec<String>,
+}
+
+/// One loaded job: its analysis, the full JSON report and the source options it was run with.
+struct Loaded {
+    analysis: Analysis,
+    report: Value,
+    sources: SourceOptions,
+}
+
+/// The server's state: analyses keyed by handle ("h1", "h2", ...).
+#[derive(Default)]
+pub struct Session {
+    next: AtomicU64,
+    loaded: Mutex<HashMap<String, Arc<Loaded>>>,
+}
+
+type ToolResult = Result<Value, String>;
+
+impl Session {
+    fn get(&self, handle: &str) -> Result<Arc<Loaded>, String> {
+        let map = self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(handle).cloned().ok_or_else(|| {
+            let mut known: Vec<&str> = map.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            format!(
+                "unknown handle {handle:?} (known: {}); call load_dumps first",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            )
+        })
+    }
+
+    /// `load_dumps`: runs the whole analysis and stores it under a new handle.
+    pub fn load(&self, args: &LoadArgs) -> ToolResult {
+        let path_maps = args
+            .path_maps
+            .iter()
+            .map(|m| SourceOptions::parse_path_map(m))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let source_root = args.source_root.as_ref().map(PathBuf::from);
+        if let Some(root) = &source_root
+            && !root.is_dir()
+        {
+            return Err(desync_core::Error::SourceRoot(root.clone()).to_string());
+        }
+        let input = PathBuf::from(&args.path);
+        if !input.exists() {
+            return Err(format!("{}: no such file or directory", input.display()));
+        }
+        let config = Config {
+            input,
+            load: desync_core::load::LoadOptions { prefix: args.prefix.clone() },
+            sources: SourceOptions { path_maps, source_root },
+        };
+        let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
+        let report = serde_json::to_value(desync_core::report::to_json(&analysis))
+            .map_err(|e| format!("could not serialize the report: {e}"))?;
+        let trace = &analysis.trace;
+        let summary = json!({
+            "ranks_loaded": trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+            "world_size": trace.world_size,
+            "missing_ranks": trace.missing_ranks,
+            "process_groups": trace.process_groups.iter().map(|pg| json!({
+                "name": &*pg.name, "desc": &*pg.desc, "ranks": format_ranks(&pg.members),
+            })).collect::<Vec<_>>(),
+            "warnings_count": trace.warnings.len(),
+            "verdict_category": analysis.diagnosis.category.as_str(),
+            "headline": analysis.diagnosis.headline,
+        });
+        let handle = format!("h{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let loaded = Loaded { sources: config.sources, analysis, report };
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(handle.clone(), Arc::new(loaded));
+        eprintln!("desync mcp: loaded {} as {handle}", args.path);
+        Ok(json!({ "handle": handle, "summary": summary }))
+    }
+
+    /// `verdict`: the report's verdict and evidence (plus where the job is stuck).
+    pub fn verdict(&self, handle: &str) -> ToolResult {
+        let l = self.get(handle)?;
+        Ok(json!({
+            "verdict": l.report["verdict"],
+            "evidence": l.report["evidence"],
+            "earliest_mismatch": l.report["earliest_mismatch"],
+            "stuck_at": l.report["stuck_at"],
+        }))
+    }
+
+    /// `groups`: the report's behavioural groups.
+    pub fn groups(&self, handle: &str) -> ToolResult {
+        let l = self.get(handle)?;
+        Ok(json!({ "groups": l.report["groups"] }))
+    }
+
+    /// `rank_entries`: the last `last` entries of one rank, optionally of one process group.
+    pub fn rank_entries(
+        &self,
+        handle: &str,
+        rank: u32,
+        process_group: Option<&str>,
+        last: usize,
+    ) -> ToolResult {
+        let l = self.get(handle)?;
+        let trace = &l.analysis.trace;
+        let dump = trace.rank(rank).ok_or_else(|| {
+            format!(
+                "rank {rank} was not loaded (loaded: {})",
+                format_ranks(&trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>())
+            )
+        })?;
+        if let Some(pg) = process_group
+            && trace.process_group(pg).is_none()
+        {
+            return Err(unknown_pg(&l.analysis, pg));
+        }
+        let matching: Vec<&Entry> =
+            dump.entries.iter().filter(|e| process_group.is_none_or(|pg| *e.pg_name == *pg)).collect();
+        let skip = matching.len().saturating_sub(last);
+        Ok(json!({
+            "rank": rank,
+            "file": dump.path,
+            "process_group": process_group,
+            "total": matching.len(),
+            "entries": matching[skip..].iter().map(|e| entry_json(e)).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// `collective`: one (pg, seq) across the group's ranks, grouped by what each issued.
+    pub fn collective(&self, handle: &str, process_group: &str, seq: u64) -> ToolResult {
+        let l = self.get(handle)?;
+        let trace = &l.analysis.trace;
+        let pg = trace.process_group(process_group).ok_or_else(|| unknown_pg(&l.analysis, process_group))?;
+        // (what was issued, ranks) in first-seen order.
+        let mut sides: Vec<(Value, Vec<u32>)> = Vec::new();
+        let mut missing = Vec::new();
+        let mut last_seq: Vec<(u32, Option<u64>)> = Vec::new();
+        for &rank in &pg.members {
+            let Some(dump) = trace.rank(rank) else {
+                missing.push(rank);
+                continue;
+            };
+            let in_pg = || dump.entries.iter().filter(|e| *e.pg_name == *process_group && !e.is_p2p);
+            match in_pg().find(|e| e.collective_seq_id == seq) {
+                Some(e) => {
+                    let mut issued = entry_json(e);
+                    if let Value::Object(m) = &mut issued {
+                        m.remove("record_id");
+                        m.remove("seq");
+                        m.remove("pg");
+                    }
+                    match sides.iter_mut().find(|(v, _)| *v == issued) {
+                        Some((_, ranks)) => ranks.push(rank),
+                        None => sides.push((issued, vec![rank])),
+                    }
+                }
+                None => {
+                    missing.push(rank);
+                    last_seq.push((rank, in_pg().map(|e| e.collective_seq_id).max()));
+                }
+            }
+        }
+        let sides: Vec<Value> = sides
+            .into_iter()
+            .map(|(issued, ranks)| {
+                let mut v = json!({ "ranks": format_ranks(&ranks), "rank_list": ranks });
+                if let (Value::Object(m), Value::Object(rest)) = (&mut v, issued) {
+                    m.extend(rest);
+                }
+                v
+            })
+            .collect();
+        let not_issued: Vec<Value> = last_seq
+            .iter()
+            .map(|(rank, last)| json!({ "rank": rank, "last_seq_in_pg": last }))
+            .collect();
+        let mismatch = l.report["mismatches"].as_array().and_then(|ms| {
+            ms.iter()
+                .find(|m| {
+                    m["process_group"]["name"] == process_group && m["collective_seq_id"] == seq
+                })
+                .cloned()
+        });
+        Ok(json!({
+            "process_group": { "name": &*pg.name, "desc": &*pg.desc, "ranks": format_ranks(&pg.members) },
+            "seq": seq,
+            "consistent": sides.len() == 1 && missing.is_empty(),
+            "sides": sides,
+            "missing_ranks": format_ranks(&missing),
+            "not_issued": not_issued,
+            "mismatch": mismatch,
+        }))
+    }
+
+    /// `compare_stacks`: the diverging stacks, the branch point and the explanation.
+    pub fn compare_stacks(&self, handle: &str) -> ToolResult {
+        let l = self.get(handle)?;
+        let code = &l.report["code"];
+        if code.is_null() {
+            return Ok(json!({
+                "code": null,
+                "note": format!(
+                    "no code finding: verdict is {} (healthy jobs have no branch point; otherwise pass source_root/path_maps to load_dumps)",
+                    l.analysis.diagnosis.category.as_str()
+                ),
+            }));
+        }
+        Ok(json!({
+            "branch": code["branch"],
+            "explanation": code["explanation"],
+            "stacks": code["stacks"],
+            "snippet": code["snippet"],
+            "not_found": code.get("not_found"),
+        }))
+    }
+
+    /// `source`: lines around `file:line`, found through the handle's source options.
+    pub fn source(&self, handle: Option<&str>, file: &str, line: u32, context: u32) -> ToolResult {
+        let loaded = handle.map(|h| self.get(h)).transpose()?;
+        let default_options = SourceOptions::default();
+        let options = loaded.as_ref().map_or(&default_options, |l| &l.sources);
+        let resolved = Resolver::new(options).resolve(file);
+        let path = match resolved.local_path {
+            Some(p) => p,
+            None if Path::new(file).is_file() => PathBuf::from(file),
+            None => {
+                return Err(format!(
+                    "{file}: not found (tried: {}){}",
+                    resolved.tried.join(", "),
+                    if handle.is_none() { "; pass a handle loaded with source_root" } else { "" }
+                ));
+            }
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let lines: Vec<&str> = text.lines().collect();
+        if line == 0 || line as usize > lines.len() {
+            return Err(format!("{}:{line}: line out of range (file has {} lines)", path.display(), lines.len()));
+        }
+        let first = line.saturating_sub(context).max(1);
+        let last = (line + context).min(lines.len() as u32);
+        Ok(json!({
+            "file": file,
+            "local_path": path,
+            "line": line,
+            "start_line": first,
+            "lines": (first..=last).map(|n| json!({
+                "line": n,
+                "text": lines[n as usize - 1],
+                "marked": n == line,
+            })).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// `probes_diff`: the unified diff of confirming probes, relative to the working directory.
+    pub fn probes_diff(&self, handle: &str) -> Result<String, String> {
+        let l = self.get(handle)?;
+        if l.analysis.probes.is_empty() {
+            return Ok(String::new());
+        }
+        let base = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+        Ok(desync_core::bridge::probes_diff(&l.analysis.probes, &base))
+    }
+}
+
+/// `lint`: findings over Python files/directories, as `desync lint --format json` prints them.
+pub fn lint(paths: &[String]) -> ToolResult {
+    if paths.is_empty() {
+        return Err("lint needs at least one path".to_owned());
+    }
+    let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    let report = desync_lint::lint_paths(&paths, &desync_lint::Options::default());
+    if report.files_checked == 0 && !report.errors.is_empty() {
+        let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        return Err(errors.join("; "));
+    }
+    let mut out = Vec::new();
+    desync_lint::write_json(&report, &mut out).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&out).map_err(|e| e.to_string())
+}
+
+fn unknown_pg(a: &Analysis, name: &str) -> String {
+    let known: Vec<String> = a.trace.process_groups.iter().map(|pg| pg.name.to_string()).collect();
+    format!("unknown process group {name:?} (known: {})", known.join(", "))
+}
+
+fn entry_json(e: &Entry) -> Value {
+    json!({
+        "record_id": e.record_id,
+        "seq": if e.is_p2p { e.p2p_seq_id } else { e.collective_seq_id },
+        "p2p": e.is_p2p,
+        "pg": &*e.pg_name,
+        "op": &*e.op.name,
+        "profiling_name": &*e.op.profiling_name,
+        "input_sizes": &*e.input_sizes,
+        "output_sizes": &*e.output_sizes,
+        "input_dtypes": e.input_dtypes.iter().map(|d| &**d).collect::<Vec<_>>(),
+        "output_dtypes": e.output_dtypes.iter().map(|d| &**d).collect::<Vec<_>>(),
+        "state": e.state.as_str(),
+        "call_site": e.call_site().map(|f| json!({
+            "at": format!("{}:{}", f.file, f.line),
+            "function": &*f.function,
+        })),
+    })
+}
