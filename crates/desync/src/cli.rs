@@ -28,6 +28,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Convert the dumps to other tools' formats (--perfetto: Chrome Trace Event JSON).
     Export(ExportArgs),
+    /// Serve the analysis as Model Context Protocol tools over stdio (for LLM clients).
+    Mcp,
 }
 
 #[derive(clap::Args, Debug)]

@@ -146,12 +146,7 @@ impl Server {
         description = "Source lines around file:line; the file is found through the handle's source_root/path_maps when a handle is given."
     )]
     fn source(&self, Parameters(r): Parameters<SourceReq>) -> ToolResult {
-        compact(self.session.source(
-            r.handle.as_deref(),
-            &r.file,
-            r.line,
-            r.context.unwrap_or(5),
-        ))
+        compact(self.session.source(r.handle.as_deref(), &r.file, r.line, r.context.unwrap_or(5)))
     }
 
     #[tool(
@@ -164,6 +159,7 @@ impl Server {
     #[tool(
         description = "Statically check Python training code for collectives that some ranks can skip, reorder or size differently. Returns findings as JSON."
     )]
+    #[allow(clippy::unused_self)] // the router calls every tool as a method
     fn lint(&self, Parameters(r): Parameters<LintReq>) -> ToolResult {
         compact(tools::lint(&r.paths))
     }

@@ -136,8 +136,11 @@ impl Session {
         {
             return Err(unknown_pg(&l.analysis, pg));
         }
-        let matching: Vec<&Entry> =
-            dump.entries.iter().filter(|e| process_group.is_none_or(|pg| *e.pg_name == *pg)).collect();
+        let matching: Vec<&Entry> = dump
+            .entries
+            .iter()
+            .filter(|e| process_group.is_none_or(|pg| *e.pg_name == *pg))
+            .collect();
         let skip = matching.len().saturating_sub(last);
         Ok(json!({
             "rank": rank,
@@ -152,7 +155,9 @@ impl Session {
     pub fn collective(&self, handle: &str, process_group: &str, seq: u64) -> ToolResult {
         let l = self.get(handle)?;
         let trace = &l.analysis.trace;
-        let pg = trace.process_group(process_group).ok_or_else(|| unknown_pg(&l.analysis, process_group))?;
+        let pg = trace
+            .process_group(process_group)
+            .ok_or_else(|| unknown_pg(&l.analysis, process_group))?;
         // (what was issued, ranks) in first-seen order.
         let mut sides: Vec<(Value, Vec<u32>)> = Vec::new();
         let mut missing = Vec::new();
@@ -162,24 +167,22 @@ impl Session {
                 missing.push(rank);
                 continue;
             };
-            let in_pg = || dump.entries.iter().filter(|e| *e.pg_name == *process_group && !e.is_p2p);
-            match in_pg().find(|e| e.collective_seq_id == seq) {
-                Some(e) => {
-                    let mut issued = entry_json(e);
-                    if let Value::Object(m) = &mut issued {
-                        m.remove("record_id");
-                        m.remove("seq");
-                        m.remove("pg");
-                    }
-                    match sides.iter_mut().find(|(v, _)| *v == issued) {
-                        Some((_, ranks)) => ranks.push(rank),
-                        None => sides.push((issued, vec![rank])),
-                    }
+            let in_pg =
+                || dump.entries.iter().filter(|e| *e.pg_name == *process_group && !e.is_p2p);
+            if let Some(e) = in_pg().find(|e| e.collective_seq_id == seq) {
+                let mut issued = entry_json(e);
+                if let Value::Object(m) = &mut issued {
+                    m.remove("record_id");
+                    m.remove("seq");
+                    m.remove("pg");
                 }
-                None => {
-                    missing.push(rank);
-                    last_seq.push((rank, in_pg().map(|e| e.collective_seq_id).max()));
+                match sides.iter_mut().find(|(v, _)| *v == issued) {
+                    Some((_, ranks)) => ranks.push(rank),
+                    None => sides.push((issued, vec![rank])),
                 }
+            } else {
+                missing.push(rank);
+                last_seq.push((rank, in_pg().map(|e| e.collective_seq_id).max()));
             }
         }
         let sides: Vec<Value> = sides
@@ -253,11 +256,15 @@ impl Session {
                 ));
             }
         };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let lines: Vec<&str> = text.lines().collect();
         if line == 0 || line as usize > lines.len() {
-            return Err(format!("{}:{line}: line out of range (file has {} lines)", path.display(), lines.len()));
+            return Err(format!(
+                "{}:{line}: line out of range (file has {} lines)",
+                path.display(),
+                lines.len()
+            ));
         }
         let first = line.saturating_sub(context).max(1);
         let last = (line + context).min(lines.len() as u32);

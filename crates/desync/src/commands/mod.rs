@@ -3,6 +3,7 @@
 mod analyze;
 mod export;
 mod lint;
+mod mcp;
 mod report;
 
 use crate::Outcome;
@@ -14,5 +15,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Lint(a) => lint::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Export(a) => export::run(&a),
+        Command::Mcp => mcp::run(),
     }
 }

@@ -1,0 +1,150 @@
+"""`desync mcp` end to end through the official MCP Python client (`mcp` package, stdio).
+
+Starts `$DESYNC_BIN mcp`, lists the tools, then runs the investigation workflow on two real
+scenarios (load -> verdict -> groups -> collective -> compare_stacks -> source -> probes_diff)
+and checks the answers against each scenario's expected.json. Malformed calls must come back as
+errors while the server keeps answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SCENARIO_DIR, desync_bin
+
+mcp = pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+EXPECTED_TOOLS = {
+    "load_dumps", "verdict", "groups", "rank_entries", "collective", "compare_stacks",
+    "source", "probes_diff", "lint",
+}
+
+
+def _server() -> StdioServerParameters:
+    exe = desync_bin()
+    assert exe.exists(), f"desync binary not found at {exe} (build it or set DESYNC_BIN)"
+    return StdioServerParameters(command=str(exe), args=["mcp"], cwd=str(REPO))
+
+
+def _text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def _ok(session: ClientSession, tool: str, **args):
+    result = await session.call_tool(tool, args)
+    assert not result.is_error, f"{tool}({args}) failed: {_text(result)}"
+    return _text(result)
+
+
+async def _json(session: ClientSession, tool: str, **args) -> dict:
+    return json.loads(await _ok(session, tool, **args))
+
+
+async def _is_error(session: ClientSession, tool: str, args: dict) -> str:
+    """A malformed call: either a tool error (isError) or an MCP error from the server."""
+    try:
+        result = await session.call_tool(tool, args)
+    except Exception as exc:  # McpError: rejected before reaching the tool
+        return str(exc)
+    assert result.is_error, f"{tool}({args}) unexpectedly succeeded: {_text(result)}"
+    return _text(result)
+
+
+def _run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=120))
+
+
+async def _workflow(session: ClientSession, name: str, with_source: bool) -> None:
+    scenario = SCENARIO_DIR / name
+    expected = json.loads((scenario / "expected.json").read_text())
+    args = {"path": str(scenario / "dumps")}
+    if with_source:
+        args["source_root"] = str(scenario / "src")
+    loaded = await _json(session, "load_dumps", **args)
+    handle = loaded["handle"]
+    summary = loaded["summary"]
+    assert summary["verdict_category"] == expected["category"]
+    assert summary["world_size"] == len(summary["ranks_loaded"]) > 0
+    assert summary["process_groups"]
+    assert isinstance(summary["warnings_count"], int)
+
+    v = await _json(session, "verdict", handle=handle)
+    verdict = v["verdict"]
+    assert verdict["category"] == expected["category"]
+    assert verdict["culprit_ranks"] == expected["culprit_ranks"]
+    assert verdict["collective_seq_id"] == expected["collective_seq_id"]
+    assert v["evidence"], "no evidence lines"
+
+    groups = (await _json(session, "groups", handle=handle))["groups"]
+    culprits = sorted(r for g in groups if g["culprit"] for r in g["ranks"])
+    assert culprits == expected["culprit_ranks"]
+
+    pg = verdict["process_group"]["name"]
+    seq = verdict["collective_seq_id"]
+    coll = await _json(session, "collective", handle=handle, process_group=pg, seq=seq)
+    assert coll["seq"] == seq and coll["process_group"]["name"] == pg
+    issued = sorted(r for s in coll["sides"] for r in s["rank_list"])
+    assert issued, "no rank issued the verdict's collective"
+    for side in coll["sides"]:
+        assert side["op"] and "state" in side and "input_sizes" in side
+
+    culprit = expected["culprit_ranks"][0]
+    entries = await _json(session, "rank_entries", handle=handle, rank=culprit, last=5)
+    assert 0 < len(entries["entries"]) <= 5
+    assert all("seq" in e and "pg" in e and "op" in e for e in entries["entries"])
+
+    stacks = await _json(session, "compare_stacks", handle=handle)
+    branch = stacks["branch"]
+    assert branch["line"] == expected["branch"]["line"]
+    assert Path(branch["file"]).name == Path(expected["branch"]["file"]).name
+    assert stacks["stacks"], "no stacks to compare"
+    assert stacks["explanation"]
+
+    src = await _json(session, "source", handle=handle, file=branch["file"],
+                      line=branch["line"], context=2)
+    marked = [ln for ln in src["lines"] if ln["marked"]]
+    assert len(marked) == 1 and marked[0]["line"] == branch["line"]
+    assert marked[0]["text"].strip() == branch["source"].strip()
+
+    diff = await _ok(session, "probes_diff", handle=handle)
+    if name == "early_stop":
+        assert diff.strip(), "early_stop should have confirming probes"
+        assert "---" in diff and "+++" in diff and "@@" in diff
+
+
+async def _main() -> None:
+    async with stdio_client(_server()) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert EXPECTED_TOOLS <= set(tools), f"missing tools: {EXPECTED_TOOLS - set(tools)}"
+            assert "path" in tools["load_dumps"].input_schema["properties"]
+            assert tools["load_dumps"].description
+
+            # Malformed calls first: the server must answer and keep going.
+            msg = await _is_error(session, "verdict", {"handle": "nope"})
+            assert "nope" in msg
+            msg = await _is_error(session, "load_dumps", {"path": "/nonexistent/desync/dumps"})
+            assert "nonexistent" in msg
+            await _is_error(session, "collective", {"handle": "h1"})  # missing arguments
+            await _is_error(session, "source", {"file": "/nonexistent.py", "line": 3})
+            await _is_error(session, "lint", {"paths": ["/nonexistent/dir"]})
+
+            await _workflow(session, "early_stop", with_source=True)
+            await _workflow(session, "pg_order", with_source=True)
+
+            # Still answering after everything above; lint works on real code.
+            lint = await _json(session, "lint", paths=[str(SCENARIO_DIR / "early_stop" / "src")])
+            assert isinstance(lint, dict)
+            msg = await _is_error(session, "groups", {"handle": "h99"})
+            assert "h99" in msg
+
+
+def test_mcp_workflow() -> None:
+    _run(_main())
