@@ -287,7 +287,7 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
 fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
     match &g.position {
         Position::At(at) => {
-            format!("{} seq {} ({})", at.op, at.seq, trace.process_groups[at.pg].label())
+            format!("{} seq {} of {}", at.op, at.seq, trace.process_groups[at.pg].label())
         }
         Position::NoDump => "no dump".into(),
         Position::Idle => "nothing recorded".into(),
@@ -470,7 +470,7 @@ fn stall(
         .filter(|g| g.ranks.as_slice().iter().any(|&r| culprits.contains(r)))
         .map(|g| match &g.position {
             Position::At(at) => format!(
-                "rank(s) {} last issued {} seq {} ({})",
+                "rank(s) {} last issued {} seq {} of {}",
                 g.ranks,
                 at.op,
                 at.seq,
