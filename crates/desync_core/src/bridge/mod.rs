@@ -191,14 +191,20 @@ pub fn find_code(
 /// any user frame of `entry`, innermost first, with file and local path filled in.
 fn order_branch(entry: &Entry, resolver: &Resolver<'_>) -> Option<BranchPoint> {
     entry.user_frames().find_map(|f| {
-        let local = resolver.resolve(&f.file).local_path?;
-        let module = Module::parse(&std::fs::read_to_string(&local).ok()?);
+        let (local, module) = parse_frame_file(resolver, &f.file)?;
         let found = module.find_order_branch(f.line)?;
         let mut point = branch_point(&found, None);
         point.file = f.file.to_string();
         point.local_path = Some(local);
         Some(point)
     })
+}
+
+/// A frame's file found on this machine and parsed.
+fn parse_frame_file(resolver: &Resolver<'_>, file: &str) -> Option<(PathBuf, Module)> {
+    let local = resolver.resolve(file).local_path?;
+    let module = Module::parse(&std::fs::read_to_string(&local).ok()?);
+    Some((local, module))
 }
 
 /// The user frames outside `frame` (outward, up to three), parsed, for following arguments.
@@ -213,11 +219,7 @@ fn caller_modules(
         .skip_while(|f| *f != frame)
         .skip(1)
         .take(3)
-        .map_while(|f| {
-            let path = resolver.resolve(&f.file).local_path?;
-            let text = std::fs::read_to_string(path).ok()?;
-            Some((Module::parse(&text), f.line))
-        })
+        .map_while(|f| parse_frame_file(resolver, &f.file).map(|(_, module)| (module, f.line)))
         .collect()
 }
 

@@ -180,8 +180,18 @@ fn history_before(class: &StreamClass, window_start: u64, seq: u64) -> Vec<Token
 
 /// The token one period back, when the history repeats with a period of up to 64 collectives.
 fn predicted(history: &[Token]) -> Option<Token> {
+    next_by_period(history, 64, same)
+}
+
+/// The element one period back, for the smallest period (up to `max_period`) that explains
+/// the last two periods of `history` (fewer when the history is short).
+pub(crate) fn next_by_period<T: Copy>(
+    history: &[T],
+    max_period: usize,
+    same: impl Fn(T, T) -> bool,
+) -> Option<T> {
     let n = history.len();
-    (1..=64.min(n / 2)).find_map(|p| {
+    (1..=max_period.min(n / 2)).find_map(|p| {
         let span = (2 * p).min(n - p);
         let periodic = (1..=span).all(|k| same(history[n - k], history[n - k - p]));
         periodic.then(|| history[n - p])

@@ -566,14 +566,8 @@ fn breaks_group_order(trace: &Trace, group: &BehaviourGroup) -> bool {
         }
     }
     let current = &*trace.process_groups[at.pg].name;
-    let n = order.len();
     // The smallest period that explains the recent history predicts the next group.
-    (1..=8.min(n / 2))
-        .find_map(|p| {
-            let span = (2 * p).min(n - p);
-            (1..=span).all(|k| order[n - k] == order[n - k - p]).then(|| order[n - p])
-        })
-        .is_some_and(|predicted| predicted != current)
+    earliest::next_by_period(&order, 8, |a, b| a == b).is_some_and(|predicted| predicted != current)
 }
 
 pub(crate) fn short_path(path: &str) -> &str {
