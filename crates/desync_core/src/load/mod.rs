@@ -82,69 +82,108 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     };
 
     progress.start(candidates.len() as u64, "loading dumps");
-    let rank_lists = RankLists::default();
-    let results: Vec<(discover::Candidate, Result<Decoded, DumpError>)> = candidates
-        .into_par_iter()
-        .map(|c| {
-            let result = read_and_decode(&c.path, c.rank.unwrap_or(0), &rank_lists);
-            progress.advance(1);
-            (c, result)
-        })
-        .collect();
-    progress.finish();
-
-    let files_seen = results.len();
-    let mut dumps: Vec<RankDump> = Vec::with_capacity(results.len());
-    let mut first_problem = None;
-    for (candidate, result) in results {
-        match result {
-            Ok(decoded) => {
-                if candidate.rank.is_none() {
-                    let message = "no rank in the file name; read as rank 0".to_owned();
-                    warnings.push(warn(
-                        WarningKind::Skipped,
-                        Some(candidate.path.clone()),
-                        Some(0),
-                        message,
-                    ));
-                }
-                note_entries(&decoded, &mut warnings);
-                dumps.push(decoded.dump);
-            }
-            Err(e) => {
-                first_problem.get_or_insert_with(|| format!("{}: {e}", candidate.path.display()));
-                warnings.push(warn(
-                    WarningKind::Unreadable,
-                    Some(candidate.path),
-                    candidate.rank,
-                    e.to_string(),
-                ));
-            }
+    let loader = Loader::default();
+    candidates.into_par_iter().for_each(|c| {
+        match std::fs::read(&c.path) {
+            Ok(bytes) => loader.add(c.path, c.rank, &bytes),
+            Err(e) => loader.fail(c.path, c.rank, DumpError::Io(e)),
         }
-    }
-    if dumps.is_empty() {
-        return Err(Error::NothingReadable {
-            path: path.into(),
-            count: files_seen,
-            first: first_problem.unwrap_or_default(),
-        });
-    }
-    let ranks = dedup_ranks(dumps, &mut warnings);
-    let mut trace = Trace { ranks, warnings, files_seen, ..Trace::default() };
-    groups::infer(&mut trace);
-    check_versions(&mut trace);
-    Ok(trace)
+        progress.advance(1);
+    });
+    progress.finish();
+    loader.finish(path, warnings)
 }
 
-fn read_and_decode(path: &Path, rank: u32, rank_lists: &RankLists) -> Result<Decoded, DumpError> {
-    let bytes = std::fs::read(path)?;
+/// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live
+/// job's debug server, objects in a bucket), and assembles them into a [`Trace`].
+///
+/// `add` may be called from many threads at once. It decodes on the spot and keeps only the
+/// decoded dump, so the caller can drop the bytes: memory follows what was decoded, not what
+/// was fetched.
+#[derive(Default)]
+pub struct Loader {
+    rank_lists: RankLists,
+    results: std::sync::Mutex<Vec<Attempt>>,
+}
+
+/// One file's outcome; the rank is what the name said (`None`: read as rank 0).
+struct Attempt {
+    path: PathBuf,
+    rank: Option<u32>,
+    result: Result<Decoded, DumpError>,
+}
+
+impl Loader {
+    /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
+    /// `rank` is the rank its name carries.
+    pub fn add(&self, path: PathBuf, rank: Option<u32>, bytes: &[u8]) {
+        let result = decode_bytes(bytes, rank.unwrap_or(0), &path, &self.rank_lists);
+        self.push(Attempt { path, rank, result });
+    }
+
+    /// Records a dump that could not even be fetched; it becomes an `unreadable` warning.
+    pub fn fail(&self, path: PathBuf, rank: Option<u32>, error: DumpError) {
+        self.push(Attempt { path, rank, result: Err(error) });
+    }
+
+    fn push(&self, attempt: Attempt) {
+        self.results.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(attempt);
+    }
+
+    /// Assembles everything added so far. `input` names the whole set in errors; `warnings`
+    /// are the caller's own (files skipped during discovery) and come first.
+    pub fn finish(self, input: &Path, mut warnings: Vec<Warning>) -> Result<Trace, Error> {
+        let mut results = self.results.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Threads finish in any order; reports and tie-breaks must not depend on it.
+        results.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
+        let files_seen = results.len();
+        let mut dumps: Vec<RankDump> = Vec::with_capacity(results.len());
+        let mut first_problem = None;
+        for Attempt { path, rank, result } in results {
+            match result {
+                Ok(decoded) => {
+                    if rank.is_none() {
+                        let message = "no rank in the file name; read as rank 0".to_owned();
+                        warnings.push(warn(WarningKind::Skipped, Some(path), Some(0), message));
+                    }
+                    note_entries(&decoded, &mut warnings);
+                    dumps.push(decoded.dump);
+                }
+                Err(e) => {
+                    first_problem.get_or_insert_with(|| format!("{}: {e}", path.display()));
+                    warnings.push(warn(WarningKind::Unreadable, Some(path), rank, e.to_string()));
+                }
+            }
+        }
+        if dumps.is_empty() {
+            return Err(Error::NothingReadable {
+                path: input.into(),
+                count: files_seen,
+                first: first_problem.unwrap_or_default(),
+            });
+        }
+        let ranks = dedup_ranks(dumps, &mut warnings);
+        let mut trace = Trace { ranks, warnings, files_seen, ..Trace::default() };
+        groups::infer(&mut trace);
+        check_versions(&mut trace);
+        Ok(trace)
+    }
+}
+
+/// Tells the serialization from the first byte that is not white space.
+fn decode_bytes(
+    bytes: &[u8],
+    rank: u32,
+    path: &Path,
+    rank_lists: &RankLists,
+) -> Result<Decoded, DumpError> {
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
     match start.map(|i| bytes[i]) {
         None => Err(DumpError::Empty),
         // PROTO opcode: every pickle protocol >= 2 starts with it.
-        Some(0x80) => pickle::decode(&bytes, rank, path, rank_lists),
-        Some(b'{') => json::decode(&bytes, rank, path, rank_lists),
-        Some(_) => Err(DumpError::Foreign(describe_start(&bytes))),
+        Some(0x80) => pickle::decode(bytes, rank, path, rank_lists),
+        Some(b'{') => json::decode(bytes, rank, path, rank_lists),
+        Some(_) => Err(DumpError::Foreign(describe_start(bytes))),
     }
 }
 
