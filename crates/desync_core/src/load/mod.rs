@@ -133,7 +133,7 @@ impl Loader {
     /// Assembles everything added so far. `input` names the whole set in errors; `warnings`
     /// are the caller's own (files skipped during discovery) and come first.
     pub fn finish(self, input: &Path, mut warnings: Vec<Warning>) -> Result<Trace, Error> {
-        let mut results = self.results.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut results = self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Threads finish in any order; reports and tie-breaks must not depend on it.
         results.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
         let files_seen = results.len();
