@@ -47,6 +47,11 @@ ENV_FORMAT = "DESYNC_JOBS_DUMP_FORMAT"
 ENV_PG_TIMEOUT = "DESYNC_JOBS_PG_TIMEOUT"
 ENV_AGENT_STORE = "DESYNC_JOBS_AGENT_STORE"
 ENV_NO_ABORT_HOOK = "DESYNC_JOBS_NO_ABORT_HOOK"
+# Live sources for `desync watch`: the debug server (value: rank 0's frontend port), or
+# dumps rewritten every ENV_PERIODIC_EVERY seconds into ENV_PERIODIC_DIR.
+ENV_DEBUG_SERVER = "DESYNC_JOBS_DEBUG_SERVER"
+ENV_PERIODIC_DIR = "DESYNC_JOBS_PERIODIC_DIR"
+ENV_PERIODIC_EVERY = "DESYNC_JOBS_PERIODIC_EVERY"
 DEFAULT_PREFIX = "/tmp/gloo_trace_rank_"
 DEFAULT_PG_TIMEOUT_S = 6.0
 
@@ -193,6 +198,19 @@ def init_distributed(backend: str = "gloo") -> DistContext:
         wait_for_workers=False,
     )
     dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
+
+    if os.environ.get(ENV_DEBUG_SERVER):
+        # torch >= 2.10: an HTTP worker per rank, registered in the store for `desync watch`;
+        # the value is the port of rank 0's web frontend (unused by desync, but it must not
+        # collide with another job's).
+        from torch.distributed.debug import start_debug_server
+
+        start_debug_server(port=int(os.environ[ENV_DEBUG_SERVER]))
+    if os.environ.get(ENV_PERIODIC_DIR):
+        from desync_jobs import periodic_dump
+
+        periodic_dump.start(os.environ[ENV_PERIODIC_DIR], rank,
+                            float(os.environ.get(ENV_PERIODIC_EVERY, "2")))
 
     dumper = _Dumper(rank, os.environ.get(ENV_PREFIX, DEFAULT_PREFIX),
                      os.environ.get(ENV_FORMAT, "pickle"))

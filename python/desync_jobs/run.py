@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -150,7 +151,12 @@ def run_job(
     log_dir: str | os.PathLike | None = None,
     verbose: bool = False,
     script_path: str | os.PathLike | None = None,
+    env: dict[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> RunResult:
+    """Runs a scenario to its end (or its deadline). ``env`` is added to every rank's
+    environment; ``on_start`` gets the job's TCPStore port once the ranks are launched
+    (what a watcher connects to)."""
     scenario = get(name)
     world = world_size or scenario.world_size
     fmt = dump_format or scenario.dump_format
@@ -187,6 +193,7 @@ def run_job(
             harness.ENV_AGENT_STORE: "1",
         },
     )
+    base_env.update(env or {})
 
     procs: list[subprocess.Popen] = []
     log_files = []
@@ -203,6 +210,8 @@ def run_job(
                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
             ))
 
+        if on_start is not None:
+            on_start(port)
         signal_reason: str | None = None
         signal_at: float | None = None
         deadline_hit = False

@@ -30,6 +30,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Serve the analysis as Model Context Protocol tools over stdio (for LLM clients).
     Mcp,
+    /// Watch a live job (its debug-server workers, or a dump directory it rewrites) and
+    /// report a desync while it hangs, before the watchdog fires (exit 1 after an alert).
+    Watch(WatchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -97,25 +100,90 @@ pub struct InputArgs {
 
 impl InputArgs {
     pub fn config(&self) -> anyhow::Result<desync_core::Config> {
-        let path_maps = self
-            .path_maps
-            .iter()
-            .map(|m| desync_core::bridge::SourceOptions::parse_path_map(m))
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(root) = &self.source_root
-            && !root.is_dir()
-        {
-            return Err(desync_core::Error::SourceRoot(root.clone()).into());
-        }
         Ok(desync_core::Config {
             input: self.path.clone(),
             load: desync_core::load::LoadOptions { prefix: self.prefix.clone() },
-            sources: desync_core::bridge::SourceOptions {
-                path_maps,
-                source_root: self.source_root.clone(),
-            },
+            sources: source_options(&self.path_maps, self.source_root.as_ref())?,
         })
     }
+}
+
+/// `--path-map` and `--source-root`, checked: where the code bridge reads the training code.
+pub fn source_options(
+    path_maps: &[String],
+    source_root: Option<&PathBuf>,
+) -> anyhow::Result<desync_core::bridge::SourceOptions> {
+    let path_maps = path_maps
+        .iter()
+        .map(|m| desync_core::bridge::SourceOptions::parse_path_map(m))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(root) = source_root
+        && !root.is_dir()
+    {
+        return Err(desync_core::Error::SourceRoot(root.clone()).into());
+    }
+    Ok(desync_core::bridge::SourceOptions { path_maps, source_root: source_root.cloned() })
+}
+
+// These doc comments are `--help` text: backticks would print as they are.
+#[allow(clippy::doc_markdown)]
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("live").required(true).args(["store", "workers", "dir"])))]
+pub struct WatchArgs {
+    /// The job's TCPStore (MASTER_ADDR:MASTER_PORT): find every rank's debug-server worker
+    /// under `debug_server/rank<N>` (torch.distributed.debug.start_debug_server). Read only.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub store: Option<String>,
+    /// Poll these debug-server workers instead: `URL` (rank = position) or `RANK=URL`.
+    #[arg(long, value_name = "URL", num_args = 1..)]
+    pub workers: Vec<String>,
+    /// Follow a directory of per-rank dumps that the job rewrites.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// With --dir: only files named PREFIX<rank>.
+    #[arg(long, short = 'p', requires = "dir")]
+    pub prefix: Option<String>,
+    /// With --store: ranks to look for (default: probe until no more register).
+    #[arg(long, value_name = "N")]
+    pub world_size: Option<u32>,
+    /// Seconds between snapshots.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    pub interval: f64,
+    /// Seconds that ranks may wait in a collective others have not issued (or in a wait
+    /// cycle) before it is an alert. Mismatched collectives alert at once.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0)]
+    pub lag: f64,
+    /// Seconds to wait for the store or one worker before calling it down.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Workers fetched at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub concurrency: usize,
+    /// Save each alert's snapshot (dumps, Python stacks, report) under DIR.
+    #[arg(long, value_name = "DIR", default_value = "desync-watch")]
+    pub save: PathBuf,
+    /// Do not save snapshots.
+    #[arg(long, conflicts_with = "save")]
+    pub no_save: bool,
+    /// Run this shell command on each alert (env: DESYNC_CATEGORY, DESYNC_CULPRITS,
+    /// DESYNC_HEADLINE, DESYNC_SNAPSHOT).
+    #[arg(long, value_name = "CMD")]
+    pub on_alert: Option<String>,
+    /// Stop after the first alert (exit 1).
+    #[arg(long)]
+    pub exit_on_alert: bool,
+    /// Stop after this many seconds (exit 0 if nothing was found).
+    #[arg(long = "for", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// text: a status line and the full report on alert; json: one JSON object per line.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
+    #[arg(long = "path-map", value_name = "FROM=TO")]
+    pub path_maps: Vec<String>,
+    /// Look for the training code under DIR, matching frame paths by their longest suffix.
+    #[arg(long, value_name = "DIR")]
+    pub source_root: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -43,6 +43,10 @@ _ALL = [
     Scenario("crash", "crash.py", ranks_without_dump=(1,)),
     Scenario("straggler", "straggler.py"),
     Scenario("early_stop_8", "early_stop.py", world_size=8),
+    # Live (`desync watch`) scenarios: they hang for the whole PG timeout under Gloo too.
+    Scenario("skip_report", "skip_report.py",
+             rank_env={1: {"SHARD_EXPORT": "nightly-glitched"}}),
+    Scenario("healthy_long", "skip_report.py"),
 ]
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}

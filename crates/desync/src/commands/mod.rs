@@ -5,6 +5,7 @@ mod export;
 mod lint;
 mod mcp;
 mod report;
+mod watch;
 
 use crate::Outcome;
 use crate::cli::{Args, Command};
@@ -16,5 +17,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Report(a) => report::run(&a),
         Command::Export(a) => export::run(&a),
         Command::Mcp => mcp::run(),
+        Command::Watch(a) => watch::run(&a),
     }
 }

@@ -1,0 +1,247 @@
+//! Where snapshots come from: a live job's debug-server workers (found through its `TCPStore`,
+//! or listed by hand), or a directory of dumps that a job rewrites.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use desync_core::load::{LoadOptions, Loader};
+use desync_core::model::Trace;
+
+use crate::store::{StoreClient, StoreError};
+use crate::workers::{self, Recorder, Worker};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "no debug-server workers registered in the store at {0} yet (keys `debug_server/rank<N>`: does the job call torch.distributed.debug.start_debug_server()?)"
+    )]
+    NoWorkers(String),
+    #[error("no worker answered ({count} tried; first: rank {rank}: {first})")]
+    AllDown { count: usize, rank: u32, first: String },
+    #[error("{0}")]
+    Load(#[from] desync_core::Error),
+}
+
+pub enum Snapshot {
+    /// Nothing changed since the last snapshot (a dump directory not rewritten).
+    Unchanged,
+    Taken {
+        trace: Trace,
+        /// Ranks the source knows of (registered workers, files).
+        expected: usize,
+        /// Ranks that did not answer, with why.
+        unreachable: Vec<(u32, String)>,
+    },
+}
+
+pub trait Source {
+    /// Names the source in reports (the store address, the directory).
+    fn input(&self) -> PathBuf;
+    fn snapshot(&mut self) -> Result<Snapshot, SourceError>;
+    /// Every rank's Python stacks, when the source can get them (live workers only).
+    fn tracebacks(&mut self) -> BTreeMap<u32, String>;
+    /// Each rank's dump as raw bytes, with its rank and a file name that keeps the rank.
+    fn raw_dumps(&mut self) -> Vec<(u32, String, Vec<u8>)>;
+}
+
+/// A live job's workers.
+pub struct Live {
+    store: Option<StoreSettings>,
+    workers: Vec<Worker>,
+    recorders: Mutex<BTreeMap<u32, Recorder>>,
+    timeout: Duration,
+    concurrency: usize,
+    last_discovery: Option<Instant>,
+}
+
+struct StoreSettings {
+    addr: String,
+    world_size: Option<u32>,
+}
+
+/// Workers register when their rank reaches `start_debug_server`, and a restarted job
+/// registers new ports: look again this often, and at once when every worker is down.
+const REDISCOVER_EVERY: Duration = Duration::from_secs(30);
+
+impl Live {
+    pub fn from_store(
+        addr: String,
+        world_size: Option<u32>,
+        timeout: Duration,
+        concurrency: usize,
+    ) -> Self {
+        Self::new(Some(StoreSettings { addr, world_size }), Vec::new(), timeout, concurrency)
+    }
+
+    pub fn from_workers(workers: Vec<Worker>, timeout: Duration, concurrency: usize) -> Self {
+        Self::new(None, workers, timeout, concurrency)
+    }
+
+    fn new(
+        store: Option<StoreSettings>,
+        workers: Vec<Worker>,
+        timeout: Duration,
+        concurrency: usize,
+    ) -> Self {
+        Self {
+            store,
+            workers,
+            recorders: Mutex::default(),
+            timeout,
+            concurrency,
+            last_discovery: None,
+        }
+    }
+
+    pub fn workers(&self) -> &[Worker] {
+        &self.workers
+    }
+
+    fn rediscover_if_due(&mut self, force: bool) -> Result<(), SourceError> {
+        let Some(store) = &self.store else { return Ok(()) };
+        let due = self.workers.is_empty()
+            || force
+            || self.last_discovery.is_none_or(|t| t.elapsed() >= REDISCOVER_EVERY);
+        if !due {
+            return Ok(());
+        }
+        let mut client = StoreClient::connect(&store.addr, self.timeout)?;
+        let found = workers::discover(&mut client, store.world_size)?;
+        self.last_discovery = Some(Instant::now());
+        if found.is_empty() {
+            return Err(SourceError::NoWorkers(store.addr.clone()));
+        }
+        if found != self.workers {
+            // New ports: a restarted job. What we learned about its recorders is stale.
+            self.recorders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+            self.workers = found;
+        }
+        Ok(())
+    }
+}
+
+impl Source for Live {
+    fn input(&self) -> PathBuf {
+        match &self.store {
+            Some(s) => PathBuf::from(format!("tcpstore://{}", s.addr)),
+            None => PathBuf::from("debug-server workers"),
+        }
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot, SourceError> {
+        self.rediscover_if_due(false)?;
+        let loader = Loader::default();
+        let unreachable = Mutex::new(Vec::new());
+        let fetch = |workers: &[Worker]| {
+            workers::fetch_all(workers, &self.recorders, self.timeout, self.concurrency, &|f| {
+                match f.result {
+                    Ok(bytes) => loader.add(f.source, Some(f.rank), &bytes),
+                    Err(e) => unreachable
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((f.rank, e.to_string())),
+                }
+            });
+        };
+        fetch(&self.workers);
+        let mut unreachable =
+            unreachable.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if unreachable.len() == self.workers.len() && !self.workers.is_empty() {
+            unreachable.sort_unstable();
+            let (rank, first) = unreachable.swap_remove(0);
+            // Every worker gone: a restarted job may be registering new ones.
+            if self.store.is_some() {
+                self.last_discovery = None;
+            }
+            return Err(SourceError::AllDown { count: self.workers.len(), rank, first });
+        }
+        unreachable.sort_unstable();
+        let trace = loader.finish(&self.input(), Vec::new())?;
+        Ok(Snapshot::Taken { trace, expected: self.workers.len(), unreachable })
+    }
+
+    fn tracebacks(&mut self) -> BTreeMap<u32, String> {
+        workers::fetch_tracebacks(&self.workers, self.timeout, self.concurrency)
+    }
+
+    fn raw_dumps(&mut self) -> Vec<(u32, String, Vec<u8>)> {
+        let out = Mutex::new(Vec::new());
+        workers::fetch_all(&self.workers, &self.recorders, self.timeout, self.concurrency, &|f| {
+            if let Ok(bytes) = f.result {
+                let extension = if bytes.first() == Some(&0x80) { "pkl" } else { "json" };
+                let name = format!("rank_{}.{extension}", f.rank);
+                let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                out.push((f.rank, name, bytes));
+            }
+        });
+        out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A directory a job rewrites with fresh dumps (FR's pipe trigger, or
+/// `python -m desync_jobs.periodic_dump`). Reloaded when any file in it changes.
+pub struct Directory {
+    dir: PathBuf,
+    load: LoadOptions,
+    seen: Option<Vec<(PathBuf, SystemTime, u64)>>,
+}
+
+impl Directory {
+    pub fn new(dir: PathBuf, load: LoadOptions) -> Self {
+        Self { dir, load, seen: None }
+    }
+
+    /// Names, modification times and sizes of the files: cheap to take, and any rewrite
+    /// changes it.
+    fn fingerprint(&self) -> std::io::Result<Vec<(PathBuf, SystemTime, u64)>> {
+        let mut files = Vec::new();
+        for item in std::fs::read_dir(&self.dir)? {
+            let item = item?;
+            let meta = item.metadata()?;
+            if meta.is_file() {
+                files.push((item.path(), meta.modified()?, meta.len()));
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+}
+
+impl Source for Directory {
+    fn input(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot, SourceError> {
+        let fingerprint = self.fingerprint().map_err(|source| {
+            SourceError::Load(desync_core::Error::Io { path: self.dir.clone(), source })
+        })?;
+        if self.seen.as_ref() == Some(&fingerprint) {
+            return Ok(Snapshot::Unchanged);
+        }
+        let trace = desync_core::load::load(&self.dir, &self.load, &desync_core::NoProgress)?;
+        self.seen = Some(fingerprint);
+        let expected = trace.ranks.len() + trace.missing_ranks.len();
+        Ok(Snapshot::Taken { trace, expected, unreachable: Vec::new() })
+    }
+
+    fn tracebacks(&mut self) -> BTreeMap<u32, String> {
+        BTreeMap::new()
+    }
+
+    fn raw_dumps(&mut self) -> Vec<(u32, String, Vec<u8>)> {
+        let Ok(files) = self.fingerprint() else { return Vec::new() };
+        files
+            .into_iter()
+            .filter_map(|(path, ..)| {
+                let name = path.file_name()?.to_str()?.to_owned();
+                let (_, rank) = desync_core::load::split_rank(&name)?;
+                Some((rank, name, std::fs::read(&path).ok()?))
+            })
+            .collect()
+    }
+}

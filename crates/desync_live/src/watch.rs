@@ -1,0 +1,383 @@
+//! The watch loop: take a snapshot, run the same analysis as `desync analyze` on it, decide
+//! whether what it shows is a desync or just ranks caught a moment apart, and report.
+//!
+//! A live snapshot is never taken at one instant: ranks are a few collectives apart and the
+//! fetches race them. So a finding is judged by how certain it is:
+//! - **Content** findings (ranks recorded *different* collectives, sizes or dtypes at the same
+//!   sequence id: a divergence or metadata mismatch with an earliest mismatch) cannot be a
+//!   timing artefact: they alert on the first snapshot that shows them.
+//! - **Progress** findings (ranks waiting in a collective that others have not issued, wait
+//!   cycles, stuck kernels) are normal for an instant; they alert when the same finding, at the
+//!   same sequence id, holds for `lag`.
+//! - Stragglers are a performance note, shown in the status line, never an alert.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use desync_core::diagnose::Category;
+use desync_core::{Analysis, bridge::SourceOptions};
+
+use crate::source::{Snapshot, Source};
+
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    pub interval: Duration,
+    pub lag: Duration,
+    /// Stop after this long (tests, cron); `None`: until interrupted.
+    pub duration: Option<Duration>,
+    /// Stop after the first alert.
+    pub exit_on_alert: bool,
+    /// Where alerts save their snapshot (`<dir>/<time>-<category>/`); `None`: not saved.
+    pub save_dir: Option<PathBuf>,
+    pub sources: SourceOptions,
+}
+
+/// What one finding is about; the same key in consecutive snapshots is the same finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingKey {
+    pub category: Category,
+    pub process_group: Option<String>,
+    pub seq: Option<u64>,
+    pub culprits: Vec<u32>,
+}
+
+impl FindingKey {
+    fn of(a: &Analysis) -> Self {
+        let d = &a.diagnosis;
+        Self {
+            category: d.category,
+            process_group: d.process_group.map(|i| a.trace.process_groups[i].name.to_string()),
+            seq: d.collective_seq_id,
+            culprits: d.culprit_ranks.as_slice().to_vec(),
+        }
+    }
+}
+
+/// Whether a diagnosis should alert, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Urgency {
+    /// Healthy, or only a straggler.
+    None,
+    /// Alert now: no timing can explain it.
+    Content,
+    /// Alert once it has held for `lag`.
+    Progress,
+}
+
+pub fn urgency(a: &Analysis) -> Urgency {
+    let d = &a.diagnosis;
+    match d.category {
+        Category::Healthy | Category::Straggler | Category::Inconclusive => Urgency::None,
+        Category::MetadataMismatch => Urgency::Content,
+        Category::Divergence if d.earliest.is_some() => Urgency::Content,
+        _ => Urgency::Progress,
+    }
+}
+
+/// Remembers the finding in progress across snapshots.
+#[derive(Default)]
+pub struct Judge {
+    pending: Option<(FindingKey, Instant)>,
+    alerted: Vec<FindingKey>,
+}
+
+/// The judge's answer for one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    Quiet,
+    /// A progress finding not yet held for `lag`.
+    Suspect {
+        key: FindingKey,
+        held: Duration,
+    },
+    Alert {
+        key: FindingKey,
+        held: Duration,
+    },
+    /// Already alerted; still there.
+    Reported {
+        key: FindingKey,
+        held: Duration,
+    },
+}
+
+impl Judge {
+    pub fn judge(
+        &mut self,
+        urgency: Urgency,
+        key: FindingKey,
+        now: Instant,
+        lag: Duration,
+    ) -> Judgement {
+        if urgency == Urgency::None {
+            self.pending = None;
+            return Judgement::Quiet;
+        }
+        let since = match &self.pending {
+            Some((pending, since)) if *pending == key => *since,
+            _ => {
+                self.pending = Some((key.clone(), now));
+                now
+            }
+        };
+        let held = now.saturating_duration_since(since);
+        if self.alerted.contains(&key) {
+            return Judgement::Reported { key, held };
+        }
+        if urgency == Urgency::Content || held >= lag {
+            self.alerted.push(key.clone());
+            Judgement::Alert { key, held }
+        } else {
+            Judgement::Suspect { key, held }
+        }
+    }
+}
+
+/// What the loop tells its front end.
+pub enum Event<'a> {
+    /// After every snapshot.
+    Status(&'a Status),
+    /// A finding to act on, with the full analysis (already with live stacks attached).
+    Alert(&'a Alert),
+    /// The source could not be read this time (store gone, all workers down); the loop retries.
+    SourceDown(&'a str),
+}
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub at: SystemTime,
+    pub ranks_seen: usize,
+    pub ranks_expected: usize,
+    pub unreachable: Vec<(u32, String)>,
+    /// Per process group: (label, lowest and highest last seq across its members).
+    pub groups: Vec<(String, u64, u64)>,
+    pub category: Category,
+    pub headline: String,
+    pub judgement: Judgement,
+}
+
+pub struct Alert {
+    pub analysis: Analysis,
+    pub key: FindingKey,
+    /// How long the finding had held when it alerted (zero for content findings).
+    pub held: Duration,
+    pub snapshot_taken: SystemTime,
+    /// Where the snapshot was saved, with how many files.
+    pub saved: Option<(PathBuf, usize)>,
+    pub save_error: Option<String>,
+    /// Ranks whose newest entry got the stack of the thread blocked in it.
+    pub stacks_attached: usize,
+}
+
+/// The front end's answer to an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Watches until the front end says stop, the duration ends, or (with `exit_on_alert`) the
+/// first alert. Returns the number of alerts.
+pub fn watch(
+    source: &mut dyn Source,
+    options: &WatchOptions,
+    on_event: &mut dyn FnMut(Event<'_>) -> Flow,
+) -> usize {
+    let started = Instant::now();
+    let mut judge = Judge::default();
+    let mut alerts = 0;
+    let mut last: Option<(Urgency, FindingKey, Status)> = None;
+    loop {
+        let cycle = Instant::now();
+        let flow = match source.snapshot() {
+            Err(problem) => {
+                last = None;
+                on_event(Event::SourceDown(&problem.to_string()))
+            }
+            Ok(Snapshot::Unchanged) => match &mut last {
+                // Nothing new (a dump directory not rewritten): the finding still holds.
+                Some((urgency, key, status)) => {
+                    status.at = SystemTime::now();
+                    status.judgement = judge.judge(*urgency, key.clone(), cycle, options.lag);
+                    on_event(Event::Status(status))
+                }
+                None => Flow::Continue,
+            },
+            Ok(Snapshot::Taken { trace, expected, unreachable }) => {
+                let taken = SystemTime::now();
+                let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
+                let urgency = urgency(&analysis);
+                let key = FindingKey::of(&analysis);
+                let judgement = judge.judge(urgency, key.clone(), cycle, options.lag);
+                let status = status(&analysis, expected, unreachable, judgement.clone(), taken);
+                let mut flow = on_event(Event::Status(&status));
+                if let Judgement::Alert { key, held } = judgement {
+                    alerts += 1;
+                    let alert = raise(source, analysis, key, held, taken, options);
+                    flow = on_event(Event::Alert(&alert));
+                    if options.exit_on_alert {
+                        flow = Flow::Stop;
+                    }
+                }
+                last = Some((urgency, key, status));
+                flow
+            }
+        };
+        if flow == Flow::Stop || options.duration.is_some_and(|d| started.elapsed() >= d) {
+            return alerts;
+        }
+        let spent = cycle.elapsed();
+        std::thread::sleep(options.interval.saturating_sub(spent));
+    }
+}
+
+/// Completes an alert: the live stacks, a fresh analysis with them, the saved snapshot.
+fn raise(
+    source: &mut dyn Source,
+    analysis: Analysis,
+    key: FindingKey,
+    held: Duration,
+    taken: SystemTime,
+    options: &WatchOptions,
+) -> Alert {
+    let stacks = source.tracebacks();
+    let Analysis { mut trace, .. } = analysis;
+    let attached = crate::traceback::attach(&mut trace, &stacks);
+    let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
+    let (saved, save_error) = match &options.save_dir {
+        Some(dir) => {
+            let folder = dir.join(format!("{}-{}", stamp(taken), key.category.as_str()));
+            match crate::save::save(source, &analysis, &stacks, &attached, &folder) {
+                Ok(count) => (Some((folder, count)), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        }
+        None => (None, None),
+    };
+    let stacks_attached = attached.len();
+    Alert { analysis, key, held, snapshot_taken: taken, saved, save_error, stacks_attached }
+}
+
+fn status(
+    a: &Analysis,
+    expected: usize,
+    unreachable: Vec<(u32, String)>,
+    judgement: Judgement,
+    at: SystemTime,
+) -> Status {
+    let t = &a.trace;
+    let groups = t
+        .process_groups
+        .iter()
+        .filter_map(|pg| {
+            let lasts: Vec<u64> = pg
+                .members
+                .iter()
+                .filter_map(|&r| t.rank(r))
+                .filter_map(|dump| {
+                    dump.entries
+                        .iter()
+                        .filter(|e| *e.pg_name == *pg.name && !e.is_p2p)
+                        .map(|e| e.collective_seq_id)
+                        .max()
+                })
+                .collect();
+            Some((pg.label(), *lasts.iter().min()?, *lasts.iter().max()?))
+        })
+        .collect();
+    Status {
+        at,
+        ranks_seen: t.ranks.len(),
+        ranks_expected: expected,
+        unreachable,
+        groups,
+        category: a.diagnosis.category,
+        headline: a.diagnosis.headline.clone(),
+        judgement,
+    }
+}
+
+/// `20261122T171502Z`: sortable, no characters a shell or a file system dislikes.
+pub fn stamp(at: SystemTime) -> String {
+    let secs = at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(seq: u64) -> FindingKey {
+        FindingKey {
+            category: Category::Stall,
+            process_group: Some("0".into()),
+            seq: Some(seq),
+            culprits: vec![3],
+        }
+    }
+
+    #[test]
+    fn progress_findings_alert_after_the_lag_and_once() {
+        let lag = Duration::from_secs(5);
+        let t0 = Instant::now();
+        let mut judge = Judge::default();
+        assert!(matches!(
+            judge.judge(Urgency::Progress, key(7), t0, lag),
+            Judgement::Suspect { .. }
+        ));
+        // The ranks moved on: a new finding starts its own clock.
+        let t1 = t0 + Duration::from_secs(4);
+        assert!(matches!(
+            judge.judge(Urgency::Progress, key(8), t1, lag),
+            Judgement::Suspect { .. }
+        ));
+        let t2 = t1 + Duration::from_secs(4);
+        assert!(matches!(
+            judge.judge(Urgency::Progress, key(8), t2, lag),
+            Judgement::Suspect { .. }
+        ));
+        let t3 = t1 + Duration::from_secs(5);
+        assert_eq!(
+            judge.judge(Urgency::Progress, key(8), t3, lag),
+            Judgement::Alert { key: key(8), held: Duration::from_secs(5) }
+        );
+        let t4 = t3 + Duration::from_secs(2);
+        assert!(matches!(
+            judge.judge(Urgency::Progress, key(8), t4, lag),
+            Judgement::Reported { .. }
+        ));
+        assert_eq!(judge.judge(Urgency::None, key(8), t4, lag), Judgement::Quiet);
+    }
+
+    #[test]
+    fn content_findings_alert_at_once() {
+        let mut judge = Judge::default();
+        let now = Instant::now();
+        assert!(matches!(
+            judge.judge(Urgency::Content, key(3), now, Duration::from_mins(1)),
+            Judgement::Alert { .. }
+        ));
+    }
+
+    #[test]
+    fn stamps() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_367_702);
+        assert_eq!(stamp(at), "20261122T171502Z");
+        assert_eq!(stamp(SystemTime::UNIX_EPOCH), "19700101T000000Z");
+    }
+}

@@ -1,0 +1,259 @@
+//! The debug-server workers of a live job: finding them through the job's `TCPStore` and
+//! fetching each rank's Flight Recorder snapshot from them, many at once.
+//!
+//! `torch.distributed.debug.start_debug_server()` (torch >= 2.10) starts an HTTP worker in
+//! every rank and stores its address under `debug_server/rank<N>` as `http://<hostname>:<port>`.
+//! Each worker answers `POST /handler/<name>`: `fr_trace_json` (the CPU-side recorder that
+//! Gloo and hook-recorded backends write to), `dump_nccl_trace_pickle` (the NCCL recorder, with
+//! Python frames), `dump_traceback` (every Python thread's stack, faulthandler format).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::http::{self, Endpoint, HttpError};
+use crate::store::{StoreClient, StoreError};
+
+/// The store prefix `start_debug_server` registers under (`PrefixStore("debug_server")`).
+pub const STORE_PREFIX: &str = "debug_server/";
+
+/// Ranks are probed in batches this large; discovery stops after a batch with no worker past
+/// the highest rank seen (ranks register in any order, but not with gaps of a whole batch).
+const PROBE_BATCH: u32 = 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    pub rank: u32,
+    /// What the rank registered (`http://vm:34433`), for reports.
+    pub registered: String,
+    /// Where we actually connect: the registered host, or the store's host when the
+    /// registered name does not resolve from here (a container's hostname).
+    pub endpoint: Endpoint,
+}
+
+/// Which recorder a worker's ranks write to; learned on the first fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorder {
+    /// Not known yet: fetch both and keep the one with entries.
+    Unknown,
+    Cpu,
+    Nccl,
+}
+
+impl Recorder {
+    fn handlers(self) -> &'static [&'static str] {
+        match self {
+            Self::Unknown => &[NCCL_HANDLER, CPU_HANDLER],
+            Self::Cpu => &[CPU_HANDLER],
+            Self::Nccl => &[NCCL_HANDLER],
+        }
+    }
+}
+
+const CPU_HANDLER: &str = "fr_trace_json";
+const NCCL_HANDLER: &str = "dump_nccl_trace_pickle";
+pub const TRACEBACK_HANDLER: &str = "dump_traceback";
+
+/// Reads `debug_server/rank<N>` for every rank that registered. `world_size` bounds the
+/// probe when known.
+pub fn discover(
+    store: &mut StoreClient,
+    world_size: Option<u32>,
+) -> Result<Vec<Worker>, StoreError> {
+    let store_host = store.addr().rsplit_once(':').map_or("", |(h, _)| h).to_owned();
+    let mut found = Vec::new();
+    let mut start = 0u32;
+    loop {
+        let end = match world_size {
+            Some(n) => n.min(start + PROBE_BATCH),
+            None => start + PROBE_BATCH,
+        };
+        if start >= end {
+            break;
+        }
+        let keys: Vec<String> = (start..end).map(|r| format!("{STORE_PREFIX}rank{r}")).collect();
+        let values = store.get_if_present(&keys)?;
+        let before = found.len();
+        for (rank, value) in (start..end).zip(values) {
+            let Some(value) = value else { continue };
+            let registered = String::from_utf8_lossy(&value).trim().to_owned();
+            if let Ok(endpoint) = Endpoint::parse(&registered) {
+                let endpoint = reachable(endpoint, &store_host);
+                found.push(Worker { rank, registered, endpoint });
+            }
+        }
+        if world_size.is_none() && found.len() == before {
+            break;
+        }
+        start = end;
+    }
+    Ok(found)
+}
+
+/// The registered host name when it resolves here, else the store's host: a single-node job
+/// in a container registers a hostname the watcher outside may not know.
+fn reachable(endpoint: Endpoint, store_host: &str) -> Endpoint {
+    use std::net::ToSocketAddrs;
+    if (endpoint.host.as_str(), endpoint.port)
+        .to_socket_addrs()
+        .is_ok_and(|mut a| a.next().is_some())
+        || store_host.is_empty()
+    {
+        endpoint
+    } else {
+        Endpoint {
+            host: store_host.trim_start_matches('[').trim_end_matches(']').into(),
+            ..endpoint
+        }
+    }
+}
+
+/// `--workers` values: `RANK=URL` or a bare URL, which takes its position as the rank.
+pub fn parse_workers(values: &[String]) -> Result<Vec<Worker>, HttpError> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(position, value)| {
+            let (rank, url) = match value.split_once('=') {
+                Some((rank, url)) if rank.parse::<u32>().is_ok() => {
+                    (rank.parse().unwrap_or(position as u32), url)
+                }
+                _ => (position as u32, value.as_str()),
+            };
+            let endpoint = Endpoint::parse(url)?;
+            Ok(Worker { rank, registered: url.to_owned(), endpoint })
+        })
+        .collect()
+}
+
+/// One rank's answer.
+pub struct Fetched {
+    pub rank: u32,
+    /// A URL naming what was fetched, used as the dump's path in reports.
+    pub source: PathBuf,
+    pub result: Result<Vec<u8>, HttpError>,
+}
+
+/// Fetches each worker's recorder snapshot, `concurrency` requests at a time, and hands every
+/// answer to `each` as it arrives (so the caller can decode it and drop the bytes).
+pub fn fetch_all(
+    workers: &[Worker],
+    recorders: &Mutex<BTreeMap<u32, Recorder>>,
+    timeout: Duration,
+    concurrency: usize,
+    each: &(dyn Fn(Fetched) + Sync),
+) {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..concurrency.clamp(1, workers.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(worker) = workers.get(i) else { break };
+                    let known = lock(recorders).get(&worker.rank).copied();
+                    let (recorder, fetched) =
+                        fetch_recorder(worker, known.unwrap_or(Recorder::Unknown), timeout);
+                    if let Some(recorder) = recorder {
+                        lock(recorders).insert(worker.rank, recorder);
+                    }
+                    each(fetched);
+                }
+            });
+        }
+    });
+}
+
+/// Fetches the snapshot from the recorder this worker uses; when that is not known yet, tries
+/// the NCCL one first and falls back to the CPU one when NCCL has nothing (a Gloo job, or a
+/// torch built without NCCL, which answers 404).
+fn fetch_recorder(
+    worker: &Worker,
+    recorder: Recorder,
+    timeout: Duration,
+) -> (Option<Recorder>, Fetched) {
+    let mut last = None;
+    for &handler in recorder.handlers() {
+        let path = format!("/handler/{handler}");
+        let source = PathBuf::from(format!("{}{path}", worker.endpoint.url()));
+        let result = http::post(&worker.endpoint, &path, timeout);
+        let learned = match (&result, handler) {
+            (Ok(body), NCCL_HANDLER) if recorder == Recorder::Unknown && !has_entries(body) => None,
+            (Ok(_), NCCL_HANDLER) => Some(Recorder::Nccl),
+            (Ok(_), _) => Some(Recorder::Cpu),
+            (Err(_), _) => None,
+        };
+        let fetched = Fetched { rank: worker.rank, source, result };
+        if learned.is_some() {
+            return (learned, fetched);
+        }
+        last = Some(fetched);
+    }
+    let fetched = last.unwrap_or_else(|| Fetched {
+        rank: worker.rank,
+        source: PathBuf::from(worker.endpoint.url()),
+        result: Err(HttpError::Malformed("no handler".into())),
+    });
+    (None, fetched)
+}
+
+/// Whether an NCCL recorder pickle holds any entry. A dump with no entries (NCCL unused) has
+/// no `profiling_name` key anywhere; every entry has one.
+fn has_entries(pickle: &[u8]) -> bool {
+    pickle.windows(14).any(|w| w == b"profiling_name")
+}
+
+/// Every rank's Python stacks (all threads), for the alert.
+pub fn fetch_tracebacks(
+    workers: &[Worker],
+    timeout: Duration,
+    concurrency: usize,
+) -> BTreeMap<u32, String> {
+    let out = Mutex::new(BTreeMap::new());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..concurrency.clamp(1, workers.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(worker) = workers.get(i) else { break };
+                    let path = format!("/handler/{TRACEBACK_HANDLER}");
+                    if let Ok(body) = http::post(&worker.endpoint, &path, timeout) {
+                        let text = String::from_utf8_lossy(&body).into_owned();
+                        lock(&out).insert(worker.rank, text);
+                    }
+                }
+            });
+        }
+    });
+    out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_arguments() {
+        let workers =
+            parse_workers(&["http://a:1".into(), "7=http://b:2".into(), "http://c:3".into()])
+                .unwrap();
+        let ranks: Vec<u32> = workers.iter().map(|w| w.rank).collect();
+        assert_eq!(ranks, [0, 7, 2]);
+        assert_eq!(workers[1].endpoint.host, "b");
+        assert!(parse_workers(&["b:2".into()]).is_err());
+    }
+
+    #[test]
+    fn unresolvable_hosts_fall_back_to_the_store_host() {
+        let e = Endpoint { host: "no-such-host.invalid".into(), port: 5 };
+        assert_eq!(reachable(e, "127.0.0.1").host, "127.0.0.1");
+        let e = Endpoint { host: "127.0.0.1".into(), port: 5 };
+        assert_eq!(reachable(e.clone(), "10.0.0.1"), e);
+    }
+}
