@@ -93,7 +93,19 @@ pub fn infer(trace: &mut Trace) {
                 );
                 trace.warnings.push(warn(WarningKind::Membership, None, None, message));
             }
-            (ranks, Membership::InferredFromEntries)
+            if let [only] = ranks[..]
+                && world > 1
+                && never_completed_alone(trace, only, &name)
+            {
+                let message = format!(
+                    "pg {name}: only rank {only} mentions it, but its collective there never \
+                     completed, which a one-member group's would; assuming it spans the world"
+                );
+                trace.warnings.push(warn(WarningKind::Membership, None, None, message));
+                ((0..world).collect(), Membership::InferredWorld)
+            } else {
+                (ranks, Membership::InferredFromEntries)
+            }
         };
         trace.process_groups.push(ProcessGroup { name, desc, members, membership });
     }
@@ -108,6 +120,24 @@ pub fn infer(trace: &mut Trace) {
     }
     trace.process_groups.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
     trace.missing_ranks = (0..world).filter(|r| trace.rank(*r).is_none()).collect();
+}
+
+/// Whether `rank`'s `pg_status` says its last collective on group `name` is still pending.
+/// A group whose members are unknown (no usable `pg_config`) and which only one rank's
+/// entries name looks like a one-member group, but a one-member collective completes at once:
+/// a pending one proves the group has members that never issued it (a rank that called a
+/// metrics collective nobody else did, for instance).
+fn never_completed_alone(trace: &Trace, rank: u32, name: &str) -> bool {
+    let Some(dump) = trace.rank(rank) else { return false };
+    let Some(pg_id) = dump.entries.iter().rev().find(|e| &*e.pg_name == name).map(|e| e.pg_id)
+    else {
+        return false;
+    };
+    dump.pg_status.iter().any(|s| {
+        s.pg_id == pg_id
+            && s.last_enqueued.is_some()
+            && s.last_completed.is_none_or(|done| Some(done) < s.last_enqueued)
+    })
 }
 
 fn majority_config(seen: &Seen) -> Option<Vec<u32>> {
