@@ -121,6 +121,20 @@ DESIGN: dict[str, dict] = {
         notes="Rank 2's shard sits on the cold storage tier and pays 250 ms per batch, so it is "
               "the last to enqueue every gradient all_reduce; every collective completes.",
     ),
+    "skip_report": dict(
+        category="deadlock", culprit_ranks=[1], process_group="1",
+        seq=1,  # the metrics group's first all_reduce; no parameter broadcasts in this job
+        branch=("if not torch.isfinite(loss):", "if"),
+        notes="Rank 1's node mounts the glitched data export: its step-6 batch holds a NaN, the "
+              "loss is non-finite, and it reports the skip with an all_reduce on the metrics "
+              "group that no other rank issues, then waits there; ranks 0, 2, 3 wait in step 6's "
+              "gradient all_reduce (default group seq 7) for rank 1: a wait cycle across groups.",
+    ),
+    "healthy_long": dict(
+        category="healthy", culprit_ranks=[], process_group=None, seq=None, branch=None,
+        notes="The skip_report job with clean data on every rank: 40 steps of 0.3 s, one "
+              "gradient all_reduce each, then a barrier; nothing is wrong.",
+    ),
     "nccl_h100_healthy": dict(
         category="healthy", culprit_ranks=[], process_group=None, seq=None, branch=None,
         notes="Real NCCL dump from one H100 (world size 1): many op kinds, all completed.",
