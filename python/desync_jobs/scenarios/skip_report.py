@@ -58,6 +58,7 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.02)
     skipped = torch.zeros(1)
 
+    started = time.perf_counter()
     for step in range(args.steps):
         xb, yb = x[step * BATCH:(step + 1) * BATCH], y[step * BATCH:(step + 1) * BATCH]
         time.sleep(args.step_time)  # the forward/backward of a real model
@@ -73,6 +74,9 @@ def main():
         if rank == 0 and step % 5 == 0:
             print(f"step {step}: loss {loss.item():.4f}", flush=True)
 
+    if rank == 0:
+        per_step = (time.perf_counter() - started) / args.steps
+        print(f"rank 0: {args.steps} steps, {per_step * 1000:.2f} ms per step", flush=True)
     dist.barrier()
     finish()
 
