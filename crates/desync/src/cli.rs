@@ -28,6 +28,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Convert the dumps to other tools' formats (--perfetto: Chrome Trace Event JSON).
     Export(ExportArgs),
+    /// Reduce dumps to compact per-rank summaries (kilobytes each) that `analyze` reads like
+    /// the dumps, with the same result: summarize on each node, analyze them all in one place.
+    Summarize(SummarizeArgs),
     /// Serve the analysis as Model Context Protocol tools over stdio (for LLM clients).
     Mcp,
 }
@@ -137,4 +140,21 @@ pub struct ExportArgs {
     /// Write Chrome Trace Event JSON for Perfetto UI or Chrome's trace viewer (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub perfetto: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SummarizeArgs {
+    /// Dump files, or directories of dumps (searched recursively), found as `analyze` finds
+    /// them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Directory for the summaries (created if missing): `<dump name>.desync` per dump.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
+    /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
+    #[arg(long, short = 'p')]
+    pub prefix: Option<String>,
+    /// No progress bar and no closing line; warnings still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }

@@ -5,6 +5,7 @@ mod export;
 mod lint;
 mod mcp;
 mod report;
+mod summarize;
 
 use crate::Outcome;
 use crate::cli::{Args, Command};
@@ -15,6 +16,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Lint(a) => lint::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Export(a) => export::run(&a),
+        Command::Summarize(a) => summarize::run(&a),
         Command::Mcp => mcp::run(),
     }
 }
