@@ -52,13 +52,12 @@ fn assert_same_analysis(dumps: &Path, source_root: Option<&Path>, label: &str) {
     let (code_dumps, from_dumps) = analysis(dumps, source_root);
     let (code_summaries, from_summaries) = analysis(out.path(), source_root);
     assert_eq!(code_dumps, code_summaries, "{label}: exit codes differ");
-    if from_dumps != from_summaries {
-        panic!(
-            "{label}: analyses differ\n--- dumps\n{}\n--- summaries\n{}",
-            serde_json::to_string_pretty(&from_dumps).unwrap(),
-            serde_json::to_string_pretty(&from_summaries).unwrap()
-        );
-    }
+    assert!(
+        from_dumps == from_summaries,
+        "{label}: analyses differ\n--- dumps\n{}\n--- summaries\n{}",
+        serde_json::to_string_pretty(&from_dumps).unwrap(),
+        serde_json::to_string_pretty(&from_summaries).unwrap()
+    );
 }
 
 #[test]

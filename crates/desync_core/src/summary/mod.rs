@@ -166,3 +166,6 @@ fn decompress(bytes: &[u8]) -> Result<Vec<u8>, SummaryError> {
         std::cmp::Ordering::Equal => Ok(body),
     }
 }
+
+#[cfg(test)]
+mod tests;
