@@ -85,7 +85,7 @@ pub enum ColorChoice {
 
 #[derive(clap::Args, Debug)]
 pub struct InputArgs {
-    /// Directory of per-rank dumps (searched recursively), or a single dump file.
+    /// Directory of per-rank dumps or their summaries (searched recursively), or one file.
     pub path: PathBuf,
     /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
     #[arg(long, short = 'p')]
