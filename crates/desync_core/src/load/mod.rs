@@ -215,7 +215,8 @@ impl Loader {
     }
 }
 
-/// Tells the serialization from the first byte that is not white space.
+/// Tells the serialization from the first byte that is not white space. Summaries are told
+/// apart before this, in [`Attempt::decode`]: they carry their dump's own path and rank.
 fn decode_bytes(
     bytes: &[u8],
     rank: u32,
