@@ -28,6 +28,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Convert the dumps to other tools' formats (--perfetto: Chrome Trace Event JSON).
     Export(ExportArgs),
+    /// Reduce dumps to compact per-rank summaries (kilobytes each) that `analyze` reads like
+    /// the dumps, with the same result: summarize on each node, analyze them all in one place.
+    Summarize(SummarizeArgs),
     /// Serve the analysis as Model Context Protocol tools over stdio (for LLM clients).
     Mcp,
     /// Watch a live job (its debug-server workers, or a dump directory it rewrites) and
@@ -85,7 +88,7 @@ pub enum ColorChoice {
 
 #[derive(clap::Args, Debug)]
 pub struct InputArgs {
-    /// Directory of per-rank dumps (searched recursively), or a single dump file.
+    /// Directory of per-rank dumps or their summaries (searched recursively), or one file.
     pub path: PathBuf,
     /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
     #[arg(long, short = 'p')]
@@ -205,4 +208,21 @@ pub struct ExportArgs {
     /// Write Chrome Trace Event JSON for Perfetto UI or Chrome's trace viewer (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub perfetto: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SummarizeArgs {
+    /// Dump files, or directories of dumps (searched recursively), found as `analyze` finds
+    /// them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Directory for the summaries (created if missing): `<dump name>.desync` per dump.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
+    /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
+    #[arg(long, short = 'p')]
+    pub prefix: Option<String>,
+    /// No progress bar and no closing line; warnings still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }

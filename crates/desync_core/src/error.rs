@@ -36,6 +36,11 @@ pub enum DumpError {
     Layout(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("unreadable summary: {0}")]
+    Summary(#[from] crate::summary::SummaryError),
+    /// The dump was unreadable when it was summarized; the message is what analysis said then.
+    #[error("{0}")]
+    Summarized(String),
 }
 
 impl From<serde_json::Error> for DumpError {

@@ -11,6 +11,7 @@ mod error;
 pub mod load;
 pub mod model;
 pub mod report;
+pub mod summary;
 
 use std::path::{Path, PathBuf};
 

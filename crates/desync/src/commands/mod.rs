@@ -5,6 +5,7 @@ mod export;
 mod lint;
 mod mcp;
 mod report;
+mod summarize;
 mod watch;
 
 use crate::Outcome;
@@ -16,6 +17,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Lint(a) => lint::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Export(a) => export::run(&a),
+        Command::Summarize(a) => summarize::run(&a),
         Command::Mcp => mcp::run(),
         Command::Watch(a) => watch::run(&a),
     }

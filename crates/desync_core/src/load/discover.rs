@@ -24,8 +24,9 @@ pub struct Discovery {
     pub unnamed: usize,
 }
 
-/// Extensions a dump may carry after the rank ("`trace_rank_3.json`").
-const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr"];
+/// Extensions a dump may carry after the rank ("`trace_rank_3.json`"); `desync` marks the
+/// summaries `desync summarize` writes.
+const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr", "desync"];
 
 /// Leftovers of FR's pipe trigger and of writers still busy; never dumps.
 const TRANSIENT_EXTENSIONS: &[&str] = &["pipe", "tmp", "lock", "swp", "part"];

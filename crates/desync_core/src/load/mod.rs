@@ -3,7 +3,7 @@
 
 mod discover;
 mod groups;
-mod intern;
+pub(crate) mod intern;
 mod json;
 mod pickle;
 
@@ -15,6 +15,7 @@ use crate::Progress;
 use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
+pub(crate) use discover::Candidate;
 pub use discover::split_rank;
 
 #[derive(Debug, Clone, Default)]
@@ -32,8 +33,8 @@ pub(crate) struct Decoded {
 /// Entries that could not be understood, counted so the report says so once per file.
 #[derive(Default)]
 pub(crate) struct Notes {
-    bad_entries: usize,
-    first_reason: Option<String>,
+    pub bad_entries: usize,
+    pub first_reason: Option<String>,
 }
 
 impl Notes {
@@ -45,42 +46,7 @@ impl Notes {
 
 /// Loads a directory of per-rank dumps (recursively) or a single dump file.
 pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
-    let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
-        _ => Error::Io { path: path.to_path_buf(), source },
-    })?;
-    let mut warnings = Vec::new();
-    let candidates = if meta.is_dir() {
-        let files =
-            discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
-        let total = files.len();
-        let found = discover::classify(files, options.prefix.as_deref());
-        for (skipped, why) in found.skipped {
-            warnings.push(warn(WarningKind::Skipped, Some(skipped), None, why));
-        }
-        if found.unnamed > 0 {
-            let message = format!(
-                "{} file(s) ignored: no rank number at the end of the name{}",
-                found.unnamed,
-                options.prefix.as_ref().map(|p| format!(" after prefix `{p}`")).unwrap_or_default()
-            );
-            warnings.push(warn(WarningKind::Skipped, None, None, message));
-        }
-        if found.candidates.is_empty() {
-            let hint = match &options.prefix {
-                Some(p) => format!("{total} file(s), none named `{p}<rank>`"),
-                None => format!(
-                    "{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)"
-                ),
-            };
-            return Err(Error::NoDumps { path: path.into(), hint });
-        }
-        found.candidates
-    } else {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        vec![discover::Candidate { path: path.into(), rank: split_rank(name).map(|(_, r)| r) }]
-    };
-
+    let (candidates, warnings) = discover(path, options)?;
     progress.start(candidates.len() as u64, "loading dumps");
     let loader = Loader::default();
     candidates.into_par_iter().for_each(|c| {
@@ -92,6 +58,48 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     });
     progress.finish();
     loader.finish(path, warnings)
+}
+
+/// The dump files under `path` (a directory, searched recursively, or one file) with the rank
+/// each name carries, plus warnings for the files set aside.
+pub(crate) fn discover(
+    path: &Path,
+    options: &LoadOptions,
+) -> Result<(Vec<Candidate>, Vec<Warning>), Error> {
+    let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
+        _ => Error::Io { path: path.to_path_buf(), source },
+    })?;
+    if !meta.is_dir() {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let rank = split_rank(name).map(|(_, r)| r);
+        return Ok((vec![Candidate { path: path.into(), rank }], Vec::new()));
+    }
+    let mut warnings = Vec::new();
+    let files = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let total = files.len();
+    let found = discover::classify(files, options.prefix.as_deref());
+    for (skipped, why) in found.skipped {
+        warnings.push(warn(WarningKind::Skipped, Some(skipped), None, why));
+    }
+    if found.unnamed > 0 {
+        let message = format!(
+            "{} file(s) ignored: no rank number at the end of the name{}",
+            found.unnamed,
+            options.prefix.as_ref().map(|p| format!(" after prefix `{p}`")).unwrap_or_default()
+        );
+        warnings.push(warn(WarningKind::Skipped, None, None, message));
+    }
+    if found.candidates.is_empty() {
+        let hint = match &options.prefix {
+            Some(p) => format!("{total} file(s), none named `{p}<rank>`"),
+            None => {
+                format!("{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)")
+            }
+        };
+        return Err(Error::NoDumps { path: path.into(), hint });
+    }
+    Ok((found.candidates, warnings))
 }
 
 /// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live
@@ -106,19 +114,62 @@ pub struct Loader {
     results: std::sync::Mutex<Vec<Attempt>>,
 }
 
-/// One file's outcome; the rank is what the name said (`None`: read as rank 0).
-struct Attempt {
-    path: PathBuf,
-    rank: Option<u32>,
-    result: Result<Decoded, DumpError>,
+/// One file's outcome; the rank is what the name said (`None`: read as rank 0). For a
+/// summary, path and rank are those of the dump it was made from.
+pub(crate) struct Attempt {
+    pub path: PathBuf,
+    pub rank: Option<u32>,
+    pub result: Result<Decoded, DumpError>,
+}
+
+impl Attempt {
+    /// Decodes one file of any format, a summary included.
+    pub fn decode(path: PathBuf, rank: Option<u32>, bytes: &[u8], rank_lists: &RankLists) -> Self {
+        if crate::summary::is_summary(bytes) {
+            return match crate::summary::read(bytes, rank_lists) {
+                Ok(summary) => Self {
+                    path: summary.origin.path,
+                    rank: summary.origin.rank,
+                    result: summary.content.map_err(DumpError::Summarized),
+                },
+                Err(e) => Self { path, rank, result: Err(DumpError::Summary(e)) },
+            };
+        }
+        let result = decode_bytes(bytes, rank.unwrap_or(0), &path, rank_lists);
+        Self { path, rank, result }
+    }
+
+    /// What the report says about this one file (unreadable, no rank in its name, entries
+    /// skipped); cross-file warnings come later, from the whole set.
+    pub fn warnings(&self, warnings: &mut Vec<Warning>) {
+        match &self.result {
+            Ok(decoded) => {
+                if self.rank.is_none() {
+                    let message = "no rank in the file name; read as rank 0".to_owned();
+                    warnings.push(warn(
+                        WarningKind::Skipped,
+                        Some(self.path.clone()),
+                        Some(0),
+                        message,
+                    ));
+                }
+                note_entries(decoded, warnings);
+            }
+            Err(e) => warnings.push(warn(
+                WarningKind::Unreadable,
+                Some(self.path.clone()),
+                self.rank,
+                e.to_string(),
+            )),
+        }
+    }
 }
 
 impl Loader {
     /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
     /// `rank` is the rank its name carries.
     pub fn add(&self, path: PathBuf, rank: Option<u32>, bytes: &[u8]) {
-        let result = decode_bytes(bytes, rank.unwrap_or(0), &path, &self.rank_lists);
-        self.push(Attempt { path, rank, result });
+        self.push(Attempt::decode(path, rank, bytes, &self.rank_lists));
     }
 
     /// Records a dump that could not even be fetched; it becomes an `unreadable` warning.
@@ -133,25 +184,19 @@ impl Loader {
     /// Assembles everything added so far. `input` names the whole set in errors; `warnings`
     /// are the caller's own (files skipped during discovery) and come first.
     pub fn finish(self, input: &Path, mut warnings: Vec<Warning>) -> Result<Trace, Error> {
-        let mut results = self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut results =
+            self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Threads finish in any order; reports and tie-breaks must not depend on it.
         results.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
         let files_seen = results.len();
         let mut dumps: Vec<RankDump> = Vec::with_capacity(results.len());
         let mut first_problem = None;
-        for Attempt { path, rank, result } in results {
-            match result {
-                Ok(decoded) => {
-                    if rank.is_none() {
-                        let message = "no rank in the file name; read as rank 0".to_owned();
-                        warnings.push(warn(WarningKind::Skipped, Some(path), Some(0), message));
-                    }
-                    note_entries(&decoded, &mut warnings);
-                    dumps.push(decoded.dump);
-                }
+        for attempt in results {
+            attempt.warnings(&mut warnings);
+            match attempt.result {
+                Ok(decoded) => dumps.push(decoded.dump),
                 Err(e) => {
-                    first_problem.get_or_insert_with(|| format!("{}: {e}", path.display()));
-                    warnings.push(warn(WarningKind::Unreadable, Some(path), rank, e.to_string()));
+                    first_problem.get_or_insert_with(|| format!("{}: {e}", attempt.path.display()));
                 }
             }
         }
@@ -170,7 +215,8 @@ impl Loader {
     }
 }
 
-/// Tells the serialization from the first byte that is not white space.
+/// Tells the serialization from the first byte that is not white space. Summaries are told
+/// apart before this, in [`Attempt::decode`]: they carry their dump's own path and rank.
 fn decode_bytes(
     bytes: &[u8],
     rank: u32,
@@ -269,24 +315,37 @@ pub(crate) fn warn(
     Warning { kind, path, rank, message }
 }
 
-/// Member lists shared by all files of a load (see `PgConfig::ranks`).
+/// Member lists shared by all files of a load (see `PgConfig::ranks`): dumps spell them as
+/// text, summaries as numbers.
 #[derive(Default)]
-pub(crate) struct RankLists(
-    std::sync::Mutex<rustc_hash::FxHashMap<Box<str>, std::sync::Arc<[u32]>>>,
-);
+pub(crate) struct RankLists {
+    by_text: std::sync::Mutex<rustc_hash::FxHashMap<Box<str>, std::sync::Arc<[u32]>>>,
+    parsed: std::sync::Mutex<rustc_hash::FxHashSet<std::sync::Arc<[u32]>>>,
+}
 
 impl RankLists {
     pub fn get(&self, text: &str) -> std::sync::Arc<[u32]> {
-        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.by_text.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(found) = map.get(text) {
             return found.clone();
         }
         let mut ranks = parse_rank_list(text);
         ranks.sort_unstable();
         ranks.dedup();
-        let parsed: std::sync::Arc<[u32]> = ranks.into();
+        let parsed = self.get_parsed(&ranks);
         map.insert(text.into(), parsed.clone());
         parsed
+    }
+
+    /// The shared copy of a list already parsed, sorted and deduplicated.
+    pub fn get_parsed(&self, ranks: &[u32]) -> std::sync::Arc<[u32]> {
+        let mut set = self.parsed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = set.get(ranks) {
+            return found.clone();
+        }
+        let shared: std::sync::Arc<[u32]> = ranks.into();
+        set.insert(shared.clone());
+        shared
     }
 }
 
