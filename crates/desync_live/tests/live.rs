@@ -1,7 +1,7 @@
 //! The live source and the watch loop against stand-in workers: a real torch `TCPStore`
 //! holding `debug_server/rank<N>` like `start_debug_server` writes it, and small HTTP servers
 //! answering like torch's workers with a real Gloo job's JSON dumps (the committed
-//! `json_extra_collective` scenario). The real-job end to end is python/tests/test_watch.py;
+//! `json_extra_collective` scenario). The real-job end to end is `python/tests/test_watch.py`;
 //! this covers what a real job makes slow to reach: a restarted job and dead workers.
 
 use std::io::{BufRead, BufReader, Write};
