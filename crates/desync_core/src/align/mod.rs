@@ -253,7 +253,7 @@ fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
         .entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.pg_name == pg.name && !e.is_p2p)
+        .filter(|(_, e)| *e.pg_name() == pg.name && !e.is_p2p())
         .map(|(i, _)| i as u32)
         .collect();
     entries.sort_by_key(|&i| {
@@ -273,7 +273,7 @@ fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
         }
     }
     // pg_status is keyed by the process-local pg_id; any entry of this group tells it.
-    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id);
+    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id());
     if let Some(status) = pg_id.and_then(|id| dump.pg_status.iter().find(|s| s.pg_id == id)) {
         progress.last_enqueued = progress.last_enqueued.max(status.last_enqueued);
         progress.last_started = progress.last_started.max(status.last_started);
@@ -396,14 +396,14 @@ fn state_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mis
 fn numel_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {
     let first = group.classes.first()?;
     let rep = group.entries_at(trace, group.streams[first.representative].rank, seq);
-    if rep.first()?.op.kind != OpKind::AllToAll {
+    if rep.first()?.op().kind != OpKind::AllToAll {
         return None;
     }
     let (mut sent, mut received) = (0i64, 0i64);
     for s in &group.streams {
         for e in group.entries_at(trace, s.rank, seq) {
-            sent += numel(&e.input_sizes);
-            received += numel(&e.output_sizes);
+            sent += numel(e.input_sizes());
+            received += numel(e.output_sizes());
         }
     }
     (sent != received).then(|| Mismatch {

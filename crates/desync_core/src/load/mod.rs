@@ -7,6 +7,7 @@ mod intern;
 mod json;
 mod pickle;
 
+use std::num::NonZeroI64;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -133,7 +134,8 @@ impl Loader {
     /// Assembles everything added so far. `input` names the whole set in errors; `warnings`
     /// are the caller's own (files skipped during discovery) and come first.
     pub fn finish(self, input: &Path, mut warnings: Vec<Warning>) -> Result<Trace, Error> {
-        let mut results = self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut results =
+            self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Threads finish in any order; reports and tie-breaks must not depend on it.
         results.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
         let files_seen = results.len();
@@ -303,6 +305,17 @@ pub(crate) fn parse_rank_list(text: &str) -> Vec<u32> {
 /// FR writes -1 for "none yet".
 pub(crate) fn seq(value: Option<i64>) -> Option<u64> {
     value.and_then(|v| u64::try_from(v).ok())
+}
+
+/// A `time_discovered_*_ns`: JSON writes 0 for "never discovered", pickle omits the key; a
+/// negative value is no clock reading either.
+pub(crate) fn discovered(ns: Option<i64>) -> Option<NonZeroI64> {
+    ns.filter(|&t| t > 0).and_then(NonZeroI64::new)
+}
+
+/// `duration_ms` back to the C++ `float` FR measured it as (see [`crate::model::Entry`]).
+pub(crate) fn duration(ms: Option<f64>) -> Option<f32> {
+    ms.map(|d| d as f32)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! optional here because versions 2.2 to 2.10 differ, and the oldest dumps are a bare list.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
@@ -11,7 +10,7 @@ use rustc_hash::FxHashMap;
 use super::intern::Interner;
 use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
-use crate::model::{DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
+use crate::model::{Call, Dtypes, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
 
 pub fn decode(
     bytes: &[u8],
@@ -152,29 +151,32 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
         let frames = list.iter().filter_map(|frame| cache.frame(frame, intern)).collect();
         intern.stack(frames)
     });
-    Ok(Entry {
-        record_id: f.record_id.ok_or("entry without `record_id`")?.max(0) as u64,
+    let call = Call {
         pg_id: f.pg_id.unwrap_or(-1),
         pg_name: intern.str(pg_name),
         pg_desc: intern.str(pg_desc),
-        collective_seq_id: f.collective_seq_id.ok_or("entry without `collective_seq_id`")?.max(0)
-            as u64,
-        p2p_seq_id: f.p2p_seq_id.unwrap_or(0).max(0) as u64,
-        op_id: f.op_id.unwrap_or(0).max(0) as u64,
         is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
         op,
         input_sizes: intern.sizes(sizes(f.input_sizes)),
         output_sizes: intern.sizes(sizes(f.output_sizes)),
         input_dtypes: dtypes(f.input_dtypes, intern),
         output_dtypes: dtypes(f.output_dtypes, intern),
-        state: f.state.map_or(State::Unknown, State::parse),
-        time_created_ns: f.time_created_ns.unwrap_or(0),
-        time_started_ns: f.started.filter(|&t| t > 0),
-        time_completed_ns: f.completed.filter(|&t| t > 0),
-        duration_ms: f.duration_ms,
-        retired: f.retired.unwrap_or(false),
         timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
+    };
+    Ok(Entry {
+        record_id: f.record_id.ok_or("entry without `record_id`")?.max(0) as u64,
+        collective_seq_id: f.collective_seq_id.ok_or("entry without `collective_seq_id`")?.max(0)
+            as u64,
+        p2p_seq_id: f.p2p_seq_id.unwrap_or(0).max(0) as u64,
+        op_id: f.op_id.unwrap_or(0).max(0) as u64,
+        call: intern.call(call),
+        state: f.state.map_or(State::Unknown, State::parse),
+        time_created_ns: f.time_created_ns.unwrap_or(0),
+        time_started_ns: super::discovered(f.started),
+        time_completed_ns: super::discovered(f.completed),
+        duration_ms: super::duration(f.duration_ms),
+        retired: f.retired.unwrap_or(false),
     })
 }
 
@@ -208,7 +210,7 @@ fn sizes(value: Option<Value<'_>>) -> Vec<Vec<i64>> {
     value.iter().map(|shape| shape.iter().filter_map(|d| d.as_i64()).collect()).collect()
 }
 
-fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Arc<[Arc<str>]> {
+fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Dtypes {
     let names = value
         .map(|list| list.iter().filter_map(|d| d.as_str()).map(|s| intern.str(s)).collect())
         .unwrap_or_default();
