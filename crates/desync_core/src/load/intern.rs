@@ -16,7 +16,8 @@ use crate::model::{Call, Dtypes, Frame, Op, Sizes, Stack};
 pub struct Interner {
     strs: FxHashMap<Box<str>, Arc<str>>,
     ops: FxHashMap<Arc<str>, Arc<Op>>,
-    sizes: FxHashMap<Vec<Vec<i64>>, Sizes>,
+    sizes: FxHashMap<Box<[i64]>, Sizes>,
+    flat_sizes: Vec<i64>,
     dtypes: FxHashMap<Vec<Arc<str>>, Dtypes>,
     stacks: FxHashMap<Vec<Frame>, Stack>,
     calls: FxHashMap<CallKey, Arc<Call>>,
@@ -73,12 +74,32 @@ impl Interner {
         op
     }
 
-    pub fn sizes(&mut self, sizes: Vec<Vec<i64>>) -> Sizes {
-        if let Some(found) = self.sizes.get(&sizes) {
+    /// Shapes arrive as nested iterators and are looked up by a flat encoding (per shape: its
+    /// rank, then its dims) in a reused buffer, so a size list seen before costs no allocation.
+    pub fn sizes<S: IntoIterator<Item = i64>>(
+        &mut self,
+        shapes: impl IntoIterator<Item = S>,
+    ) -> Sizes {
+        let flat = &mut self.flat_sizes;
+        flat.clear();
+        for shape in shapes {
+            let at = flat.len();
+            flat.push(0);
+            flat.extend(shape);
+            flat[at] = (flat.len() - at - 1) as i64;
+        }
+        if let Some(found) = self.sizes.get(flat.as_slice()) {
             return found.clone();
         }
-        let shared: Sizes = Arc::from(sizes.clone());
-        self.sizes.insert(sizes, shared.clone());
+        let mut shapes = Vec::new();
+        let mut rest = flat.as_slice();
+        while let Some((&rank, tail)) = rest.split_first() {
+            let (dims, tail) = tail.split_at(rank as usize);
+            shapes.push(dims.to_vec());
+            rest = tail;
+        }
+        let shared: Sizes = Arc::from(shapes);
+        self.sizes.insert(flat.as_slice().into(), shared.clone());
         shared
     }
 

@@ -184,10 +184,9 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         let frames = raw
             .frames
             .iter()
-            .map(|f| Frame {
-                function: intern.str(&f.name),
-                file: intern.str(&f.filename),
-                line: u32::try_from(f.line).unwrap_or(0),
+            .map(|f| {
+                let (function, file) = (intern.str(&f.name), intern.str(&f.filename));
+                Frame::new(function, file, u32::try_from(f.line).unwrap_or(0))
             })
             .collect();
         intern.stack(frames)
@@ -202,8 +201,8 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         pg_desc: intern.str(raw.process_group.get(1).map_or("", |s| s)),
         is_p2p,
         op,
-        input_sizes: intern.sizes(raw.input_sizes.clone()),
-        output_sizes: intern.sizes(raw.output_sizes.clone()),
+        input_sizes: intern.sizes(raw.input_sizes.iter().map(|s| s.iter().copied())),
+        output_sizes: intern.sizes(raw.output_sizes.iter().map(|s| s.iter().copied())),
         input_dtypes: dtypes(&raw.input_dtypes, intern),
         output_dtypes: dtypes(&raw.output_dtypes, intern),
         timeout_ms: raw.timeout_ms.and_then(|t| t.try_into().ok()),

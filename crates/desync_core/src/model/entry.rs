@@ -16,19 +16,31 @@ pub struct Frame {
     pub function: Arc<str>,
     pub file: Arc<str>,
     pub line: u32,
+    /// [`Frame::is_library`], decided once per distinct frame: the four substring searches
+    /// per frame of every entry were 8 % of the CPU at 4,096 ranks. Private so it cannot
+    /// disagree with `file`.
+    library: bool,
 }
 
 impl Frame {
+    pub fn new(function: Arc<str>, file: Arc<str>, line: u32) -> Self {
+        let library = is_library_file(&file);
+        Self { function, file, line, library }
+    }
+
     /// Frames inside torch itself (the `all_reduce` wrapper, `c10d_logger`) say nothing about
     /// the user's control flow; they are skipped when comparing call sites.
     pub fn is_library(&self) -> bool {
-        let f = &*self.file;
-        f.contains("/torch/distributed/")
-            || f.contains("/torch/nn/parallel/")
-            || f.contains("/torch/utils/")
-            || f.contains("/torch/_dynamo/")
-            || f.starts_with('<')
+        self.library
     }
+}
+
+fn is_library_file(f: &str) -> bool {
+    f.contains("/torch/distributed/")
+        || f.contains("/torch/nn/parallel/")
+        || f.contains("/torch/utils/")
+        || f.contains("/torch/_dynamo/")
+        || f.starts_with('<')
 }
 
 /// Completion state as FR records it. Gloo and hook-recorded entries stay `Scheduled`.
