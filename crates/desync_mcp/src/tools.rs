@@ -139,7 +139,7 @@ impl Session {
         let matching: Vec<&Entry> = dump
             .entries
             .iter()
-            .filter(|e| process_group.is_none_or(|pg| *e.pg_name == *pg))
+            .filter(|e| process_group.is_none_or(|pg| **e.pg_name() == *pg))
             .collect();
         let skip = matching.len().saturating_sub(last);
         Ok(json!({
@@ -168,7 +168,7 @@ impl Session {
                 continue;
             };
             let in_pg =
-                || dump.entries.iter().filter(|e| *e.pg_name == *process_group && !e.is_p2p);
+                || dump.entries.iter().filter(|e| **e.pg_name() == *process_group && !e.is_p2p());
             if let Some(e) = in_pg().find(|e| e.collective_seq_id == seq) {
                 let mut issued = entry_json(e);
                 if let Value::Object(m) = &mut issued {
@@ -316,15 +316,15 @@ fn unknown_pg(a: &Analysis, name: &str) -> String {
 fn entry_json(e: &Entry) -> Value {
     json!({
         "record_id": e.record_id,
-        "seq": if e.is_p2p { e.p2p_seq_id } else { e.collective_seq_id },
-        "p2p": e.is_p2p,
-        "pg": &*e.pg_name,
-        "op": &*e.op.name,
-        "profiling_name": &*e.op.profiling_name,
-        "input_sizes": &*e.input_sizes,
-        "output_sizes": &*e.output_sizes,
-        "input_dtypes": e.input_dtypes.iter().map(|d| &**d).collect::<Vec<_>>(),
-        "output_dtypes": e.output_dtypes.iter().map(|d| &**d).collect::<Vec<_>>(),
+        "seq": if e.is_p2p() { e.p2p_seq_id } else { e.collective_seq_id },
+        "p2p": e.is_p2p(),
+        "pg": e.pg_name(),
+        "op": &*e.op().name,
+        "profiling_name": &*e.op().profiling_name,
+        "input_sizes": e.input_sizes(),
+        "output_sizes": e.output_sizes(),
+        "input_dtypes": e.input_dtypes().iter().map(|d| &**d).collect::<Vec<_>>(),
+        "output_dtypes": e.output_dtypes().iter().map(|d| &**d).collect::<Vec<_>>(),
         "state": e.state.as_str(),
         "call_site": e.call_site().map(|f| json!({
             "at": format!("{}:{}", f.file, f.line),

@@ -343,13 +343,13 @@ impl<'p> Value<'p> {
 
     /// Dict pairs in insertion order; empty for non-dicts. A hand-made pickle
     /// can repeat a key; the pairs are then all yielded.
-    pub fn items(&self) -> impl Iterator<Item = (Value<'p>, Value<'p>)> + 'p {
+    pub fn items(&self) -> impl Iterator<Item = (Value<'p>, Value<'p>)> + use<'p> {
         let p = self.p;
         self.dict_pairs().iter().map(move |&(k, v)| (Value { p, id: k }, Value { p, id: v }))
     }
 
     /// Elements of a list, tuple, set or frozenset; empty otherwise.
-    pub fn iter(&self) -> impl Iterator<Item = Value<'p>> + 'p {
+    pub fn iter(&self) -> impl Iterator<Item = Value<'p>> + use<'p> {
         let p = self.p;
         self.seq_items().iter().map(move |&id| Value { p, id })
     }

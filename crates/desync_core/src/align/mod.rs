@@ -188,11 +188,7 @@ impl GroupAlignment {
         rank: u32,
         seq: u64,
     ) -> Option<(&'t RankDump, &'s [u32])> {
-        let (stream, dump) = (self.stream(rank)?, trace.rank(rank)?);
-        let seq_of = |i: u32| dump.entries[i as usize].collective_seq_id;
-        let start = stream.entries.partition_point(|&i| seq_of(i) < seq);
-        let len = stream.entries[start..].iter().take_while(|&&i| seq_of(i) == seq).count();
-        (len > 0).then(|| (dump, &stream.entries[start..start + len]))
+        run_in(trace, self.stream(rank)?, seq)
     }
 
     /// The class holding `rank`.
@@ -203,6 +199,19 @@ impl GroupAlignment {
     pub fn max_seq(&self) -> u64 {
         self.classes.iter().map(StreamClass::last_seq).max().unwrap_or(0)
     }
+}
+
+/// The non-empty run of entry indices `stream` holds at `seq`, with the dump they index.
+fn run_in<'t, 's>(
+    trace: &'t Trace,
+    stream: &'s RankStream,
+    seq: u64,
+) -> Option<(&'t RankDump, &'s [u32])> {
+    let dump = trace.rank(stream.rank)?;
+    let seq_of = |i: u32| dump.entries[i as usize].collective_seq_id;
+    let start = stream.entries.partition_point(|&i| seq_of(i) < seq);
+    let len = stream.entries[start..].iter().take_while(|&&i| seq_of(i) == seq).count();
+    (len > 0).then(|| (dump, &stream.entries[start..start + len]))
 }
 
 fn entries_at<'t>(dump: &'t RankDump, indices: &[u32], seq: u64) -> Vec<&'t Entry> {
@@ -253,7 +262,7 @@ fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
         .entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.pg_name == pg.name && !e.is_p2p)
+        .filter(|(_, e)| *e.pg_name() == pg.name && !e.is_p2p())
         .map(|(i, _)| i as u32)
         .collect();
     entries.sort_by_key(|&i| {
@@ -273,7 +282,7 @@ fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
         }
     }
     // pg_status is keyed by the process-local pg_id; any entry of this group tells it.
-    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id);
+    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id());
     if let Some(status) = pg_id.and_then(|id| dump.pg_status.iter().find(|s| s.pg_id == id)) {
         progress.last_enqueued = progress.last_enqueued.max(status.last_enqueued);
         progress.last_started = progress.last_started.max(status.last_started);
@@ -396,14 +405,15 @@ fn state_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mis
 fn numel_mismatch(trace: &Trace, group: &GroupAlignment, seq: u64) -> Option<Mismatch> {
     let first = group.classes.first()?;
     let rep = group.entries_at(trace, group.streams[first.representative].rank, seq);
-    if rep.first()?.op.kind != OpKind::AllToAll {
+    if rep.first()?.op().kind != OpKind::AllToAll {
         return None;
     }
     let (mut sent, mut received) = (0i64, 0i64);
-    for s in &group.streams {
-        for e in group.entries_at(trace, s.rank, seq) {
-            sent += numel(&e.input_sizes);
-            received += numel(&e.output_sizes);
+    // Every member at every all_to_all seq: no Vec and no stream lookup per rank here.
+    for (dump, run) in group.streams.iter().filter_map(|s| run_in(trace, s, seq)) {
+        for e in run.iter().map(|&i| &dump.entries[i as usize]) {
+            sent += numel(e.input_sizes());
+            received += numel(e.output_sizes());
         }
     }
     (sent != received).then(|| Mismatch {

@@ -39,8 +39,8 @@ pub fn align_p2p(trace: &Trace, group: &GroupAlignment, pg: &ProcessGroup) -> Ve
     let mut channels: FxHashMap<(u32, u32), Channel<'_>> = FxHashMap::default();
     for stream in &group.streams {
         let Some(dump) = trace.rank(stream.rank) else { continue };
-        for e in dump.entries.iter().filter(|e| e.is_p2p && e.pg_name == pg.name) {
-            let Some(p2p) = e.op.p2p else { continue };
+        for e in dump.entries.iter().filter(|e| e.is_p2p() && *e.pg_name() == pg.name) {
+            let Some(p2p) = e.op().p2p else { continue };
             let (Some(src), Some(dst)) = (global(p2p.src), global(p2p.dst)) else { continue };
             let channel = channels.entry((src, dst)).or_default();
             match p2p.direction {
@@ -57,7 +57,7 @@ pub fn align_p2p(trace: &Trace, group: &GroupAlignment, pg: &ProcessGroup) -> Ve
         for index in 0..sends.len().max(recvs.len()) {
             let (send, recv) = (sends.get(index), recvs.get(index));
             let kind = match (send, recv) {
-                (Some(s), Some(r)) if s.input_sizes != r.output_sizes => P2pProblem::Size,
+                (Some(s), Some(r)) if s.input_sizes() != r.output_sizes() => P2pProblem::Size,
                 (Some(_), None) if trace.rank(dst).is_some() => P2pProblem::SendUnmatched,
                 (None, Some(_)) if trace.rank(src).is_some() => P2pProblem::RecvUnmatched,
                 _ => continue,
@@ -67,8 +67,8 @@ pub fn align_p2p(trace: &Trace, group: &GroupAlignment, pg: &ProcessGroup) -> Ve
                 dst,
                 index,
                 kind,
-                send_sizes: send.map(|s| s.input_sizes.to_vec()),
-                recv_sizes: recv.map(|r| r.output_sizes.to_vec()),
+                send_sizes: send.map(|s| s.input_sizes().to_vec()),
+                recv_sizes: recv.map(|r| r.output_sizes().to_vec()),
             });
         }
     }

@@ -36,25 +36,25 @@ pub fn token(entries: &[&Entry]) -> Token {
 }
 
 fn signature(e: &Entry, h: &mut FxHasher) {
-    e.op.name.hash(h);
-    match e.op.kind {
+    e.op().name.hash(h);
+    match e.op().kind {
         OpKind::Gather => {
-            e.input_sizes.hash(h);
-            e.input_dtypes.hash(h);
+            e.input_sizes().hash(h);
+            e.input_dtypes().hash(h);
         }
         OpKind::Scatter => {
-            e.output_sizes.hash(h);
-            e.output_dtypes.hash(h);
+            e.output_sizes().hash(h);
+            e.output_dtypes().hash(h);
         }
         OpKind::AllToAll => {
-            e.input_dtypes.hash(h);
-            e.output_dtypes.hash(h);
+            e.input_dtypes().hash(h);
+            e.output_dtypes().hash(h);
         }
         _ => {
-            e.input_sizes.hash(h);
-            e.output_sizes.hash(h);
-            e.input_dtypes.hash(h);
-            e.output_dtypes.hash(h);
+            e.input_sizes().hash(h);
+            e.output_sizes().hash(h);
+            e.input_dtypes().hash(h);
+            e.output_dtypes().hash(h);
         }
     }
 }
@@ -70,22 +70,22 @@ pub enum Difference {
 }
 
 pub fn difference(a: &[&Entry], b: &[&Entry]) -> Option<Difference> {
-    if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.op.name != y.op.name) {
+    if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.op().name != y.op().name) {
         return Some(Difference::Op);
     }
-    let sizes = |x: &Entry, y: &Entry| match x.op.kind {
-        OpKind::Gather => x.input_sizes == y.input_sizes,
-        OpKind::Scatter => x.output_sizes == y.output_sizes,
+    let sizes = |x: &Entry, y: &Entry| match x.op().kind {
+        OpKind::Gather => x.input_sizes() == y.input_sizes(),
+        OpKind::Scatter => x.output_sizes() == y.output_sizes(),
         OpKind::AllToAll => true,
-        _ => x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes,
+        _ => x.input_sizes() == y.input_sizes() && x.output_sizes() == y.output_sizes(),
     };
     if a.iter().zip(b).any(|(x, y)| !sizes(x, y)) {
         return Some(Difference::Size);
     }
-    let dtypes = |x: &Entry, y: &Entry| match x.op.kind {
-        OpKind::Gather => x.input_dtypes == y.input_dtypes,
-        OpKind::Scatter => x.output_dtypes == y.output_dtypes,
-        _ => x.input_dtypes == y.input_dtypes && x.output_dtypes == y.output_dtypes,
+    let dtypes = |x: &Entry, y: &Entry| match x.op().kind {
+        OpKind::Gather => x.input_dtypes() == y.input_dtypes(),
+        OpKind::Scatter => x.output_dtypes() == y.output_dtypes(),
+        _ => x.input_dtypes() == y.input_dtypes() && x.output_dtypes() == y.output_dtypes(),
     };
     if a.iter().zip(b).any(|(x, y)| !dtypes(x, y)) {
         return Some(Difference::Dtype);

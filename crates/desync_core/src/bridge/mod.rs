@@ -96,7 +96,7 @@ pub fn find_code(
     options: &SourceOptions,
 ) -> Option<CodeFinding> {
     let sides = sides(trace, alignment, d);
-    if sides.iter().all(|(_, _, e)| e.stack.is_none()) {
+    if sides.iter().all(|(_, _, e)| e.stack().is_none()) {
         return None;
     }
     let resolver = Resolver::new(options);

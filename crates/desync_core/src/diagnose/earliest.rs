@@ -253,7 +253,7 @@ fn breaks_pattern(
 /// 8x apart (a last batch is rarely that much smaller).
 fn unrelated_shapes(a: &[&Entry], b: &[&Entry]) -> bool {
     a.iter().zip(b).any(|(x, y)| {
-        let (xs, ys) = (&x.input_sizes, &y.input_sizes);
+        let (xs, ys) = (x.input_sizes(), y.input_sizes());
         if xs.len() != ys.len() {
             return true;
         }

@@ -343,9 +343,9 @@ fn conflict(
         };
         format!(
             "{ops}{} {} {}{site}",
-            first.op.name,
-            sizes_text(&first.input_sizes),
-            dtypes_text(&first.input_dtypes)
+            first.op().name,
+            sizes_text(first.input_sizes()),
+            dtypes_text(first.input_dtypes())
         )
     };
     let there = format!("{} seq {}", pg_label(m.pg), m.seq);
@@ -555,14 +555,14 @@ fn breaks_group_order(trace: &Trace, group: &BehaviourGroup) -> bool {
     let Position::At(at) = &group.position else { return false };
     let Some(dump) = trace.rank(group.ranks.as_slice()[0]) else { return false };
     let mut entries: Vec<&crate::model::Entry> =
-        dump.entries.iter().filter(|e| !e.is_p2p).collect();
+        dump.entries.iter().filter(|e| !e.is_p2p()).collect();
     entries.sort_by_key(|e| e.record_id);
     // History is everything before the current collective (the latest record).
     entries.pop();
     let mut order: Vec<&str> = Vec::new();
     for e in &entries {
-        if order.last() != Some(&&*e.pg_name) {
-            order.push(&e.pg_name);
+        if order.last() != Some(&&**e.pg_name()) {
+            order.push(e.pg_name());
         }
     }
     let current = &*trace.process_groups[at.pg].name;

@@ -40,7 +40,7 @@ pub fn positions(trace: &Trace, alignment: &Alignment) -> Vec<(u32, Position)> {
         let position = dump
             .entries
             .iter()
-            .filter(|e| !e.is_p2p)
+            .filter(|e| !e.is_p2p())
             .max_by_key(|e| e.record_id)
             .map_or(Position::Idle, |e| at(trace, alignment, dump.rank, e));
         match out.binary_search_by_key(&dump.rank, |(r, _)| *r) {
@@ -52,7 +52,7 @@ pub fn positions(trace: &Trace, alignment: &Alignment) -> Vec<(u32, Position)> {
 }
 
 fn at(trace: &Trace, alignment: &Alignment, rank: u32, e: &Entry) -> Position {
-    let Some(pg) = trace.process_groups.iter().position(|p| p.name == e.pg_name) else {
+    let Some(pg) = trace.process_groups.iter().position(|p| p.name == *e.pg_name()) else {
         return Position::Idle;
     };
     let group = &alignment.groups[pg];
@@ -66,9 +66,9 @@ fn at(trace: &Trace, alignment: &Alignment, rank: u32, e: &Entry) -> Position {
     Position::At(At {
         pg,
         seq: e.collective_seq_id,
-        op: e.op.name.clone(),
-        input_sizes: e.input_sizes.clone(),
-        dtypes: e.input_dtypes.clone(),
+        op: e.op().name.clone(),
+        input_sizes: e.input_sizes().clone(),
+        dtypes: e.input_dtypes().clone(),
         completed,
         state: e.state,
         site: e.call_site().cloned(),

@@ -29,13 +29,13 @@ pub fn infer(trace: &mut Trace) {
     for dump in &trace.ranks {
         let mut named_here: Vec<&Arc<str>> = Vec::new();
         for e in &dump.entries {
-            let seen = groups.entry(e.pg_name.clone()).or_default();
-            if !e.pg_desc.is_empty() {
-                *seen.desc.entry(e.pg_desc.clone()).or_default() += 1;
+            let seen = groups.entry(e.pg_name().clone()).or_default();
+            if !e.pg_desc().is_empty() {
+                *seen.desc.entry(e.pg_desc().clone()).or_default() += 1;
             }
             seen.implied_size = seen.implied_size.max(implied_group_size(e));
-            if named_here.last() != Some(&&e.pg_name) && !named_here.contains(&&e.pg_name) {
-                named_here.push(&e.pg_name);
+            if named_here.last() != Some(&e.pg_name()) && !named_here.contains(&e.pg_name()) {
+                named_here.push(e.pg_name());
                 seen.ranks.push(dump.rank);
             }
         }
@@ -152,9 +152,9 @@ fn is_default(name: &str, seen: &Seen) -> bool {
 /// (as a list of tensors or stacked in one), a `reduce_scatter`'s input likewise.
 fn implied_group_size(e: &crate::model::Entry) -> u32 {
     let numel = |shape: &[i64]| shape.iter().product::<i64>();
-    let (one, all) = match e.op.kind {
-        OpKind::AllGather => (&e.input_sizes, &e.output_sizes),
-        OpKind::ReduceScatter => (&e.output_sizes, &e.input_sizes),
+    let (one, all) = match e.op().kind {
+        OpKind::AllGather => (e.input_sizes(), e.output_sizes()),
+        OpKind::ReduceScatter => (e.output_sizes(), e.input_sizes()),
         _ => return 0,
     };
     if all.len() > 1 && one.len() == 1 {

@@ -1,20 +1,58 @@
 //! Per-file deduplication of the values that repeat in every entry (op names, process group
 //! names, dtype lists, size lists, stacks). One interner lives for one file's decode, inside
 //! that file's rayon task, so no locking is needed.
+//!
+//! Invariant: within one interner, equal values are the same `Arc`, so a [`Call`] made of
+//! interned parts can be keyed by their addresses (cheap) instead of their contents (a stack is
+//! ~20 frames); the interner keeps every part alive, so no address is reused while it is keyed.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Frame, Op, Sizes, Stack};
+use crate::model::{Call, Dtypes, Frame, Op, Sizes, Stack};
 
 #[derive(Default)]
 pub struct Interner {
     strs: FxHashMap<Box<str>, Arc<str>>,
     ops: FxHashMap<Arc<str>, Arc<Op>>,
-    sizes: FxHashMap<Vec<Vec<i64>>, Sizes>,
-    dtypes: FxHashMap<Vec<Arc<str>>, Arc<[Arc<str>]>>,
+    sizes: FxHashMap<Box<[i64]>, Sizes>,
+    flat_sizes: Vec<i64>,
+    dtypes: FxHashMap<Vec<Arc<str>>, Dtypes>,
     stacks: FxHashMap<Vec<Frame>, Stack>,
+    calls: FxHashMap<CallKey, Arc<Call>>,
+}
+
+/// A [`Call`] by the addresses of its interned parts plus its plain values.
+#[derive(PartialEq, Eq, Hash)]
+struct CallKey {
+    parts: [usize; 8],
+    pg_id: i64,
+    is_p2p: bool,
+    timeout_ms: Option<u32>,
+}
+
+impl CallKey {
+    fn of(call: &Call) -> Self {
+        fn addr<T: ?Sized>(shared: &Arc<T>) -> usize {
+            Arc::as_ptr(shared).cast::<()>() as usize
+        }
+        Self {
+            parts: [
+                addr(&call.op),
+                addr(&call.pg_name),
+                addr(&call.pg_desc),
+                addr(&call.input_sizes),
+                addr(&call.output_sizes),
+                addr(&call.input_dtypes),
+                addr(&call.output_dtypes),
+                call.stack.as_ref().map_or(0, addr),
+            ],
+            pg_id: call.pg_id,
+            is_p2p: call.is_p2p,
+            timeout_ms: call.timeout_ms,
+        }
+    }
 }
 
 impl Interner {
@@ -36,20 +74,40 @@ impl Interner {
         op
     }
 
-    pub fn sizes(&mut self, sizes: Vec<Vec<i64>>) -> Sizes {
-        if let Some(found) = self.sizes.get(&sizes) {
+    /// Shapes arrive as nested iterators and are looked up by a flat encoding (per shape: its
+    /// rank, then its dims) in a reused buffer, so a size list seen before costs no allocation.
+    pub fn sizes<S: IntoIterator<Item = i64>>(
+        &mut self,
+        shapes: impl IntoIterator<Item = S>,
+    ) -> Sizes {
+        let flat = &mut self.flat_sizes;
+        flat.clear();
+        for shape in shapes {
+            let at = flat.len();
+            flat.push(0);
+            flat.extend(shape);
+            flat[at] = (flat.len() - at - 1) as i64;
+        }
+        if let Some(found) = self.sizes.get(flat.as_slice()) {
             return found.clone();
         }
-        let shared: Sizes = Arc::from(sizes.clone());
-        self.sizes.insert(sizes, shared.clone());
+        let mut shapes = Vec::new();
+        let mut rest = flat.as_slice();
+        while let Some((&rank, tail)) = rest.split_first() {
+            let (dims, tail) = tail.split_at(rank as usize);
+            shapes.push(dims.to_vec());
+            rest = tail;
+        }
+        let shared: Sizes = Arc::from(shapes);
+        self.sizes.insert(flat.as_slice().into(), shared.clone());
         shared
     }
 
-    pub fn dtypes(&mut self, dtypes: Vec<Arc<str>>) -> Arc<[Arc<str>]> {
+    pub fn dtypes(&mut self, dtypes: Vec<Arc<str>>) -> Dtypes {
         if let Some(found) = self.dtypes.get(&dtypes) {
             return found.clone();
         }
-        let shared: Arc<[Arc<str>]> = Arc::from(dtypes.clone());
+        let shared: Dtypes = Arc::from(dtypes.clone());
         self.dtypes.insert(dtypes, shared.clone());
         shared
     }
@@ -61,5 +119,10 @@ impl Interner {
         let shared: Stack = Arc::from(frames.clone());
         self.stacks.insert(frames, shared.clone());
         shared
+    }
+
+    /// `call`'s parts must come from this interner (see the module invariant).
+    pub fn call(&mut self, call: Call) -> Arc<Call> {
+        self.calls.entry(CallKey::of(&call)).or_insert_with(|| Arc::new(call)).clone()
     }
 }

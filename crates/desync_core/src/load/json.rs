@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::intern::Interner;
 use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
-use crate::model::{DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
+use crate::model::{Call, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
 
 #[derive(Deserialize)]
 struct Dump<'a> {
@@ -184,10 +184,9 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         let frames = raw
             .frames
             .iter()
-            .map(|f| Frame {
-                function: intern.str(&f.name),
-                file: intern.str(&f.filename),
-                line: u32::try_from(f.line).unwrap_or(0),
+            .map(|f| {
+                let (function, file) = (intern.str(&f.name), intern.str(&f.filename));
+                Frame::new(function, file, u32::try_from(f.line).unwrap_or(0))
             })
             .collect();
         intern.stack(frames)
@@ -196,28 +195,31 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         let names = list.iter().map(|s| intern.str(s)).collect();
         intern.dtypes(names)
     };
-    Ok(Entry {
-        record_id: record_id.max(0) as u64,
+    let call = Call {
         pg_id: raw.pg_id.unwrap_or(-1),
         pg_name: intern.str(raw.process_group.first().map_or("", |s| s)),
         pg_desc: intern.str(raw.process_group.get(1).map_or("", |s| s)),
+        is_p2p,
+        op,
+        input_sizes: intern.sizes(raw.input_sizes.iter().map(|s| s.iter().copied())),
+        output_sizes: intern.sizes(raw.output_sizes.iter().map(|s| s.iter().copied())),
+        input_dtypes: dtypes(&raw.input_dtypes, intern),
+        output_dtypes: dtypes(&raw.output_dtypes, intern),
+        timeout_ms: raw.timeout_ms.and_then(|t| t.try_into().ok()),
+        stack,
+    };
+    Ok(Entry {
+        record_id: record_id.max(0) as u64,
         collective_seq_id: seq.max(0) as u64,
         p2p_seq_id: raw.p2p_seq_id.unwrap_or(0).max(0) as u64,
         op_id: raw.op_id.unwrap_or(0).max(0) as u64,
-        is_p2p,
-        op,
-        input_sizes: intern.sizes(raw.input_sizes.clone()),
-        output_sizes: intern.sizes(raw.output_sizes.clone()),
-        input_dtypes: dtypes(&raw.input_dtypes, intern),
-        output_dtypes: dtypes(&raw.output_dtypes, intern),
+        call: intern.call(call),
         state: raw.state.as_deref().map_or(State::Unknown, State::parse),
         time_created_ns: raw.time_created_ns.unwrap_or(0),
         // JSON writes 0, not null, for times never discovered.
-        time_started_ns: raw.time_discovered_started_ns.filter(|&t| t > 0),
-        time_completed_ns: raw.time_discovered_completed_ns.filter(|&t| t > 0),
-        duration_ms: raw.duration_ms,
+        time_started_ns: super::discovered(raw.time_discovered_started_ns),
+        time_completed_ns: super::discovered(raw.time_discovered_completed_ns),
+        duration_ms: super::duration(raw.duration_ms),
         retired: raw.retired.unwrap_or(false),
-        timeout_ms: raw.timeout_ms.and_then(|t| t.try_into().ok()),
-        stack,
     })
 }

@@ -7,6 +7,7 @@ pub(crate) mod intern;
 mod json;
 mod pickle;
 
+use std::num::NonZeroI64;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -362,6 +363,17 @@ pub(crate) fn parse_rank_list(text: &str) -> Vec<u32> {
 /// FR writes -1 for "none yet".
 pub(crate) fn seq(value: Option<i64>) -> Option<u64> {
     value.and_then(|v| u64::try_from(v).ok())
+}
+
+/// A `time_discovered_*_ns`: JSON writes 0 for "never discovered", pickle omits the key; a
+/// negative value is no clock reading either.
+pub(crate) fn discovered(ns: Option<i64>) -> Option<NonZeroI64> {
+    ns.filter(|&t| t > 0).and_then(NonZeroI64::new)
+}
+
+/// `duration_ms` back to the C++ `float` FR measured it as (see [`crate::model::Entry`]).
+pub(crate) fn duration(ms: Option<f64>) -> Option<f32> {
+    ms.map(|d| d as f32)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! optional here because versions 2.2 to 2.10 differ, and the oldest dumps are a bare list.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
@@ -11,7 +10,9 @@ use rustc_hash::FxHashMap;
 use super::intern::Interner;
 use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
-use crate::model::{DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
+use crate::model::{
+    Call, Dtypes, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, Sizes, Stack, State,
+};
 
 pub fn decode(
     bytes: &[u8],
@@ -96,21 +97,39 @@ fn pg_status(value: Value<'_>) -> Vec<PgStatus> {
 }
 
 /// Frames are dicts the pickler memoizes and shares across entries; convert each node once.
+/// A stack is a fresh list per entry but of those shared nodes, so the list of node ids finds
+/// an already interned stack without building and comparing its frames (each entry's ~20
+/// frames were most of the interning cost).
 #[derive(Default)]
-struct FrameCache(FxHashMap<NodeId, Option<Frame>>);
+struct FrameCache {
+    frames: FxHashMap<NodeId, Option<Frame>>,
+    stacks: FxHashMap<Box<[NodeId]>, Stack>,
+    /// The current stack's node ids, reused across entries.
+    ids: Vec<NodeId>,
+}
 
 impl FrameCache {
     fn frame(&mut self, value: Value<'_>, intern: &mut Interner) -> Option<Frame> {
-        self.0
+        self.frames
             .entry(value.id())
             .or_insert_with(|| {
-                Some(Frame {
-                    function: intern.str(value.get("name")?.as_str()?),
-                    file: intern.str(value.get("filename")?.as_str()?),
-                    line: value.get("line")?.as_i64()?.try_into().ok()?,
-                })
+                let function = intern.str(value.get("name")?.as_str()?);
+                let file = intern.str(value.get("filename")?.as_str()?);
+                Some(Frame::new(function, file, value.get("line")?.as_i64()?.try_into().ok()?))
             })
             .clone()
+    }
+
+    fn stack(&mut self, list: Value<'_>, intern: &mut Interner) -> Stack {
+        self.ids.clear();
+        self.ids.extend(list.iter().map(|frame| frame.id()));
+        if let Some(found) = self.stacks.get(self.ids.as_slice()) {
+            return found.clone();
+        }
+        let frames = list.iter().filter_map(|frame| self.frame(frame, intern)).collect();
+        let stack = intern.stack(frames);
+        self.stacks.insert(self.ids.as_slice().into(), stack.clone());
+        stack
     }
 }
 
@@ -148,33 +167,33 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
     let op = intern.op(profiling_name);
     let pg_name = f.process_group.and_then(|x| x.index(0)).and_then(|x| x.as_str()).unwrap_or("");
     let pg_desc = f.process_group.and_then(|x| x.index(1)).and_then(|x| x.as_str()).unwrap_or("");
-    let stack = f.frames.filter(|frames| !frames.is_empty()).map(|list| {
-        let frames = list.iter().filter_map(|frame| cache.frame(frame, intern)).collect();
-        intern.stack(frames)
-    });
-    Ok(Entry {
-        record_id: f.record_id.ok_or("entry without `record_id`")?.max(0) as u64,
+    let stack = f.frames.filter(|frames| !frames.is_empty()).map(|list| cache.stack(list, intern));
+    let call = Call {
         pg_id: f.pg_id.unwrap_or(-1),
         pg_name: intern.str(pg_name),
         pg_desc: intern.str(pg_desc),
+        is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
+        op,
+        input_sizes: sizes(f.input_sizes, intern),
+        output_sizes: sizes(f.output_sizes, intern),
+        input_dtypes: dtypes(f.input_dtypes, intern),
+        output_dtypes: dtypes(f.output_dtypes, intern),
+        timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
+        stack,
+    };
+    Ok(Entry {
+        record_id: f.record_id.ok_or("entry without `record_id`")?.max(0) as u64,
         collective_seq_id: f.collective_seq_id.ok_or("entry without `collective_seq_id`")?.max(0)
             as u64,
         p2p_seq_id: f.p2p_seq_id.unwrap_or(0).max(0) as u64,
         op_id: f.op_id.unwrap_or(0).max(0) as u64,
-        is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
-        op,
-        input_sizes: intern.sizes(sizes(f.input_sizes)),
-        output_sizes: intern.sizes(sizes(f.output_sizes)),
-        input_dtypes: dtypes(f.input_dtypes, intern),
-        output_dtypes: dtypes(f.output_dtypes, intern),
+        call: intern.call(call),
         state: f.state.map_or(State::Unknown, State::parse),
         time_created_ns: f.time_created_ns.unwrap_or(0),
-        time_started_ns: f.started.filter(|&t| t > 0),
-        time_completed_ns: f.completed.filter(|&t| t > 0),
-        duration_ms: f.duration_ms,
+        time_started_ns: super::discovered(f.started),
+        time_completed_ns: super::discovered(f.completed),
+        duration_ms: super::duration(f.duration_ms),
         retired: f.retired.unwrap_or(false),
-        timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
-        stack,
     })
 }
 
@@ -203,12 +222,12 @@ struct Fields<'p> {
     frames: Option<Value<'p>>,
 }
 
-fn sizes(value: Option<Value<'_>>) -> Vec<Vec<i64>> {
-    let Some(value) = value else { return Vec::new() };
-    value.iter().map(|shape| shape.iter().filter_map(|d| d.as_i64()).collect()).collect()
+fn sizes(value: Option<Value<'_>>, intern: &mut Interner) -> Sizes {
+    let shapes = value.into_iter().flat_map(|list| list.iter());
+    intern.sizes(shapes.map(|shape| shape.iter().filter_map(|d| d.as_i64())))
 }
 
-fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Arc<[Arc<str>]> {
+fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Dtypes {
     let names = value
         .map(|list| list.iter().filter_map(|d| d.as_str()).map(|s| intern.str(s)).collect())
         .unwrap_or_default();

@@ -1,5 +1,6 @@
 //! One Flight Recorder entry: a collective or p2p operation as one rank recorded it.
 
+use std::num::NonZeroI64;
 use std::sync::Arc;
 
 use super::Op;
@@ -15,19 +16,31 @@ pub struct Frame {
     pub function: Arc<str>,
     pub file: Arc<str>,
     pub line: u32,
+    /// [`Frame::is_library`], decided once per distinct frame: the four substring searches
+    /// per frame of every entry were 8 % of the CPU at 4,096 ranks. Private so it cannot
+    /// disagree with `file`.
+    library: bool,
 }
 
 impl Frame {
+    pub fn new(function: Arc<str>, file: Arc<str>, line: u32) -> Self {
+        let library = is_library_file(&file);
+        Self { function, file, line, library }
+    }
+
     /// Frames inside torch itself (the `all_reduce` wrapper, `c10d_logger`) say nothing about
     /// the user's control flow; they are skipped when comparing call sites.
     pub fn is_library(&self) -> bool {
-        let f = &*self.file;
-        f.contains("/torch/distributed/")
-            || f.contains("/torch/nn/parallel/")
-            || f.contains("/torch/utils/")
-            || f.contains("/torch/_dynamo/")
-            || f.starts_with('<')
+        self.library
     }
+}
+
+fn is_library_file(f: &str) -> bool {
+    f.contains("/torch/distributed/")
+        || f.contains("/torch/nn/parallel/")
+        || f.contains("/torch/utils/")
+        || f.contains("/torch/_dynamo/")
+        || f.starts_with('<')
 }
 
 /// Completion state as FR records it. Gloo and hook-recorded entries stay `Scheduled`.
@@ -60,46 +73,114 @@ impl State {
     }
 }
 
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// Per-process ring-buffer id (all process groups of the rank share the counter).
-    pub record_id: u64,
+/// Dtype names, one per tensor ("Float", "`BFloat16`").
+pub type Dtypes = Arc<[Arc<str>]>;
+
+/// What an entry called, on which group, with which tensors, from where: everything that
+/// repeats from one entry of a rank to the next. Interned per file (load/intern.rs), so an
+/// [`Entry`] holds one thin pointer to it instead of ten (16,384 ranks x 2,000 entries is 32M
+/// entries; each pointer here would cost 250 MB there).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Call {
+    /// Shared by every call of the same `profiling_name` in a file.
+    pub op: Arc<Op>,
     /// Process-local group uid; not comparable across ranks.
     pub pg_id: i64,
     pub pg_name: Arc<str>,
     pub pg_desc: Arc<str>,
-    /// Per-group counter, starting at 1; p2p entries carry the current value unchanged.
-    pub collective_seq_id: u64,
-    pub p2p_seq_id: u64,
-    pub op_id: u64,
-    /// Shared by every entry of the same `profiling_name` in a file (one pointer, not ~80
-    /// bytes per entry: 16k ranks x 2,000 entries add up).
-    pub op: Arc<Op>,
     pub input_sizes: Sizes,
     pub output_sizes: Sizes,
-    pub input_dtypes: Arc<[Arc<str>]>,
-    pub output_dtypes: Arc<[Arc<str>]>,
-    pub state: State,
-    pub time_created_ns: i64,
-    pub time_started_ns: Option<i64>,
-    pub time_completed_ns: Option<i64>,
-    pub duration_ms: Option<f64>,
-    pub retired: bool,
-    pub timeout_ms: Option<u32>,
+    pub input_dtypes: Dtypes,
+    pub output_dtypes: Dtypes,
     pub is_p2p: bool,
+    pub timeout_ms: Option<u32>,
     /// `None` when the dump carries no frames (JSON dumps never do).
     pub stack: Option<Stack>,
 }
 
+/// Field order is by alignment so the struct has no padding beyond its tail (see the size test).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Per-process ring-buffer id (all process groups of the rank share the counter).
+    pub record_id: u64,
+    /// Per-group counter, starting at 1; p2p entries carry the current value unchanged.
+    pub collective_seq_id: u64,
+    pub p2p_seq_id: u64,
+    pub op_id: u64,
+    pub call: Arc<Call>,
+    pub time_created_ns: i64,
+    /// `None` when never discovered: FR writes 0 (JSON) or nothing (pickle) then, and no real
+    /// clock reads 0, so the niche costs nothing.
+    pub time_started_ns: Option<NonZeroI64>,
+    pub time_completed_ns: Option<NonZeroI64>,
+    /// FR measures it as a C++ `float` (`std::optional<float> duration_`), so `f32` holds every
+    /// value a real dump has exactly; the pickle's double is only that float widened.
+    pub duration_ms: Option<f32>,
+    pub state: State,
+    pub retired: bool,
+}
+
 impl Entry {
+    pub fn op(&self) -> &Op {
+        &self.call.op
+    }
+
+    pub fn pg_id(&self) -> i64 {
+        self.call.pg_id
+    }
+
+    pub fn pg_name(&self) -> &Arc<str> {
+        &self.call.pg_name
+    }
+
+    pub fn pg_desc(&self) -> &Arc<str> {
+        &self.call.pg_desc
+    }
+
+    pub fn input_sizes(&self) -> &Sizes {
+        &self.call.input_sizes
+    }
+
+    pub fn output_sizes(&self) -> &Sizes {
+        &self.call.output_sizes
+    }
+
+    pub fn input_dtypes(&self) -> &Dtypes {
+        &self.call.input_dtypes
+    }
+
+    pub fn output_dtypes(&self) -> &Dtypes {
+        &self.call.output_dtypes
+    }
+
+    pub fn is_p2p(&self) -> bool {
+        self.call.is_p2p
+    }
+
+    pub fn timeout_ms(&self) -> Option<u32> {
+        self.call.timeout_ms
+    }
+
+    pub fn stack(&self) -> Option<&Stack> {
+        self.call.stack.as_ref()
+    }
+
+    pub fn started_ns(&self) -> Option<i64> {
+        self.time_started_ns.map(NonZeroI64::get)
+    }
+
+    pub fn completed_ns(&self) -> Option<i64> {
+        self.time_completed_ns.map(NonZeroI64::get)
+    }
+
     /// The innermost frame outside torch: where the user's code called the collective.
     pub fn call_site(&self) -> Option<&Frame> {
-        self.stack.as_deref()?.iter().find(|f| !f.is_library())
+        self.stack()?.iter().find(|f| !f.is_library())
     }
 
     /// The user part of the stack, innermost first.
     pub fn user_frames(&self) -> impl Iterator<Item = &Frame> {
-        self.stack.as_deref().unwrap_or(&[]).iter().filter(|f| !f.is_library())
+        self.stack().map_or(&[][..], |s| &s[..]).iter().filter(|f| !f.is_library())
     }
 
     /// Whether the dump says this collective finished on this rank.
@@ -110,11 +191,13 @@ impl Entry {
 
 #[cfg(test)]
 mod tests {
-    /// Entries dominate memory (93% of the peak at 4,096 ranks, BENCHMARKS.md): 16,384 ranks x
-    /// 2,000 entries is 32M of them. Growing this struct is a decision, not an accident.
+    /// Entries dominate memory (93% of the peak at 4,096 ranks when they were 232 bytes,
+    /// BENCHMARKS.md): 16,384 ranks x 2,000 entries is 32M of them, and every 8 bytes here is
+    /// 260 MB there. 80 = four u64 ids, the `Call` pointer, three times, the duration, the state
+    /// and the retired flag. Growing this struct is a decision, not an accident.
     #[test]
     fn entry_stays_small() {
         let size = std::mem::size_of::<super::Entry>();
-        assert!(size <= 232, "Entry grew to {size} bytes");
+        assert!(size <= 80, "Entry grew to {size} bytes");
     }
 }

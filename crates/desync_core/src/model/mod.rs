@@ -12,7 +12,7 @@ mod ranks;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use entry::{Entry, Frame, Sizes, Stack, State};
+pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
 
@@ -66,7 +66,7 @@ pub struct RankDump {
 impl RankDump {
     /// The backend prefix of the entries ("nccl", "gloo"...), from the first entry.
     pub fn backend(&self) -> Option<&str> {
-        self.entries.first().map(|e| &*e.op.backend)
+        self.entries.first().map(|e| &*e.op().backend)
     }
 }
 

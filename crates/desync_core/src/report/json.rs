@@ -331,11 +331,11 @@ fn mismatch(t: &Trace, g: &GroupAlignment, m: &Mismatch) -> MismatchView {
                 SideView {
                     ranks: s.ranks.as_slice().to_vec(),
                     issued: s.holder.is_some(),
-                    op: e.map(|e| e.op.name.to_string()),
-                    input_sizes: e.map(|e| e.input_sizes.to_vec()),
-                    output_sizes: e.map(|e| e.output_sizes.to_vec()),
-                    input_dtypes: e.map(|e| strings(&e.input_dtypes)),
-                    output_dtypes: e.map(|e| strings(&e.output_dtypes)),
+                    op: e.map(|e| e.op().name.to_string()),
+                    input_sizes: e.map(|e| e.input_sizes().to_vec()),
+                    output_sizes: e.map(|e| e.output_sizes().to_vec()),
+                    input_dtypes: e.map(|e| strings(e.input_dtypes())),
+                    output_dtypes: e.map(|e| strings(e.output_dtypes())),
                     state: s.state.map(crate::model::State::as_str),
                     call_site: e.and_then(site),
                 }

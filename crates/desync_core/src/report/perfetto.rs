@@ -109,7 +109,7 @@ impl Tracks {
     }
 
     fn tid(&self, e: &Entry) -> u32 {
-        self.tid.get(&e.pg_name).map_or(0, |t| t.0)
+        self.tid.get(e.pg_name()).map_or(0, |t| t.0)
     }
 }
 
@@ -129,7 +129,7 @@ pub fn write_perfetto(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         .collect();
     for e in all() {
         let next = tid.len() as u32 + 1;
-        tid.entry(e.pg_name.clone()).or_insert_with(|| (next, format!("pg {}", e.pg_name)));
+        tid.entry(e.pg_name().clone()).or_insert_with(|| (next, format!("pg {}", e.pg_name())));
     }
     let tracks = Tracks { base_ns, tid };
 
@@ -195,7 +195,7 @@ fn rank_events(sink: &mut Sink<'_>, tracks: &Tracks, dump: &RankDump) -> io::Res
     let mut tids: Vec<(u32, &str)> = dump
         .entries
         .iter()
-        .filter_map(|e| tracks.tid.get(&e.pg_name).map(|(tid, label)| (*tid, label.as_str())))
+        .filter_map(|e| tracks.tid.get(e.pg_name()).map(|(tid, label)| (*tid, label.as_str())))
         .collect();
     tids.sort_unstable();
     tids.dedup();
@@ -232,21 +232,21 @@ fn rank_events(sink: &mut Sink<'_>, tracks: &Tracks, dump: &RankDump) -> io::Res
         let cut = dur != want;
         let args = SliceArgs {
             seq: e.collective_seq_id,
-            p2p_seq: e.is_p2p.then_some(e.p2p_seq_id),
-            op: &e.op.profiling_name,
-            pg: tracks.tid.get(&e.pg_name).map_or("", |t| t.1.as_str()),
-            input_sizes: &e.input_sizes,
-            output_sizes: &e.output_sizes,
-            input_dtypes: &e.input_dtypes,
-            output_dtypes: &e.output_dtypes,
+            p2p_seq: e.is_p2p().then_some(e.p2p_seq_id),
+            op: &e.op().profiling_name,
+            pg: tracks.tid.get(e.pg_name()).map_or("", |t| t.1.as_str()),
+            input_sizes: e.input_sizes(),
+            output_sizes: e.output_sizes(),
+            input_dtypes: e.input_dtypes(),
+            output_dtypes: e.output_dtypes(),
             state: e.state.as_str(),
             record_id: e.record_id,
             recorded_dur_us: recorded.filter(|_| cut).map(us),
             dur_unknown: recorded.is_none(),
         };
         let name =
-            e.op.profiling_name.split_once(':').map_or(&*e.op.profiling_name, |(_, rest)| rest);
-        let cat = if e.is_p2p { "p2p" } else { "collective" };
+            e.op().profiling_name.split_once(':').map_or(&*e.op().profiling_name, |(_, rest)| rest);
+        let cat = if e.is_p2p() { "p2p" } else { "collective" };
         let mut ev = Event::new(name, cat, "X", pid, tid, us(ts), args);
         ev.dur = Some(us(dur));
         sink.event(&ev)?;
@@ -257,7 +257,7 @@ fn rank_events(sink: &mut Sink<'_>, tracks: &Tracks, dump: &RankDump) -> io::Res
 /// completed - created when known, else started - created (it ran at least that long before
 /// the dump), else unknown.
 fn recorded_dur_ns(e: &Entry) -> Option<i64> {
-    let end = e.time_completed_ns.or(e.time_started_ns)?;
+    let end = e.completed_ns().or(e.started_ns())?;
     (end >= e.time_created_ns && e.time_created_ns > 0).then(|| end - e.time_created_ns)
 }
 

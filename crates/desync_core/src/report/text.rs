@@ -238,7 +238,11 @@ fn write_mismatches(
                         .holder
                         .and_then(|h| g.entries_at(&a.trace, h, m.seq).first().copied())
                         .map_or("not issued".to_owned(), |e| {
-                            format!("{} {}", e.op.name, crate::diagnose::sizes_text(&e.input_sizes))
+                            format!(
+                                "{} {}",
+                                e.op().name,
+                                crate::diagnose::sizes_text(e.input_sizes())
+                            )
                         });
                     format!("{}: {what}", s.ranks)
                 })

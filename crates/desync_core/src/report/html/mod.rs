@@ -149,9 +149,9 @@ fn evidence(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
                 Some(entry) => write!(
                     out,
                     "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-                    Esc(&entry.op.name),
-                    Esc(&crate::diagnose::sizes_text(&entry.input_sizes)),
-                    Esc(&crate::diagnose::dtypes_text(&entry.input_dtypes)),
+                    Esc(&entry.op().name),
+                    Esc(&crate::diagnose::sizes_text(entry.input_sizes())),
+                    Esc(&crate::diagnose::dtypes_text(entry.input_dtypes())),
                     entry.state.as_str(),
                     Esc(&entry
                         .call_site()

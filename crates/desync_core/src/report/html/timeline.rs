@@ -362,24 +362,23 @@ impl Builder<'_> {
     fn detail(&mut self, run: &[&Entry]) -> u32 {
         let first = run[0];
         let key = DetailKey {
-            name: first.op.profiling_name.clone(),
-            input: first.input_sizes.clone(),
-            output: first.output_sizes.clone(),
-            dtypes: first.input_dtypes.clone(),
-            out_dtypes: first.output_dtypes.clone(),
+            name: first.op().profiling_name.clone(),
+            input: first.input_sizes().clone(),
+            output: first.output_sizes().clone(),
+            dtypes: first.input_dtypes().clone(),
+            out_dtypes: first.output_dtypes().clone(),
             state: run[run.len() - 1].state,
-            stack: first.stack.clone(),
+            stack: first.stack().cloned(),
             n: run.len(),
         };
         if let Some(&i) = self.detail_index.get(&key) {
             return i;
         }
         let next = self.ops.len();
-        let op = *self.ops.entry(first.op.name.clone()).or_insert(next);
+        let op = *self.ops.entry(first.op().name.clone()).or_insert(next);
         let frames = first
-            .stack
-            .as_deref()
-            .unwrap_or(&[])
+            .stack()
+            .map_or(&[][..], |s| &s[..])
             .iter()
             .take(MAX_FRAMES)
             .map(|f| (f.function.clone(), f.file.clone(), f.line, f.is_library()))
@@ -387,7 +386,7 @@ impl Builder<'_> {
         self.details.push(Detail {
             op,
             n: key.n,
-            name: first.op.name.to_string(),
+            name: first.op().name.to_string(),
             input: key.input.clone(),
             output: key.output.clone(),
             dtypes: key.dtypes.clone(),
