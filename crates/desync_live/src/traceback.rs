@@ -40,11 +40,7 @@ fn parse_frame(line: &str) -> Option<Frame> {
     let rest = line.strip_prefix("File \"")?;
     let (file, rest) = rest.split_once("\", line ")?;
     let (number, function) = rest.split_once(" in ").unwrap_or((rest, "?"));
-    Some(Frame {
-        function: function.trim().into(),
-        file: file.into(),
-        line: number.trim().parse().ok()?,
-    })
+    Some(Frame::new(function.trim().into(), file.into(), number.trim().parse().ok()?))
 }
 
 /// The thread that is inside a `torch.distributed` collective, with the collective's name
@@ -70,10 +66,13 @@ pub fn attach(trace: &mut Trace, stacks: &BTreeMap<u32, String>) -> BTreeMap<u32
         let threads = parse(text);
         let Some((thread, function)) = blocked_in_collective(&threads) else { continue };
         let Some(newest) = dump.entries.iter_mut().max_by_key(|e| e.record_id) else { continue };
-        if newest.stack.is_some() || !same_collective(&newest.op.name, function) {
+        if newest.stack().is_some() || !same_collective(&newest.op().name, function) {
             continue;
         }
-        newest.stack = Some(Arc::from(thread.frames.clone()));
+        // The shared part is per-file interned; this entry gets its own copy with the stack.
+        let mut call = (*newest.call).clone();
+        call.stack = Some(Arc::from(thread.frames.clone()));
+        newest.call = Arc::new(call);
         attached.insert(dump.rank, thread.frames.clone());
     }
     attached
@@ -126,10 +125,7 @@ File \"/job/train.py\", line 57 in train_step\n  File \"/job/train.py\", line 80
         assert!(threads[0].frames.is_empty());
         let (thread, function) = blocked_in_collective(&threads).unwrap();
         assert_eq!(function, "all_reduce");
-        assert_eq!(
-            thread.frames[3],
-            Frame { function: "train_step".into(), file: "/job/train.py".into(), line: 57 }
-        );
+        assert_eq!(thread.frames[3], Frame::new("train_step".into(), "/job/train.py".into(), 57));
     }
 
     #[test]

@@ -146,6 +146,8 @@ pub enum Event<'a> {
 #[derive(Debug, Clone)]
 pub struct Status {
     pub at: SystemTime,
+    /// Fetching and analysing this snapshot: `--interval` should stay well above it.
+    pub took: Duration,
     pub ranks_seen: usize,
     pub ranks_expected: usize,
     pub unreachable: Vec<(u32, String)>,
@@ -209,7 +211,8 @@ pub fn watch(
                 let urgency = urgency(&analysis);
                 let key = FindingKey::of(&analysis);
                 let judgement = judge.judge(urgency, key.clone(), cycle, options.lag);
-                let status = status(&analysis, expected, unreachable, judgement.clone(), taken);
+                let mut status = status(&analysis, expected, unreachable, judgement.clone(), taken);
+                status.took = cycle.elapsed();
                 let mut flow = on_event(Event::Status(&status));
                 if let Judgement::Alert { key, held } = judgement {
                     alerts += 1;
@@ -277,7 +280,7 @@ fn status(
                 .filter_map(|dump| {
                     dump.entries
                         .iter()
-                        .filter(|e| *e.pg_name == *pg.name && !e.is_p2p)
+                        .filter(|e| **e.pg_name() == *pg.name && !e.is_p2p())
                         .map(|e| e.collective_seq_id)
                         .max()
                 })
@@ -287,6 +290,7 @@ fn status(
         .collect();
     Status {
         at,
+        took: Duration::ZERO,
         ranks_seen: t.ranks.len(),
         ranks_expected: expected,
         unreachable,

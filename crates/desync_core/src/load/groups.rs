@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::warn;
-use crate::model::{Membership, OpKind, ProcessGroup, Trace, WarningKind, format_ranks};
+use crate::model::{Entry, Membership, OpKind, ProcessGroup, Trace, WarningKind, format_ranks};
 
 #[derive(Default)]
 struct Seen {
@@ -129,7 +129,7 @@ pub fn infer(trace: &mut Trace) {
 /// metrics collective nobody else did, for instance).
 fn never_completed_alone(trace: &Trace, rank: u32, name: &str) -> bool {
     let Some(dump) = trace.rank(rank) else { return false };
-    let Some(pg_id) = dump.entries.iter().rev().find(|e| &*e.pg_name == name).map(|e| e.pg_id)
+    let Some(pg_id) = dump.entries.iter().rev().find(|e| &**e.pg_name() == name).map(Entry::pg_id)
     else {
         return false;
     };

@@ -80,7 +80,7 @@ pub type Dtypes = Arc<[Arc<str>]>;
 /// repeats from one entry of a rank to the next. Interned per file (load/intern.rs), so an
 /// [`Entry`] holds one thin pointer to it instead of ten (16,384 ranks x 2,000 entries is 32M
 /// entries; each pointer here would cost 250 MB there).
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Call {
     /// Shared by every call of the same `profiling_name` in a file.
     pub op: Arc<Op>,

@@ -6,12 +6,13 @@
 //! Reading builds entries through the loaders' [`Interner`], so a summarized dump shares its
 //! `Arc`s exactly as a decoded one does.
 
+use std::num::NonZeroI64;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use crate::load::intern::Interner;
-use crate::model::{Entry, Frame, Op, Sizes, Stack, State};
+use crate::model::{Call, Entry, Frame, Op, Sizes, Stack, State};
 
 /// One entry as numbers; `u32` fields index [`Tables`].
 #[derive(Debug, Clone, PartialEq)]
@@ -144,15 +145,15 @@ impl TableBuilder {
     pub fn record(&mut self, e: &Entry) -> Record {
         Record {
             record_id: e.record_id,
-            pg: self.pg(e.pg_id, &e.pg_name, &e.pg_desc),
+            pg: self.pg(e.pg_id(), e.pg_name(), e.pg_desc()),
             collective_seq_id: e.collective_seq_id,
             p2p_seq_id: e.p2p_seq_id,
             op_id: e.op_id,
-            op: self.op(&e.op),
-            input_sizes: self.sizes(&e.input_sizes),
-            output_sizes: self.sizes(&e.output_sizes),
-            input_dtypes: self.dtypes(&e.input_dtypes),
-            output_dtypes: self.dtypes(&e.output_dtypes),
+            op: self.op(e.op()),
+            input_sizes: self.sizes(e.input_sizes()),
+            output_sizes: self.sizes(e.output_sizes()),
+            input_dtypes: self.dtypes(e.input_dtypes()),
+            output_dtypes: self.dtypes(e.output_dtypes()),
             state: match e.state {
                 State::Scheduled => 0,
                 State::Started => 1,
@@ -160,13 +161,13 @@ impl TableBuilder {
                 State::Unknown => 3,
             },
             retired: e.retired,
-            is_p2p: e.is_p2p,
+            is_p2p: e.is_p2p(),
             time_created_ns: e.time_created_ns,
-            time_started_ns: e.time_started_ns,
-            time_completed_ns: e.time_completed_ns,
-            duration_ms: e.duration_ms,
-            timeout_ms: e.timeout_ms,
-            stack: e.stack.as_ref().map(|s| self.stack(s)),
+            time_started_ns: e.started_ns(),
+            time_completed_ns: e.completed_ns(),
+            duration_ms: e.duration_ms.map(f64::from),
+            timeout_ms: e.timeout_ms(),
+            stack: e.stack().map(|s| self.stack(s)),
         }
     }
 }
@@ -192,9 +193,7 @@ impl Resolved {
         let frames = t
             .frames
             .iter()
-            .map(|&(function, file, line)| {
-                Ok(Frame { function: s(function)?, file: s(file)?, line })
-            })
+            .map(|&(function, file, line)| Ok(Frame::new(s(function)?, s(file)?, line)))
             .collect::<Result<Vec<_>, String>>()?;
         let mut stacks = Vec::with_capacity(t.stacks.len());
         for stack in &t.stacks {
@@ -216,21 +215,28 @@ impl Resolved {
         Ok(Self { pgs, ops, sizes, dtypes, stacks })
     }
 
-    pub fn entry(&self, r: &Record) -> Result<Entry, String> {
+    /// One record back as an entry; its shared part is interned like the loaders do.
+    pub fn entry(&self, r: &Record, intern: &mut Interner) -> Result<Entry, String> {
         let (pg_id, pg_name, pg_desc) = at(&self.pgs, r.pg, "process group")?;
-        Ok(Entry {
-            record_id: r.record_id,
+        let call = intern.call(Call {
+            op: at(&self.ops, r.op, "op")?,
             pg_id,
             pg_name,
             pg_desc,
-            collective_seq_id: r.collective_seq_id,
-            p2p_seq_id: r.p2p_seq_id,
-            op_id: r.op_id,
-            op: at(&self.ops, r.op, "op")?,
             input_sizes: at(&self.sizes, r.input_sizes, "sizes")?,
             output_sizes: at(&self.sizes, r.output_sizes, "sizes")?,
             input_dtypes: at(&self.dtypes, r.input_dtypes, "dtypes")?,
             output_dtypes: at(&self.dtypes, r.output_dtypes, "dtypes")?,
+            is_p2p: r.is_p2p,
+            timeout_ms: r.timeout_ms,
+            stack: r.stack.map(|i| at(&self.stacks, i, "stack")).transpose()?,
+        });
+        Ok(Entry {
+            record_id: r.record_id,
+            collective_seq_id: r.collective_seq_id,
+            p2p_seq_id: r.p2p_seq_id,
+            op_id: r.op_id,
+            call,
             state: match r.state {
                 0 => State::Scheduled,
                 1 => State::Started,
@@ -238,13 +244,11 @@ impl Resolved {
                 _ => State::Unknown,
             },
             time_created_ns: r.time_created_ns,
-            time_started_ns: r.time_started_ns,
-            time_completed_ns: r.time_completed_ns,
-            duration_ms: r.duration_ms,
+            time_started_ns: r.time_started_ns.and_then(NonZeroI64::new),
+            time_completed_ns: r.time_completed_ns.and_then(NonZeroI64::new),
+            // The format keeps an f64 (older dumps' doubles); an entry holds FR's own f32.
+            duration_ms: r.duration_ms.map(|d| d as f32),
             retired: r.retired,
-            timeout_ms: r.timeout_ms,
-            is_p2p: r.is_p2p,
-            stack: r.stack.map(|i| at(&self.stacks, i, "stack")).transpose()?,
         })
     }
 }
