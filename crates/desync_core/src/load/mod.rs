@@ -15,7 +15,7 @@ use crate::Progress;
 use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
-pub use discover::split_rank;
+pub use discover::{Candidate, split_rank};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -49,36 +49,14 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
         std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
         _ => Error::Io { path: path.to_path_buf(), source },
     })?;
-    let mut warnings = Vec::new();
-    let candidates = if meta.is_dir() {
+    let Selection { candidates, warnings } = if meta.is_dir() {
         let files =
             discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
-        let total = files.len();
-        let found = discover::classify(files, options.prefix.as_deref());
-        for (skipped, why) in found.skipped {
-            warnings.push(warn(WarningKind::Skipped, Some(skipped), None, why));
-        }
-        if found.unnamed > 0 {
-            let message = format!(
-                "{} file(s) ignored: no rank number at the end of the name{}",
-                found.unnamed,
-                options.prefix.as_ref().map(|p| format!(" after prefix `{p}`")).unwrap_or_default()
-            );
-            warnings.push(warn(WarningKind::Skipped, None, None, message));
-        }
-        if found.candidates.is_empty() {
-            let hint = match &options.prefix {
-                Some(p) => format!("{total} file(s), none named `{p}<rank>`"),
-                None => format!(
-                    "{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)"
-                ),
-            };
-            return Err(Error::NoDumps { path: path.into(), hint });
-        }
-        found.candidates
+        select(path, files, options)?
     } else {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        vec![discover::Candidate { path: path.into(), rank: split_rank(name).map(|(_, r)| r) }]
+        let rank = split_rank(name).map(|(_, r)| r);
+        Selection { candidates: vec![Candidate { path: path.into(), rank }], warnings: Vec::new() }
     };
 
     progress.start(candidates.len() as u64, "loading dumps");
@@ -92,6 +70,47 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     });
     progress.finish();
     loader.finish(path, warnings)
+}
+
+/// The dumps to read among a listing, and warnings for what was set aside.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub candidates: Vec<Candidate>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Sorts the names listed under `input` (files below a directory, objects under a bucket
+/// prefix) into dumps to read and warnings for the rest, by the same rules wherever they came
+/// from. A listing with no dump in it is an error that says what was there instead.
+pub fn select(
+    input: &Path,
+    names: Vec<PathBuf>,
+    options: &LoadOptions,
+) -> Result<Selection, Error> {
+    let total = names.len();
+    let found = discover::classify(names, options.prefix.as_deref());
+    let mut warnings = Vec::new();
+    for (skipped, why) in found.skipped {
+        warnings.push(warn(WarningKind::Skipped, Some(skipped), None, why));
+    }
+    if found.unnamed > 0 {
+        let message = format!(
+            "{} file(s) ignored: no rank number at the end of the name{}",
+            found.unnamed,
+            options.prefix.as_ref().map(|p| format!(" after prefix `{p}`")).unwrap_or_default()
+        );
+        warnings.push(warn(WarningKind::Skipped, None, None, message));
+    }
+    if found.candidates.is_empty() {
+        let hint = match &options.prefix {
+            Some(p) => format!("{total} file(s), none named `{p}<rank>`"),
+            None => {
+                format!("{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)")
+            }
+        };
+        return Err(Error::NoDumps { path: input.into(), hint });
+    }
+    Ok(Selection { candidates: found.candidates, warnings })
 }
 
 /// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live
@@ -133,7 +152,8 @@ impl Loader {
     /// Assembles everything added so far. `input` names the whole set in errors; `warnings`
     /// are the caller's own (files skipped during discovery) and come first.
     pub fn finish(self, input: &Path, mut warnings: Vec<Warning>) -> Result<Trace, Error> {
-        let mut results = self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut results =
+            self.results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Threads finish in any order; reports and tie-breaks must not depend on it.
         results.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
         let files_seen = results.len();
