@@ -1,9 +1,10 @@
 //! Errors that end a remote load (exit 2 in the CLI). One object that cannot be fetched or
 //! decoded is not among them: it becomes a warning in the report, like an unreadable file.
 //!
-//! `object_store`'s messages already inline their whole cause chain, so each variant keeps the
-//! message as text (`reason`) rather than as a `source`: printing the chain again would
-//! repeat it.
+//! `object_store`'s messages inline most of their cause chain but not all of it (an HTTP
+//! error says "error sending request" and keeps "connection refused" in its source), so each
+//! variant keeps one line built from the whole chain, without repeats, as text (`reason`):
+//! printing the chain again as sources would repeat most of it.
 
 use crate::url::Scheme;
 
@@ -45,10 +46,18 @@ pub(crate) fn http_status(e: &object_store::Error) -> Option<u16> {
     after.get(..3)?.parse().ok()
 }
 
-/// One line out of a failed request's message: servers put whole XML or JSON error documents
-/// in the body, which the status and the error code say better.
+/// One line out of a failed request's error and its causes: servers put whole XML or JSON error
+/// documents in the body, which the status and the error code say better.
 pub(crate) fn short_reason(e: &object_store::Error) -> String {
-    let text = e.to_string();
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
     let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     // S3 and its clones answer `<Code>AccessDenied</Code><Message>...</Message>`.
     let tag = |name: &str| {
@@ -95,6 +104,25 @@ mod tests {
         assert_eq!(http_status(&generic("connection refused")), None);
         let e = object_store::Error::PermissionDenied { path: "p".into(), source: "no".into() };
         assert_eq!(http_status(&e), Some(403));
+    }
+
+    #[test]
+    fn reasons_keep_the_root_cause() {
+        #[derive(Debug)]
+        struct Sending(std::io::Error);
+        impl std::fmt::Display for Sending {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("error sending request")
+            }
+        }
+        impl std::error::Error for Sending {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let e = object_store::Error::Generic { store: "S3", source: Box::new(Sending(refused)) };
+        assert_eq!(short_reason(&e), "Generic S3 error: error sending request: refused");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 
 use crate::Error;
 use crate::error::{http_status, short_reason};
-use crate::url::RemoteUrl;
+use crate::url::{RemoteUrl, Scheme};
 
 /// Bounds on the fetching; the defaults suit a laptop and a cloud VM alike.
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +114,14 @@ fn list_error(url: &RemoteUrl, e: &object_store::Error) -> Error {
     match http_status(e) {
         Some(404) => Error::NoBucket { url: url_text, bucket: url.bucket.clone() },
         Some(401 | 403) => Error::Denied { url: url_text, scheme: url.scheme, reason },
+        _ if reason.contains("URL scheme is not allowed") => {
+            let allow = match url.scheme {
+                Scheme::S3 => "AWS_ALLOW_HTTP",
+                Scheme::Gcs => "GOOGLE_ALLOW_HTTP",
+            };
+            let reason = format!("{reason} (set {allow}=true to use an http:// endpoint)");
+            Error::List { url: url_text, reason }
+        }
         _ => Error::List { url: url_text, reason },
     }
 }
@@ -238,6 +246,20 @@ mod tests {
             e.to_string().starts_with("no Flight Recorder dumps in s3://b/run/: 1 file(s)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn listing_errors_name_the_cause() {
+        let generic =
+            |text: &str| object_store::Error::Generic { store: "S3", source: text.into() };
+        let s3 = RemoteUrl::parse("s3://gone/run").unwrap();
+        let e = list_error(&s3, &generic("status code: 404 Not Found: <Code>NoSuchBucket</Code>"));
+        assert!(matches!(e, Error::NoBucket { ref bucket, .. } if bucket == "gone"), "{e:?}");
+        let e = list_error(&s3, &generic("status code: 403 Forbidden"));
+        assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"), "{e}");
+        let gs = RemoteUrl::parse("gs://b/run").unwrap();
+        let e = list_error(&gs, &generic("builder error: URL scheme is not allowed"));
+        assert!(e.to_string().ends_with("(set GOOGLE_ALLOW_HTTP=true to use an http:// endpoint)"));
     }
 
     #[test]

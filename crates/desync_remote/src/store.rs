@@ -31,47 +31,47 @@ pub fn build(
 ) -> Result<Arc<dyn ObjectStore>, Error> {
     let config_error =
         |e: object_store::Error| Error::Config { url: url.to_string(), reason: e.to_string() };
-    match url.scheme {
-        Scheme::S3 => {
-            let mut builder = AmazonS3Builder::new();
-            for (key, value) in env {
-                if key.starts_with("AWS_")
-                    && let Ok(key) = key.to_ascii_lowercase().parse::<AmazonS3ConfigKey>()
-                {
-                    builder = builder.with_config(key, value);
-                }
-            }
-            let store = builder
-                .with_bucket_name(&url.bucket)
-                .with_retry(retry())
-                .build()
-                .map_err(config_error)?;
-            Ok(Arc::new(store))
-        }
-        Scheme::Gcs => {
-            let mut builder = GoogleCloudStorageBuilder::new();
-            for (key, value) in env {
-                let key = match key.as_str() {
-                    "SERVICE_ACCOUNT" => Ok(GoogleConfigKey::ServiceAccount),
-                    k if k.starts_with("GOOGLE_") => k.to_ascii_lowercase().parse(),
-                    _ => continue,
-                };
-                if let Ok(key) = key {
-                    builder = builder.with_config(key, value);
-                }
-            }
-            let store = builder
-                .with_bucket_name(&url.bucket)
-                .with_retry(retry())
-                .build()
-                .map_err(config_error)?;
-            Ok(Arc::new(store))
+    Ok(match url.scheme {
+        Scheme::S3 => Arc::new(s3(url, env).build().map_err(config_error)?),
+        Scheme::Gcs => Arc::new(gcs(url, env).build().map_err(config_error)?),
+    })
+}
+
+fn s3(url: &RemoteUrl, env: impl IntoIterator<Item = (String, String)>) -> AmazonS3Builder {
+    let mut builder = AmazonS3Builder::new();
+    for (key, value) in env {
+        if key.starts_with("AWS_")
+            && let Ok(key) = key.to_ascii_lowercase().parse::<AmazonS3ConfigKey>()
+        {
+            builder = builder.with_config(key, value);
         }
     }
+    // The URL's bucket wins over an `AWS_BUCKET` left in the environment.
+    builder.with_bucket_name(&url.bucket).with_retry(retry())
+}
+
+fn gcs(
+    url: &RemoteUrl,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> GoogleCloudStorageBuilder {
+    let mut builder = GoogleCloudStorageBuilder::new();
+    for (key, value) in env {
+        let key = match key.as_str() {
+            "SERVICE_ACCOUNT" => Ok(GoogleConfigKey::ServiceAccount),
+            k if k.starts_with("GOOGLE_") => k.to_ascii_lowercase().parse(),
+            _ => continue,
+        };
+        if let Ok(key) = key {
+            builder = builder.with_config(key, value);
+        }
+    }
+    builder.with_bucket_name(&url.bucket).with_retry(retry())
 }
 
 #[cfg(test)]
 mod tests {
+    use object_store::ClientConfigKey;
+
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -95,6 +95,47 @@ mod tests {
         ]);
         let store = build(&url("s3://dumps/run/"), vars).unwrap();
         assert_eq!(store.to_string(), "AmazonS3(dumps)");
+    }
+
+    #[test]
+    fn s3_config_keys() {
+        let vars = env(&[
+            ("AWS_ENDPOINT_URL", "http://minio:9000"),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_DEFAULT_REGION", "eu-central-1"),
+            ("AWS_BUCKET", "from-env"),
+            ("GOOGLE_BUCKET", "not-for-s3"),
+        ]);
+        let b = s3(&url("s3://from-url/p"), vars);
+        let get = |k: AmazonS3ConfigKey| b.get_config_value(&k);
+        assert_eq!(get(AmazonS3ConfigKey::Endpoint).as_deref(), Some("http://minio:9000"));
+        assert_eq!(get(AmazonS3ConfigKey::DefaultRegion).as_deref(), Some("eu-central-1"));
+        assert_eq!(get(AmazonS3ConfigKey::Bucket).as_deref(), Some("from-url"));
+        let allow = AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp);
+        assert_eq!(get(allow).as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn gcs_config_keys() {
+        let vars = env(&[
+            ("GOOGLE_SERVICE_ACCOUNT", "/keys/sa.json"),
+            ("GOOGLE_BASE_URL", "http://127.0.0.1:4443"),
+            ("GOOGLE_ALLOW_HTTP", "true"),
+            ("AWS_ENDPOINT_URL", "http://not-for-gcs"),
+        ]);
+        let b = gcs(&url("gs://fr-dumps/job"), vars);
+        let get = |k: GoogleConfigKey| b.get_config_value(&k);
+        assert_eq!(get(GoogleConfigKey::ServiceAccount).as_deref(), Some("/keys/sa.json"));
+        assert_eq!(get(GoogleConfigKey::BaseUrl).as_deref(), Some("http://127.0.0.1:4443"));
+        assert_eq!(get(GoogleConfigKey::Bucket).as_deref(), Some("fr-dumps"));
+        let allow = GoogleConfigKey::Client(ClientConfigKey::AllowHttp);
+        assert_eq!(get(allow).as_deref(), Some("true"));
+        // gcloud's older name for the key file.
+        let b = gcs(&url("gs://b"), env(&[("SERVICE_ACCOUNT", "/keys/old.json")]));
+        assert_eq!(
+            b.get_config_value(&GoogleConfigKey::ServiceAccount).as_deref(),
+            Some("/keys/old.json")
+        );
     }
 
     #[test]
