@@ -36,7 +36,8 @@ impl Default for Fetch {
     }
 }
 
-/// Semaphore permits count KiB so that `acquire_many`'s `u32` covers any budget.
+/// Semaphore permits count KiB so that `acquire_many`'s `u32` covers any budget (up to
+/// `u32::MAX >> 3` permits: tokio's limit on 32-bit targets).
 const UNIT: u64 = 1024;
 
 /// Loads every dump under `url` from `store`, like `desync_core::load::load` does a directory.
