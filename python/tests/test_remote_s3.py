@@ -90,6 +90,9 @@ def _env(endpoint: str) -> dict[str, str]:
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_ALLOW_HTTP": "true",
     })
+    # A machine-wide HTTP(S)_PROXY must not capture requests to the local server.
+    for name in ("NO_PROXY", "no_proxy"):
+        env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))
     return env
 
 
