@@ -18,7 +18,8 @@ pub struct Args {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Diagnose a hang from per-rank Flight Recorder dumps (a directory, or one file).
+    /// Diagnose a hang from per-rank Flight Recorder dumps (a directory, one file, or an
+    /// s3:// or gs:// prefix).
     Analyze(AnalyzeArgs),
     /// Check Python training code for collectives that some ranks can skip, reorder or size
     /// differently (exit 0: clean, 1: findings, 2: a path could not be read).
@@ -88,7 +89,9 @@ pub enum ColorChoice {
 
 #[derive(clap::Args, Debug)]
 pub struct InputArgs {
-    /// Directory of per-rank dumps or their summaries (searched recursively), or one file.
+    /// Directory of per-rank dumps or their summaries (searched recursively), one file, or a
+    /// bucket prefix: `s3://BUCKET/PREFIX` or `gs://BUCKET/PREFIX` (access from `AWS_*` or
+    /// `GOOGLE_*` variables).
     pub path: PathBuf,
     /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
     #[arg(long, short = 'p')]
@@ -200,7 +203,9 @@ pub struct ReportArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// Directory of per-rank dumps (searched recursively), or a single dump file.
+    /// Directory of per-rank dumps (searched recursively), a single dump file, or a bucket
+    /// prefix: `s3://BUCKET/PREFIX` or `gs://BUCKET/PREFIX` (access from `AWS_*` or `GOOGLE_*`
+    /// variables).
     pub path: PathBuf,
     /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
     #[arg(long, short = 'p')]

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod input;
 mod progress;
 
 use std::process::ExitCode;

@@ -11,7 +11,7 @@ use crate::progress::Bar;
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
     let config = args.input.config()?;
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
-    let analysis = desync_core::analyze(&config, &bar)?;
+    let analysis = crate::input::analyze(&config, &bar)?;
 
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -17,7 +17,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
         sources: desync_core::bridge::SourceOptions::default(),
     };
     let bar = Bar::new(std::io::stderr().is_terminal());
-    let analysis = desync_core::analyze(&config, &bar)?;
+    let analysis = crate::input::analyze(&config, &bar)?;
     super::report::write_output(&args.perfetto, |out| {
         desync_core::report::write_perfetto(&analysis, out)
     })?;

@@ -12,7 +12,7 @@ use crate::progress::Bar;
 pub fn run(args: &ReportArgs) -> anyhow::Result<Outcome> {
     let config = args.input.config()?;
     let bar = Bar::new(std::io::stderr().is_terminal());
-    let analysis = desync_core::analyze(&config, &bar)?;
+    let analysis = crate::input::analyze(&config, &bar)?;
     write_output(&args.output, |out| {
         desync_core::report::write_html(
             &analysis,

@@ -16,8 +16,7 @@ use crate::Progress;
 use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
-pub(crate) use discover::Candidate;
-pub use discover::split_rank;
+pub use discover::{Candidate, split_rank};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -76,10 +75,29 @@ pub(crate) fn discover(
         let rank = split_rank(name).map(|(_, r)| r);
         return Ok((vec![Candidate { path: path.into(), rank }], Vec::new()));
     }
-    let mut warnings = Vec::new();
     let files = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    let total = files.len();
-    let found = discover::classify(files, options.prefix.as_deref());
+    let Selection { candidates, warnings } = select(path, files, options)?;
+    Ok((candidates, warnings))
+}
+
+/// The dumps to read among a listing, and warnings for what was set aside.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub candidates: Vec<Candidate>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Sorts the names listed under `input` (files below a directory, objects under a bucket
+/// prefix) into dumps to read and warnings for the rest, by the same rules wherever they came
+/// from. A listing with no dump in it is an error that says what was there instead.
+pub fn select(
+    input: &Path,
+    names: Vec<PathBuf>,
+    options: &LoadOptions,
+) -> Result<Selection, Error> {
+    let total = names.len();
+    let found = discover::classify(names, options.prefix.as_deref());
+    let mut warnings = Vec::new();
     for (skipped, why) in found.skipped {
         warnings.push(warn(WarningKind::Skipped, Some(skipped), None, why));
     }
@@ -98,9 +116,9 @@ pub(crate) fn discover(
                 format!("{total} file(s), none ending in a rank number (like `nccl_trace_rank_3`)")
             }
         };
-        return Err(Error::NoDumps { path: path.into(), hint });
+        return Err(Error::NoDumps { path: input.into(), hint });
     }
-    Ok((found.candidates, warnings))
+    Ok(Selection { candidates: found.candidates, warnings })
 }
 
 /// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live
