@@ -4,6 +4,8 @@
 //! `json_extra_collective` scenario). The real-job end to end is `python/tests/test_watch.py`;
 //! this covers what a real job makes slow to reach: a restarted job and dead workers.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -12,18 +14,6 @@ use std::time::Duration;
 use desync_core::diagnose::Category;
 use desync_live::watch::{Event, Flow, WatchOptions};
 use desync_live::{Live, Snapshot, Source, SourceError};
-
-fn torch_python() -> PathBuf {
-    if let Some(p) = std::env::var_os("DESYNC_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python with torch: run via scripts/test.sh or set DESYNC_PYTHON (scripts/venv.sh prints one)"
-    );
-    venv
-}
 
 /// Serves rank N's dump at `POST /handler/fr_trace_json`, a one-thread stack at
 /// `dump_traceback`, 404 for anything else (like a worker without the NCCL recorder).
@@ -90,7 +80,7 @@ impl Job {
             .join("../../tests/scenarios/json_extra_collective/dumps");
         let files: Vec<PathBuf> =
             (0..4).map(|r| dumps.join(format!("gloo_trace_rank_{r}"))).collect();
-        let mut child = Command::new(torch_python())
+        let mut child = Command::new(common::torch_python())
             .arg("-c")
             .arg(JOB)
             .args(&files)

@@ -3,24 +3,13 @@
 //! (scripts/test.sh sets it) or the checkout's `.venv`; without one the test fails with a
 //! clear message rather than skip.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use desync_live::store::StoreClient;
-
-fn torch_python() -> PathBuf {
-    if let Some(p) = std::env::var_os("DESYNC_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python with torch: run via scripts/test.sh or set DESYNC_PYTHON (scripts/venv.sh prints one)"
-    );
-    venv
-}
 
 /// A torch `TCPStore` master holding what `start_debug_server` writes for a 3-rank job
 /// (ranks 0 and 2 registered, rank 1 not yet) plus a binary value; prints its port, then
@@ -47,7 +36,7 @@ impl Drop for Server {
 }
 
 fn start(backend: &str) -> (Server, u16) {
-    let mut child = Command::new(torch_python())
+    let mut child = Command::new(common::torch_python())
         .args(["-c", SERVER, backend])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
