@@ -188,49 +188,69 @@ pub fn watch(
     let started = Instant::now();
     let mut judge = Judge::default();
     let mut alerts = 0;
-    let mut last: Option<(Urgency, FindingKey, Status)> = None;
+    // The newest snapshot's finding, and its analysis until an alert consumes it: a dump
+    // directory that is not rewritten (FR's pipe trigger) brings nothing new, yet the finding
+    // goes on holding and may come of age.
+    let mut last: Option<Last> = None;
     loop {
         let cycle = Instant::now();
-        let flow = match source.snapshot() {
+        let mut flow = Flow::Continue;
+        match source.snapshot() {
             Err(problem) => {
                 last = None;
-                on_event(Event::SourceDown(&problem.to_string()))
+                flow = on_event(Event::SourceDown(&problem.to_string()));
             }
-            Ok(Snapshot::Unchanged) => match &mut last {
-                // Nothing new (a dump directory not rewritten): the finding still holds.
-                Some((urgency, key, status)) => {
-                    status.at = SystemTime::now();
-                    status.judgement = judge.judge(*urgency, key.clone(), cycle, options.lag);
-                    on_event(Event::Status(status))
+            Ok(Snapshot::Unchanged) => {
+                if let Some(l) = &mut last {
+                    l.status.at = SystemTime::now();
+                    l.status.took = cycle.elapsed();
+                    l.status.judgement = judge.judge(l.urgency, l.key.clone(), cycle, options.lag);
+                    flow = on_event(Event::Status(&l.status));
                 }
-                None => Flow::Continue,
-            },
+            }
             Ok(Snapshot::Taken { trace, expected, unreachable }) => {
                 let taken = SystemTime::now();
                 let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
                 let urgency = urgency(&analysis);
                 let key = FindingKey::of(&analysis);
                 let judgement = judge.judge(urgency, key.clone(), cycle, options.lag);
-                let mut status = status(&analysis, expected, unreachable, judgement.clone(), taken);
+                let mut status = status(&analysis, expected, unreachable, judgement, taken);
                 status.took = cycle.elapsed();
-                let mut flow = on_event(Event::Status(&status));
-                if let Judgement::Alert { key, held } = judgement {
-                    alerts += 1;
-                    let alert = raise(source, analysis, key, held, taken, options);
-                    flow = on_event(Event::Alert(&alert));
-                    if options.exit_on_alert {
-                        flow = Flow::Stop;
-                    }
-                }
-                last = Some((urgency, key, status));
-                flow
+                flow = on_event(Event::Status(&status));
+                last = Some(Last { urgency, key, status, analysis: Some(analysis), taken });
             }
-        };
+        }
+        if let Some(l) = &mut last
+            && let Judgement::Alert { key, held } = l.status.judgement.clone()
+            && let Some(analysis) = l.analysis.take()
+        {
+            alerts += 1;
+            let alert = raise(source, analysis, key, held, l.taken, options);
+            flow = match on_event(Event::Alert(&alert)) {
+                _ if options.exit_on_alert => Flow::Stop,
+                answer => answer.min_stop(flow),
+            };
+        }
         if flow == Flow::Stop || options.duration.is_some_and(|d| started.elapsed() >= d) {
             return alerts;
         }
         let spent = cycle.elapsed();
         std::thread::sleep(options.interval.saturating_sub(spent));
+    }
+}
+
+struct Last {
+    urgency: Urgency,
+    key: FindingKey,
+    status: Status,
+    analysis: Option<Analysis>,
+    taken: SystemTime,
+}
+
+impl Flow {
+    /// Stop if either says stop.
+    fn min_stop(self, other: Flow) -> Flow {
+        if self == Flow::Stop || other == Flow::Stop { Flow::Stop } else { Flow::Continue }
     }
 }
 
