@@ -87,7 +87,7 @@ fn a_front_end_can_stop_the_watch() {
     let mut seen = 0;
     let alerts = desync_live::watch(
         &mut WrittenOnce(Some(stalled_rank())),
-        &options(Duration::from_secs(60)),
+        &options(Duration::from_mins(1)),
         &mut |_| {
             seen += 1;
             Flow::Stop
