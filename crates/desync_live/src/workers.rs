@@ -145,20 +145,26 @@ pub fn fetch_all(
     concurrency: usize,
     each: &(dyn Fn(Fetched) + Sync),
 ) {
+    for_each_worker(workers, concurrency, &|worker| {
+        let known = lock(recorders).get(&worker.rank).copied();
+        let (recorder, fetched) =
+            fetch_recorder(worker, known.unwrap_or(Recorder::Unknown), timeout);
+        if let Some(recorder) = recorder {
+            lock(recorders).insert(worker.rank, recorder);
+        }
+        each(fetched);
+    });
+}
+
+/// Runs `work` once per worker on `concurrency` threads: the requests block on the network,
+/// not on a CPU, so there are more threads than cores.
+fn for_each_worker(workers: &[Worker], concurrency: usize, work: &(dyn Fn(&Worker) + Sync)) {
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..concurrency.clamp(1, workers.len().max(1)) {
             scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(worker) = workers.get(i) else { break };
-                    let known = lock(recorders).get(&worker.rank).copied();
-                    let (recorder, fetched) =
-                        fetch_recorder(worker, known.unwrap_or(Recorder::Unknown), timeout);
-                    if let Some(recorder) = recorder {
-                        lock(recorders).insert(worker.rank, recorder);
-                    }
-                    each(fetched);
+                while let Some(worker) = workers.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    work(worker);
                 }
             });
         }
@@ -211,20 +217,10 @@ pub fn fetch_tracebacks(
     concurrency: usize,
 ) -> BTreeMap<u32, String> {
     let out = Mutex::new(BTreeMap::new());
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..concurrency.clamp(1, workers.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(worker) = workers.get(i) else { break };
-                    let path = format!("/handler/{TRACEBACK_HANDLER}");
-                    if let Ok(body) = http::post(&worker.endpoint, &path, timeout) {
-                        let text = String::from_utf8_lossy(&body).into_owned();
-                        lock(&out).insert(worker.rank, text);
-                    }
-                }
-            });
+    let path = format!("/handler/{TRACEBACK_HANDLER}");
+    for_each_worker(workers, concurrency, &|worker| {
+        if let Ok(body) = http::post(&worker.endpoint, &path, timeout) {
+            lock(&out).insert(worker.rank, String::from_utf8_lossy(&body).into_owned());
         }
     });
     out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
