@@ -14,7 +14,7 @@ use crate::cli::{Format, WatchArgs, source_options};
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
     let options = WatchOptions {
-        interval: seconds("--interval", args.interval)?,
+        interval: seconds("--interval", args.interval)?.max(MIN_INTERVAL),
         lag: seconds("--lag", args.lag)?,
         duration: args.duration.map(|d| seconds("--for", d)).transpose()?,
         exit_on_alert: args.exit_on_alert,
@@ -72,6 +72,9 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
     }
     Ok(Outcome::Clean)
 }
+
+/// A shorter interval would only hammer the workers: each snapshot fetches every rank.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     if !(value.is_finite() && value >= 0.0) {
