@@ -152,7 +152,7 @@ pub struct WatchArgs {
     /// With --store: ranks to look for (default: probe until no more register).
     #[arg(long, value_name = "N")]
     pub world_size: Option<u32>,
-    /// Seconds between snapshots.
+    /// Seconds between snapshots (at least 0.1).
     #[arg(long, value_name = "SECS", default_value_t = 2.0)]
     pub interval: f64,
     /// Seconds that ranks may wait in a collective others have not issued (or in a wait
