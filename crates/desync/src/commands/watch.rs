@@ -107,8 +107,9 @@ struct Printer {
     format: Format,
     terminal: bool,
     started: Instant,
-    /// The status text last printed, to print again only on change (logs).
-    last_line: String,
+    /// What the last printed status said, seq numbers aside: a log gets a line when that
+    /// changes (and a heartbeat), not one per snapshot of a healthy job.
+    last_state: String,
     last_printed: Option<Instant>,
     last_problem: Option<String>,
     open_line: bool,
@@ -123,7 +124,7 @@ impl Printer {
             format,
             terminal: std::io::stderr().is_terminal(),
             started: Instant::now(),
-            last_line: String::new(),
+            last_state: String::new(),
             last_printed: None,
             last_problem: None,
             open_line: false,
@@ -141,11 +142,11 @@ impl Printer {
             write!(err, "\r\x1b[2K{} {line}", clock(s.at))?;
             err.flush()?;
             self.open_line = true;
-        } else if line != self.last_line || stale {
+        } else if state_of(s) != self.last_state || stale {
             eprintln!("{} {line}", clock(s.at));
             self.last_printed = Some(Instant::now());
         }
-        self.last_line = line;
+        self.last_state = state_of(s);
         Ok(())
     }
 
@@ -266,6 +267,22 @@ fn status_line(s: &Status) -> String {
         }
     }
     line
+}
+
+/// The parts of a status worth a new log line.
+fn state_of(s: &Status) -> String {
+    let unreachable: Vec<u32> = s.unreachable.iter().map(|(r, _)| *r).collect();
+    let judgement = match &s.judgement {
+        Judgement::Quiet => "quiet".to_owned(),
+        Judgement::Suspect { key, .. } => format!("suspect {key:?}"),
+        Judgement::Alert { key, .. } | Judgement::Reported { key, .. } => format!("alert {key:?}"),
+    };
+    format!(
+        "{}/{} {unreachable:?} {} {judgement}",
+        s.ranks_seen,
+        s.ranks_expected,
+        s.category.as_str()
+    )
 }
 
 fn status_json(s: &Status) -> serde_json::Value {
