@@ -101,17 +101,18 @@ impl Live {
         &self.workers
     }
 
-    fn rediscover_if_due(&mut self, force: bool) -> Result<(), SourceError> {
+    fn rediscover_if_due(&mut self) -> Result<(), SourceError> {
         let Some(store) = &self.store else { return Ok(()) };
         let due = self.workers.is_empty()
-            || force
             || self.last_discovery.is_none_or(|t| t.elapsed() >= REDISCOVER_EVERY);
         if !due {
             return Ok(());
         }
+        // Counted from the attempt, so a store that is gone costs one timeout per period, not
+        // one per snapshot.
+        self.last_discovery = Some(Instant::now());
         let mut client = StoreClient::connect(&store.addr, self.timeout)?;
         let found = workers::discover(&mut client, store.world_size)?;
-        self.last_discovery = Some(Instant::now());
         if found.is_empty() {
             return Err(SourceError::NoWorkers(store.addr.clone()));
         }
@@ -133,7 +134,13 @@ impl Source for Live {
     }
 
     fn snapshot(&mut self) -> Result<Snapshot, SourceError> {
-        self.rediscover_if_due(false)?;
+        if let Err(e) = self.rediscover_if_due() {
+            // The store can go away (its host rank died, the agent restarted) while the workers
+            // still answer: keep polling them; without any, there is nothing to poll.
+            if self.workers.is_empty() {
+                return Err(e);
+            }
+        }
         let loader = Loader::default();
         let unreachable = Mutex::new(Vec::new());
         let fetch = |workers: &[Worker]| {
