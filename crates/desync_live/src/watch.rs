@@ -289,23 +289,22 @@ fn status(
     at: SystemTime,
 ) -> Status {
     let t = &a.trace;
-    let groups = t
-        .process_groups
+    // The alignment already holds each member's collectives per group, sorted by seq.
+    let groups = a
+        .alignment
+        .groups
         .iter()
-        .filter_map(|pg| {
-            let lasts: Vec<u64> = pg
-                .members
+        .filter_map(|g| {
+            let lasts: Vec<u64> = g
+                .streams
                 .iter()
-                .filter_map(|&r| t.rank(r))
-                .filter_map(|dump| {
-                    dump.entries
-                        .iter()
-                        .filter(|e| **e.pg_name() == *pg.name && !e.is_p2p())
-                        .map(|e| e.collective_seq_id)
-                        .max()
+                .filter_map(|s| {
+                    let last = *s.entries.last()?;
+                    Some(t.rank(s.rank)?.entries[last as usize].collective_seq_id)
                 })
                 .collect();
-            Some((pg.label(), *lasts.iter().min()?, *lasts.iter().max()?))
+            let label = t.process_groups[g.pg].label();
+            Some((label, *lasts.iter().min()?, *lasts.iter().max()?))
         })
         .collect();
     Status {
