@@ -202,19 +202,16 @@ impl Directory {
         Self { dir, load, seen: None }
     }
 
-    /// Names, modification times and sizes of the files: cheap to take, and any rewrite
-    /// changes it.
+    /// Names, modification times and sizes of the files the loader would read (the same
+    /// recursive listing): cheap to take, and any rewrite changes it.
     fn fingerprint(&self) -> std::io::Result<Vec<(PathBuf, SystemTime, u64)>> {
-        let mut files = Vec::new();
-        for item in std::fs::read_dir(&self.dir)? {
-            let item = item?;
-            let meta = item.metadata()?;
-            if meta.is_file() {
-                files.push((item.path(), meta.modified()?, meta.len()));
-            }
-        }
-        files.sort();
-        Ok(files)
+        desync_core::load::walk(&self.dir)?
+            .into_iter()
+            .map(|path| {
+                let meta = std::fs::metadata(&path)?;
+                Ok((path, meta.modified()?, meta.len()))
+            })
+            .collect()
     }
 }
 

@@ -16,7 +16,7 @@ use crate::Progress;
 use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
-pub use discover::{Candidate, split_rank};
+pub use discover::{Candidate, split_rank, walk};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
