@@ -118,7 +118,7 @@ impl Live {
         }
         if found != self.workers {
             // New ports: a restarted job. What we learned about its recorders is stale.
-            self.recorders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+            workers::lock(&self.recorders).clear();
             self.workers = found;
         }
         Ok(())
@@ -143,20 +143,13 @@ impl Source for Live {
         }
         let loader = Loader::default();
         let unreachable = Mutex::new(Vec::new());
-        let fetch = |workers: &[Worker]| {
-            workers::fetch_all(workers, &self.recorders, self.timeout, self.concurrency, &|f| {
-                match f.result {
-                    Ok(bytes) => loader.add(f.source, Some(f.rank), &bytes),
-                    Err(e) => unreachable
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push((f.rank, e.to_string())),
-                }
-            });
-        };
-        fetch(&self.workers);
-        let mut unreachable =
-            unreachable.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        workers::fetch_all(&self.workers, &self.recorders, self.timeout, self.concurrency, &|f| {
+            match f.result {
+                Ok(bytes) => loader.add(f.source, Some(f.rank), &bytes),
+                Err(e) => workers::lock(&unreachable).push((f.rank, e.to_string())),
+            }
+        });
+        let mut unreachable = workers::into_inner(unreachable);
         if unreachable.len() == self.workers.len() && !self.workers.is_empty() {
             unreachable.sort_unstable();
             let (rank, first) = unreachable.swap_remove(0);
@@ -181,11 +174,10 @@ impl Source for Live {
             if let Ok(bytes) = f.result {
                 let extension = if bytes.first() == Some(&0x80) { "pkl" } else { "json" };
                 let name = format!("rank_{}.{extension}", f.rank);
-                let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                out.push((f.rank, name, bytes));
+                workers::lock(&out).push((f.rank, name, bytes));
             }
         });
-        out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+        workers::into_inner(out)
     }
 }
 

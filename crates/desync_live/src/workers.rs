@@ -223,11 +223,17 @@ pub fn fetch_tracebacks(
             lock(&out).insert(worker.rank, String::from_utf8_lossy(&body).into_owned());
         }
     });
-    out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    into_inner(out)
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A panicked fetch thread leaves the data as whole as it was: the lock is only held to push
+/// or insert, so a poisoned one is still safe to use.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub(crate) fn into_inner<T>(m: Mutex<T>) -> T {
+    m.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
