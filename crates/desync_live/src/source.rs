@@ -56,6 +56,8 @@ pub struct Live {
     timeout: Duration,
     concurrency: usize,
     last_discovery: Option<Instant>,
+    /// Whether the last snapshot's recorders showed no rank without a registered worker.
+    complete: bool,
 }
 
 struct StoreSettings {
@@ -66,6 +68,9 @@ struct StoreSettings {
 /// Workers register when their rank reaches `start_debug_server`, and a restarted job
 /// registers new ports: look again this often, and at once when every worker is down.
 const REDISCOVER_EVERY: Duration = Duration::from_secs(30);
+/// While the recorders name ranks that registered no worker yet (ranks start a few seconds
+/// apart, and a watch started with the job finds the early ones first), look again this often.
+const REDISCOVER_INCOMPLETE: Duration = Duration::from_secs(2);
 
 impl Live {
     pub fn from_store(
@@ -94,6 +99,7 @@ impl Live {
             timeout,
             concurrency,
             last_discovery: None,
+            complete: true,
         }
     }
 
@@ -103,8 +109,8 @@ impl Live {
 
     fn rediscover_if_due(&mut self) -> Result<(), SourceError> {
         let Some(store) = &self.store else { return Ok(()) };
-        let due = self.workers.is_empty()
-            || self.last_discovery.is_none_or(|t| t.elapsed() >= REDISCOVER_EVERY);
+        let period = if self.complete { REDISCOVER_EVERY } else { REDISCOVER_INCOMPLETE };
+        let due = self.workers.is_empty() || self.last_discovery.is_none_or(|t| t.elapsed() >= period);
         if !due {
             return Ok(());
         }
@@ -161,7 +167,11 @@ impl Source for Live {
         }
         unreachable.sort_unstable();
         let trace = loader.finish(&self.input(), Vec::new())?;
-        Ok(Snapshot::Taken { trace, expected: self.workers.len(), unreachable })
+        // The recorders know the world (process-group members, gather shapes): ranks in it
+        // with no worker have not registered yet, or died before they could.
+        let world = trace.world_size as usize;
+        self.complete = world <= self.workers.len();
+        Ok(Snapshot::Taken { trace, expected: world.max(self.workers.len()), unreachable })
     }
 
     fn tracebacks(&mut self) -> BTreeMap<u32, String> {

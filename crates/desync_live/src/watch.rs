@@ -10,6 +10,12 @@
 //!   cycles, stuck kernels) are normal for an instant; they alert when the same finding, at the
 //!   same sequence id, holds for `lag`.
 //! - Stragglers are a performance note, shown in the status line, never an alert.
+//!
+//! The status shows a *settled* category, not each snapshot's: an alarm is shown once it
+//! alerted (content findings at once, progress findings after `lag`), a straggler or an
+//! inconclusive reading once it has held for `lag`, and an all-clear at once (a snapshot in
+//! which every rank agrees cannot be a timing artefact). Until anything settles the status
+//! reads `inconclusive`. What this one snapshot showed is reported beside it (`observed`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -74,11 +80,19 @@ pub fn urgency(a: &Analysis) -> Urgency {
     }
 }
 
-/// Remembers the finding in progress across snapshots.
-#[derive(Default)]
+/// Remembers the finding in progress and the settled category across snapshots.
 pub struct Judge {
     pending: Option<(FindingKey, Instant)>,
     alerted: Vec<FindingKey>,
+    settled: Category,
+    /// A quiet category other than the settled one, and since when it has been seen.
+    candidate: Option<(Category, Instant)>,
+}
+
+impl Default for Judge {
+    fn default() -> Self {
+        Self { pending: None, alerted: Vec::new(), settled: Category::Inconclusive, candidate: None }
+    }
 }
 
 /// The judge's answer for one snapshot.
@@ -102,6 +116,11 @@ pub enum Judgement {
 }
 
 impl Judge {
+    /// The category the status shows: see the module's doc.
+    pub fn settled(&self) -> Category {
+        self.settled
+    }
+
     pub fn judge(
         &mut self,
         urgency: Urgency,
@@ -109,6 +128,47 @@ impl Judge {
         now: Instant,
         lag: Duration,
     ) -> Judgement {
+        let judgement = self.judge_finding(urgency, &key, now, lag);
+        self.settle(&judgement, key.category, now, lag);
+        judgement
+    }
+
+    fn settle(&mut self, judgement: &Judgement, observed: Category, now: Instant, lag: Duration) {
+        match judgement {
+            Judgement::Alert { key, .. } | Judgement::Reported { key, .. } => {
+                self.settled = key.category;
+                self.candidate = None;
+            }
+            // Not shown until it alerts; the settled category stands.
+            Judgement::Suspect { .. } => self.candidate = None,
+            Judgement::Quiet if observed == self.settled => self.candidate = None,
+            Judgement::Quiet if observed == Category::Healthy => {
+                self.settled = observed;
+                self.candidate = None;
+            }
+            Judgement::Quiet => {
+                let since = match self.candidate {
+                    Some((c, since)) if c == observed => since,
+                    _ => now,
+                };
+                if now.saturating_duration_since(since) >= lag {
+                    self.settled = observed;
+                    self.candidate = None;
+                } else {
+                    self.candidate = Some((observed, since));
+                }
+            }
+        }
+    }
+
+    fn judge_finding(
+        &mut self,
+        urgency: Urgency,
+        key: &FindingKey,
+        now: Instant,
+        lag: Duration,
+    ) -> Judgement {
+        let key = key.clone();
         if urgency == Urgency::None {
             self.pending = None;
             return Judgement::Quiet;
@@ -153,7 +213,10 @@ pub struct Status {
     pub unreachable: Vec<(u32, String)>,
     /// Per process group: (label, lowest and highest last seq across its members).
     pub groups: Vec<(String, u64, u64)>,
+    /// The settled category (the module's doc says when a category settles).
     pub category: Category,
+    /// What this snapshot alone showed, and its headline.
+    pub observed: Category,
     pub headline: String,
     pub judgement: Judgement,
 }
@@ -205,6 +268,7 @@ pub fn watch(
                     l.status.at = SystemTime::now();
                     l.status.took = cycle.elapsed();
                     l.status.judgement = judge.judge(l.urgency, l.key.clone(), cycle, options.lag);
+                    l.status.category = judge.settled();
                     flow = on_event(Event::Status(&l.status));
                 }
             }
@@ -215,6 +279,7 @@ pub fn watch(
                 let key = FindingKey::of(&analysis);
                 let judgement = judge.judge(urgency, key.clone(), cycle, options.lag);
                 let mut status = status(&analysis, expected, unreachable, judgement, taken);
+                status.category = judge.settled();
                 status.took = cycle.elapsed();
                 flow = on_event(Event::Status(&status));
                 last = Some(Last { urgency, key, status, analysis: Some(analysis), taken });
@@ -315,6 +380,7 @@ fn status(
         unreachable,
         groups,
         category: a.diagnosis.category,
+        observed: a.diagnosis.category,
         headline: a.diagnosis.headline.clone(),
         judgement,
     }
@@ -385,6 +451,41 @@ mod tests {
             Judgement::Reported { .. }
         ));
         assert_eq!(judge.judge(Urgency::None, key(8), t4, lag), Judgement::Quiet);
+    }
+
+    fn quiet(category: Category) -> FindingKey {
+        FindingKey { category, process_group: None, seq: None, culprits: Vec::new() }
+    }
+
+    #[test]
+    fn the_status_shows_alarms_once_they_alert_and_all_clears_at_once() {
+        let lag = Duration::from_secs(5);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut judge = Judge::default();
+        assert_eq!(judge.settled(), Category::Inconclusive, "nothing has settled yet");
+        judge.judge(Urgency::None, quiet(Category::Healthy), at(0), lag);
+        assert_eq!(judge.settled(), Category::Healthy, "an all-clear shows at once");
+        // Ranks caught a collective apart: a stall for one snapshot is not shown.
+        judge.judge(Urgency::Progress, key(7), at(1), lag);
+        assert_eq!(judge.settled(), Category::Healthy);
+        // A straggler or a missing rank for a moment is not shown either...
+        judge.judge(Urgency::None, quiet(Category::Straggler), at(2), lag);
+        judge.judge(Urgency::None, quiet(Category::Inconclusive), at(3), lag);
+        judge.judge(Urgency::None, quiet(Category::Straggler), at(4), lag);
+        assert_eq!(judge.settled(), Category::Healthy);
+        // ...until it has held for the lag.
+        judge.judge(Urgency::None, quiet(Category::Straggler), at(8), lag);
+        assert_eq!(judge.settled(), Category::Healthy);
+        judge.judge(Urgency::None, quiet(Category::Straggler), at(9), lag);
+        assert_eq!(judge.settled(), Category::Straggler);
+        // A stall that holds alerts, and then it is what the status shows.
+        judge.judge(Urgency::Progress, key(9), at(10), lag);
+        assert_eq!(judge.settled(), Category::Straggler);
+        assert!(matches!(judge.judge(Urgency::Progress, key(9), at(15), lag), Judgement::Alert { .. }));
+        assert_eq!(judge.settled(), Category::Stall);
+        judge.judge(Urgency::None, quiet(Category::Healthy), at(16), lag);
+        assert_eq!(judge.settled(), Category::Healthy);
     }
 
     #[test]

@@ -255,7 +255,15 @@ fn status_line(s: &Status) -> String {
         }
     }
     match &s.judgement {
-        Judgement::Quiet => line.push_str(&format!(" · {}", s.category.as_str())),
+        Judgement::Quiet if s.observed == s.category => {
+            line.push_str(&format!(" · {}", s.category.as_str()));
+        }
+        // A straggler or a missing rank seen in this snapshot, not held long enough to show.
+        Judgement::Quiet => line.push_str(&format!(
+            " · {} (this snapshot: {})",
+            s.category.as_str(),
+            s.observed.as_str()
+        )),
         Judgement::Suspect { key, held } => line.push_str(&format!(
             " · watching: {} for {:.0} s — {}",
             key.category.as_str(),
@@ -301,6 +309,7 @@ fn status_json(s: &Status) -> serde_json::Value {
         "unreachable": s.unreachable.iter().map(|(r, why)| serde_json::json!({"rank": r, "error": why})).collect::<Vec<_>>(),
         "groups": s.groups.iter().map(|(label, low, high)| serde_json::json!({"label": label, "seq_low": low, "seq_high": high})).collect::<Vec<_>>(),
         "category": s.category.as_str(),
+        "observed": s.observed.as_str(),
         "headline": s.headline,
         "judgement": judgement,
         "held_s": held,

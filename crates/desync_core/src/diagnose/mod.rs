@@ -252,12 +252,12 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         d.culprit_ranks = RankSet::new(vec![s.rank]);
         d.process_group = Some(s.pg);
         d.headline = format!(
-            "no hang; rank {} was the last to enqueue in {} of {} collectives of {}, {:.1} ms after the next rank on average, causing {:.0}% of all waiting",
+            "no hang; rank {} was the last to enqueue in {} of {} collectives of {}, typically {:.1} ms after the next rank, causing {:.0}% of all waiting",
             s.rank,
             s.times_last,
             s.collectives,
             pg_label(s.pg),
-            s.mean_lead_ms,
+            s.median_lead_ms,
             100.0 * s.share_of_waiting
         );
         d.straggler = Some(s);

@@ -16,10 +16,12 @@ const MIN_COLLECTIVES: usize = 5;
 const MIN_SHARE_LAST: f64 = 0.3;
 /// Share of all the waiting (summed leads of the last rank) that the straggler caused.
 const MIN_SHARE_OF_WAITING: f64 = 0.8;
-/// Its mean lead when last must be at least this. Scheduling noise reaches several ms when
+/// Its median lead when last must be at least this. Scheduling noise reaches several ms when
 /// ranks share cores (seen: 6.8 ms and 79% of the waiting in a healthy 4-rank job on 2 busy
-/// cores); a straggler worth reporting costs more than that per step.
-const MIN_MEAN_LEAD_NS: f64 = 20e6;
+/// cores); a straggler worth reporting costs more than that per step. The median, not the
+/// mean: one late start (a rank importing torch 200 ms after the others, seen in a healthy
+/// live job) must not make a straggler of a rank that is otherwise last by chance.
+const MIN_MEDIAN_LEAD_NS: i64 = 20_000_000;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Straggler {
@@ -31,6 +33,8 @@ pub struct Straggler {
     pub times_last: usize,
     /// Mean lead over the second-to-last rank in the collectives where it was last.
     pub mean_lead_ms: f64,
+    /// Median of those leads (what decides: robust to one late start).
+    pub median_lead_ms: f64,
     /// Share of all the waiting caused by being last that this rank caused.
     pub share_of_waiting: f64,
 }
@@ -44,8 +48,7 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
         return None;
     }
     let ranks: Vec<u32> = group.streams.iter().map(|s| s.rank).collect();
-    let mut lead_ns = vec![0i64; ranks.len()];
-    let mut last_count = vec![0usize; ranks.len()];
+    let mut leads_ns: Vec<Vec<i64>> = vec![Vec::new(); ranks.len()];
     let mut compared = 0;
     for &seq in &group.seqs {
         let times: Option<Vec<i64>> = ranks
@@ -58,28 +61,32 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
         times.sort_by_key(|(_, t)| *t);
         let (last, t_last) = times[times.len() - 1];
         let (_, t_second) = times[times.len() - 2];
-        last_count[last] += 1;
-        lead_ns[last] += t_last - t_second;
+        leads_ns[last].push(t_last - t_second);
         compared += 1;
     }
     if compared < MIN_COLLECTIVES {
         return None;
     }
-    let total: i64 = lead_ns.iter().sum();
-    let (worst, &worst_lead) = lead_ns.iter().enumerate().max_by_key(|(_, l)| **l)?;
-    let times_last = last_count[worst];
+    let summed: Vec<i64> = leads_ns.iter().map(|l| l.iter().sum()).collect();
+    let total: i64 = summed.iter().sum();
+    let (worst, &worst_lead) = summed.iter().enumerate().max_by_key(|(_, l)| **l)?;
+    let leads = &mut leads_ns[worst];
+    let times_last = leads.len();
     let share_last = times_last as f64 / compared as f64;
     let share_of_waiting = worst_lead as f64 / total.max(1) as f64;
     let mean_lead = worst_lead as f64 / times_last.max(1) as f64;
+    leads.sort_unstable();
+    let median_lead = leads.get(leads.len() / 2).copied().unwrap_or(0);
     (share_last >= MIN_SHARE_LAST
         && share_of_waiting >= MIN_SHARE_OF_WAITING
-        && mean_lead >= MIN_MEAN_LEAD_NS)
+        && median_lead >= MIN_MEDIAN_LEAD_NS)
         .then(|| Straggler {
             rank: ranks[worst],
             pg: group.pg,
             collectives: compared,
             times_last,
             mean_lead_ms: mean_lead / 1e6,
+            median_lead_ms: median_lead as f64 / 1e6,
             share_of_waiting,
         })
 }
