@@ -21,6 +21,8 @@ pub struct Module {
     index: LineIndex,
     body: Vec<Stmt>,
     errors: Vec<String>,
+    /// Where the file was read from, when it was: imports are resolved relative to it.
+    path: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Module {
@@ -44,6 +46,7 @@ impl Module {
                 index: LineIndex::from_source_text(""),
                 body: Vec::new(),
                 errors: vec!["file is larger than 4 GiB; not parsed".to_owned()],
+                path: None,
             };
         }
         let parsed = parse_unchecked_source(source, PySourceType::Python);
@@ -56,7 +59,26 @@ impl Module {
                 format!("line {line}: {}", e.error)
             })
             .collect();
-        Module { source: source.to_owned(), index, body: parsed.into_suite().into(), errors }
+        Module {
+            source: source.to_owned(),
+            index,
+            body: parsed.into_suite().into(),
+            errors,
+            path: None,
+        }
+    }
+
+    /// Parses `source`, read from `path`: the path anchors relative imports and the sibling
+    /// modules a [`Project`](crate::Project) looks for.
+    pub fn parse_file(source: &str, path: &std::path::Path) -> Module {
+        let mut module = Module::parse(source);
+        module.path = Some(path.to_path_buf());
+        module
+    }
+
+    /// The file this module was read from ([`Module::parse_file`]).
+    pub fn file_path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
     }
 
     /// Syntax errors the parser recovered from, as `line N: message`.
@@ -103,7 +125,7 @@ impl Module {
     /// is; a loop around one line only. The first candidate whose condition has a known
     /// rank-dependence wins, else the first. `None` when nothing separates the lines.
     pub fn find_branch(&self, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
-        crate::branch::find(self, line_a, line_b)
+        crate::branch::find(&crate::Analysis::default(), self, line_a, line_b)
     }
 
     /// For ranks whose stacks are identical yet deadlocked (an order inversion across process
@@ -114,19 +136,19 @@ impl Module {
     /// reordering whose condition shows a known rank-dependence wins, else the first one.
     /// `None` when the order cannot change (no loop, or only unconditional reorderings).
     pub fn find_order_branch(&self, line: u32) -> Option<Branch> {
-        crate::branch::find_order(self, line)
+        crate::branch::find_order(&crate::Analysis::default(), self, line)
     }
 
     /// The call at `line` (a collective, preferably) and where its arguments come from.
     pub fn explain_call(&self, line: u32) -> Option<CallOrigin> {
-        crate::call::explain(self, line)
+        crate::call::explain(&crate::Analysis::default(), self, line)
     }
 
     /// Every construct that decides whether `line` runs, for the linter: guarded jumps that
     /// can skip it (nearest first), then the `if`/`elif`/loops/`try` around it (innermost
     /// first), each with its condition's rank-dependence.
     pub fn guards(&self, line: u32) -> Vec<Branch> {
-        crate::branch::guards(self, line)
+        crate::branch::guards(&crate::Analysis::default(), self, line)
     }
 
     /// The collective calls of the file (nested functions included), in source order.

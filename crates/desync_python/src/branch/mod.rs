@@ -23,6 +23,7 @@ mod structure;
 use ruff_python_ast::{ExceptHandler, Stmt, StmtIf, StmtTry, StmtWith};
 use ruff_text_size::Ranged;
 
+use crate::flow::Analysis;
 use crate::module::Module;
 use crate::tree::Path;
 use crate::types::{Branch, Construct, DependenceKind, Jump};
@@ -82,7 +83,12 @@ impl<'a> Candidate<'a> {
     }
 }
 
-pub(crate) fn find(module: &Module, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
+pub(crate) fn find(
+    cx: &Analysis<'_>,
+    module: &Module,
+    line_a: u32,
+    line_b: Option<u32>,
+) -> Option<Branch> {
     let path_a = module.path(line_a)?;
     let sites = jumps::sites(module, scope_suite(module, &path_a));
     let path_b = line_b
@@ -106,7 +112,7 @@ pub(crate) fn find(module: &Module, line_a: u32, line_b: Option<u32>) -> Option<
 
     let mut first = None;
     for candidate in candidates.iter().take(MAX_CANDIDATES) {
-        let branch = describe::branch(module, candidate);
+        let branch = describe::branch(cx, module, candidate);
         if informative(&branch) {
             return Some(branch);
         }
@@ -117,19 +123,19 @@ pub(crate) fn find(module: &Module, line_a: u32, line_b: Option<u32>) -> Option<
 
 /// Every construct that decides whether `line` runs: guarded jumps that can skip it (nearest
 /// first), then the statements around it (innermost first).
-pub(crate) fn guards(module: &Module, line: u32) -> Vec<Branch> {
+pub(crate) fn guards(cx: &Analysis<'_>, module: &Module, line: u32) -> Vec<Branch> {
     let Some(path) = module.path(line) else { return Vec::new() };
     let sites = jumps::sites(module, scope_suite(module, &path));
     jumps::skipping(&sites, &path, None)
         .into_iter()
         .chain(structure::enclosing(module, &path))
-        .map(|c| describe::branch(module, &c))
+        .map(|c| describe::branch(cx, module, &c))
         .collect()
 }
 
 /// The `if` that reorders the list a loop around `line` walks (see [`order`]).
-pub(crate) fn find_order(module: &Module, line: u32) -> Option<Branch> {
-    order::find(module, line)
+pub(crate) fn find_order(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Branch> {
+    order::find(cx, module, line)
 }
 
 /// The first jump directly in an `except` body (the `continue` of `except E: log(); continue`).
