@@ -345,7 +345,7 @@ def fabric_probes(rank: int, world: int) -> None:
 
 def accelerate_probes(rank: int, world: int) -> None:
     from accelerate import Accelerator, PartialState
-    from accelerate.utils import broadcast, broadcast_object_list, gather, gather_object, pad_across_processes, reduce
+    from accelerate.utils import broadcast, broadcast_object_list, gather, gather_object, reduce
 
     holder = {}
     probe("Accelerator(cpu=True) construction", lambda: holder.setdefault("acc", Accelerator(cpu=True)))
