@@ -55,7 +55,7 @@ mod robustness;
 pub use dependence::patterns;
 pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
-pub use flow::{Analysis, FileProject, Finding, Project};
+pub use flow::{Analysis, FileProject, Finding, Project, SetupCall};
 pub use module::Module;
 pub use outline::{Call, Clause, Conditional, Handler, Import, LineRange, Loop, Outline, TryBlock};
 pub use types::{

@@ -128,6 +128,27 @@ impl Module {
         crate::branch::find(&crate::Analysis::default(), self, line_a, line_b)
     }
 
+    /// Every candidate [`Module::find_branch`] considers, in its order of preference, with
+    /// the dependence computed by `cx` (which may see the rest of the project).
+    pub fn branch_candidates(&self, cx: &crate::Analysis<'_>, line_a: u32, line_b: Option<u32>) -> Vec<Branch> {
+        crate::branch::candidates(cx, self, line_a, line_b)
+    }
+
+    /// [`Module::guards`] with the dependence computed by `cx`.
+    pub fn guards_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Vec<Branch> {
+        crate::branch::guards(cx, self, line)
+    }
+
+    /// [`Module::find_order_branch`] with the dependence computed by `cx`.
+    pub fn find_order_branch_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Option<Branch> {
+        crate::branch::find_order(cx, self, line)
+    }
+
+    /// [`Module::explain_call`] with the dependence computed by `cx`.
+    pub fn explain_call_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Option<CallOrigin> {
+        crate::call::explain(cx, self, line)
+    }
+
     /// For ranks whose stacks are identical yet deadlocked (an order inversion across process
     /// groups): the `if` (or conditional expression) that reorders the list a `for` loop
     /// around `line` walks, or that swaps the process groups the call at `line` takes, so
@@ -170,6 +191,23 @@ impl Module {
     }
 
     // ---- crate-internal accessors -------------------------------------------------------
+
+    /// The calls in the statement at `line` that start on that line (frames name the line
+    /// a call starts on), outermost first.
+    pub(crate) fn calls_at(&self, line: u32) -> Vec<&ruff_python_ast::ExprCall> {
+        let Some(stmt) = self.path(line).map(|p| p.leaf()) else { return Vec::new() };
+        let mut out = Vec::new();
+        for e in crate::tree::header_exprs(stmt) {
+            crate::expr::walk(e, &mut |x| {
+                if let ruff_python_ast::Expr::Call(c) = x
+                    && self.line_of(c.start()) == line
+                {
+                    out.push(c);
+                }
+            });
+        }
+        out
+    }
 
     pub(crate) fn source(&self) -> &str {
         &self.source

@@ -83,13 +83,15 @@ impl<'a> Candidate<'a> {
     }
 }
 
-pub(crate) fn find(
+/// Every construct that can send the ranks at `line_a` and `line_b` different ways, most
+/// specific first (see the module's doc), each described with its condition's dependence.
+pub(crate) fn candidates(
     cx: &Analysis<'_>,
     module: &Module,
     line_a: u32,
     line_b: Option<u32>,
-) -> Option<Branch> {
-    let path_a = module.path(line_a)?;
+) -> Vec<Branch> {
+    let Some(path_a) = module.path(line_a) else { return Vec::new() };
     let sites = jumps::sites(module, scope_suite(module, &path_a));
     let path_b = line_b
         .filter(|b| *b != line_a)
@@ -110,15 +112,13 @@ pub(crate) fn find(
         candidates.extend(structure::enclosing(module, &path_a));
     }
 
-    let mut first = None;
-    for candidate in candidates.iter().take(MAX_CANDIDATES) {
-        let branch = describe::branch(cx, module, candidate);
-        if informative(&branch) {
-            return Some(branch);
-        }
-        first.get_or_insert(branch);
-    }
-    first
+    candidates.iter().take(MAX_CANDIDATES).map(|c| describe::branch(cx, module, c)).collect()
+}
+
+/// The first candidate whose condition shows a reason to differ across ranks, else the first.
+pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
+    let all = candidates(cx, module, line_a, line_b);
+    all.iter().find(|b| informative(b)).or(all.first()).cloned()
 }
 
 /// Every construct that decides whether `line` runs: guarded jumps that can skip it (nearest

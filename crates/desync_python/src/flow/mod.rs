@@ -33,13 +33,14 @@ use std::rc::Rc;
 
 use ruff_python_ast::{Expr, Mod};
 use ruff_python_parser::{Mode, ParseOptions, parse_unchecked};
-use ruff_text_size::{TextRange, TextSize};
+use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
 pub use project::{FileProject, Project};
+
 pub(crate) use resolve::Sym;
 pub(crate) use summary::Summary;
 
@@ -396,6 +397,98 @@ impl<'p> Analysis<'p> {
         deps
     }
 
+    /// What `params` (by value) and `length_params` (by length) of the function around
+    /// `callee_line` of `callee` depend on at the call of that function at `caller_line` of
+    /// `caller` (the next frame out). `None` when no call of that function is on that line.
+    pub fn through_caller(
+        &self,
+        callee: &Module,
+        callee_line: u32,
+        params: &[String],
+        length_params: &[String],
+        caller: &Module,
+        caller_line: u32,
+    ) -> Option<Finding> {
+        let def = callee.path(callee_line)?.innermost_function(callee)?;
+        let name = def.name.id.as_str();
+        let is_method = resolve::class_of(callee, def).is_some();
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        let call = caller.calls_at(caller_line).into_iter().find(|c| {
+            crate::expr::last_segment(&c.func) == Some(name)
+        })?;
+        let through_instance = is_method && matches!(&*call.func, Expr::Attribute(_));
+        let scope = Scope::at(caller, caller_line);
+        let mut eval = value::Eval::new(self, caller, scope, 0);
+        let mut deps = Deps::default();
+        let at = call.start();
+        let site = format!("`{name}(…)` called at line {caller_line}");
+        for p in params {
+            if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
+                let hop = format!("`{p}` = {} ({site})", quote(caller.text(arg.range())));
+                deps.merge(eval.value(arg, at).whole.hop(&hop));
+            }
+        }
+        for p in length_params {
+            if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
+                let hop = format!("the length of `{p}` = {} ({site})", quote(caller.text(arg.range())));
+                deps.merge(eval.length(arg, at).hop(&hop));
+            }
+        }
+        Some(Finding::from_deps(&deps))
+    }
+
+    /// The collective a line calls directly (`dist.all_reduce(x)`, `self.all_gather(t)`,
+    /// `accelerator.gather(t)`): its qualified name and table row.
+    pub fn collective_at(&self, module: &Module, line: u32) -> Option<(String, &'static crate::knowledge::Api)> {
+        let scope = Scope::at(module, line);
+        let mut eval = value::Eval::new(self, module, scope, 0);
+        module.calls_at(line).into_iter().find_map(|c| match eval.resolve(&c.func, c.start()) {
+            Sym::Path(p) => {
+                let api = crate::knowledge::knowledge().api(&p)?;
+                (api.role == crate::knowledge::Role::Collective).then_some((p, api))
+            }
+            _ => None,
+        })
+    }
+
+    /// Calls of `module` that change what later collectives carry (the table's `payload` rows:
+    /// comm hooks, autocast, mixed-precision policies, device meshes), with the line of each.
+    pub fn setup_calls(&self, module: &Module) -> Vec<SetupCall> {
+        let mut calls: Vec<&ruff_python_ast::ExprCall> = Vec::new();
+        crate::tree::walk_all(module.body(), &mut |stmt| {
+            for e in crate::tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    if let Expr::Call(c) = x {
+                        calls.push(c);
+                    }
+                });
+            }
+        });
+        let mut out = Vec::new();
+        for c in calls {
+            let line = module.line_of(c.start());
+            let mut eval = value::Eval::new(self, module, Scope::at(module, line), 0);
+            if let Sym::Path(p) = eval.resolve(&c.func, c.start())
+                && let Some(api) = crate::knowledge::knowledge().api(&p)
+                && api.role == crate::knowledge::Role::Payload
+            {
+                let arguments = eval.value(&Expr::Call(c.clone()), c.start()).whole;
+                out.push(SetupCall {
+                    line,
+                    qualified: p,
+                    affects: api.affects.clone().unwrap_or_default(),
+                    source: module.text(c.range()).to_owned(),
+                    arguments: Finding::from_deps(&arguments),
+                });
+            }
+        }
+        out
+    }
+
     /// Keeps a project module alive for the analysis.
     pub(crate) fn keep(&self, module: Rc<Module>) -> Rc<Module> {
         let mut loaded = self.loaded.borrow_mut();
@@ -409,6 +502,20 @@ impl<'p> Analysis<'p> {
     pub(crate) fn project(&self) -> Option<&'p dyn Project> {
         self.project
     }
+}
+
+/// A call that changes what later collectives carry ([`Analysis::setup_calls`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupCall {
+    pub line: u32,
+    /// Its qualified name (`torch.nn.parallel.DistributedDataParallel.register_comm_hook`).
+    pub qualified: String,
+    /// What it changes, as the table says (`dtype`, `size`, `group`).
+    pub affects: String,
+    /// The call's source text.
+    pub source: String,
+    /// What its arguments depend on.
+    pub arguments: Finding,
 }
 
 /// Source text of a node, from the module or, for an expression parsed on its own, from that

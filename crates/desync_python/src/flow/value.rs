@@ -958,7 +958,7 @@ impl<'a, 'm> Eval<'a, 'm> {
 
 /// The argument a call passes for parameter `param` of a function with `parameters` (`self`
 /// first for a method called through an instance).
-pub(super) fn argument_for<'c>(
+pub(crate) fn argument_for<'c>(
     parameters: &[String],
     is_method: bool,
     c: &'c ExprCall,
