@@ -76,12 +76,16 @@ def test_dumps_match_the_job(case):
     run = json.loads((case / "run.json").read_text())
     assert run["world_size"] == world and run["dump_format"] == fmt
     assert run["deadline_hit"] is False
-    assert check_run(case, _fake_result(run), case / "logs") == []
+    assert check_run(case, _fake_result(run, case), case / "logs") == []
 
 
-def _fake_result(run: dict):
+def _fake_result(run: dict, case: Path):
+    """What check_run reads of a RunResult, rebuilt from the committed run.json."""
+
     class Result:
         world_size = run["world_size"]
+        out_dir = str(case / "dumps")
+        prefix = run["prefix"]
 
         @staticmethod
         def ranks_with_dumps():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import re
 import shutil
 import sys
@@ -106,7 +107,24 @@ def check_run(case: Path, result: runner.RunResult, logs: Path) -> list[str]:
     for pattern in expect.get("log_absent", []):
         if re.search(pattern, text, re.MULTILINE):
             problems.append(f"a log line matches {pattern!r}, which the design rules out")
+    reached = expect.get("reached_seq")
+    if reached is not None:
+        # Gloo aborts on the first size mismatch: a slow rank may be killed before it even
+        # issues the designed collective, which leaves evidence the design did not intend.
+        for rank in result.ranks_with_dumps():
+            last = last_seq(Path(result.out_dir) / f"{result.prefix}{rank}")
+            if last < reached:
+                problems.append(f"rank {rank} stopped at seq {last}, before the designed "
+                                f"seq {reached}")
     return problems
+
+
+def last_seq(path: Path, group: str = "0") -> int:
+    """The highest collective_seq_id a dump holds for process group ``group``."""
+    raw = path.read_bytes()
+    dump = pickle.loads(raw) if raw[:1] == b"\x80" else json.loads(raw)
+    seqs = [e["collective_seq_id"] for e in dump["entries"] if e["process_group"][0] == group]
+    return max(seqs, default=0)
 
 
 def make(name: str) -> dict:
