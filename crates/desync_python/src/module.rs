@@ -134,6 +134,26 @@ impl Module {
         crate::branch::candidates(cx, self, line_a, line_b)
     }
 
+    /// Lines where a function or method named `name` is called (`name(...)`, `x.name(...)`),
+    /// in every scope of the file.
+    pub fn call_lines(&self, name: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        crate::tree::walk_all(self.body(), &mut |stmt| {
+            for e in crate::tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    if let ruff_python_ast::Expr::Call(c) = x
+                        && crate::expr::last_segment(&c.func) == Some(name)
+                    {
+                        out.push(self.line_of(c.start()));
+                    }
+                });
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// [`Module::guards`] with the dependence computed by `cx`.
     pub fn guards_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Vec<Branch> {
         crate::branch::guards(cx, self, line)

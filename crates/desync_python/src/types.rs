@@ -151,6 +151,10 @@ pub struct Branch {
     /// Every part of the condition was followed to its end: an empty `dependence` then means
     /// the decision is the same on every rank.
     pub complete: bool,
+    /// A `continue` that explains the other group being past the loop only indirectly: the
+    /// skipped pass shifted this group's collectives, so it ran out of the loop's collectives
+    /// one pass early although the loop ran as often on every rank.
+    pub indirect: bool,
 }
 
 /// A call (normally a collective) and where its arguments come from.

@@ -88,7 +88,7 @@ pub(crate) fn between(ws: &Workspace<'_>, departed: &Entry, reference: &Entry) -
             if let Some((local, module)) = ws.module(&frame.file) {
                 for mut b in module.branch_candidates(ws.cx, departed_line, Some(reference_line)) {
                     follow_parameters(ws, &mut b, &module, &d, index);
-                    out.push(raw(b, frame, &local, Origin::Parting, 0));
+                    out.push(raw(b, &module, frame, &local, Origin::Parting, 0));
                 }
             }
             index + 1
@@ -110,13 +110,19 @@ fn extension(ws: &Workspace<'_>, side: &UserStack<'_>, from: usize, origin: Orig
         let Some((local, module)) = ws.module(&frame.file) else { continue };
         for mut b in module.guards_with(ws.cx, frame.line) {
             follow_parameters(ws, &mut b, &module, side, i);
-            out.push(raw(b, frame, &local, origin, n - 1 - i));
+            out.push(raw(b, &module, frame, &local, origin, n - 1 - i));
         }
     }
     out
 }
 
-fn raw(branch: Branch, frame: &Frame, local: &std::path::Path, origin: Origin, distance: usize) -> Raw {
+fn raw(mut branch: Branch, module: &Module, frame: &Frame, local: &std::path::Path, origin: Origin, distance: usize) -> Raw {
+    // An `except` whose body jumps is shown as the jump (see `point`): show its line too.
+    if let Some(jump) = branch.jump
+        && branch.construct == Construct::Except
+    {
+        module.line_text(jump.line).unwrap_or("").trim().clone_into(&mut branch.source);
+    }
     Raw { branch, file: frame.file.to_string(), local: local.to_path_buf(), origin, distance, call: false }
 }
 
@@ -245,11 +251,21 @@ fn score(r: &Raw, uniform_loops: &[(PathBuf, u32, String)], counts: &dyn Fn(&str
             None => format!("nothing in view shows why `{}` would differ across ranks", snippet(condition)),
         });
     }
-    if matches!(b.construct, Construct::Break | Construct::Return | Construct::Raise)
-        && let Some((_, line, iterable)) = uniform_loops.iter().find(|(f, line, _)| *f == r.local && *line < b.line)
-    {
-        score += 15;
-        pro.push(format!("the loop at line {line} over `{}` has the same length on every rank, so only a jump leaves it early", snippet(iterable)));
+    let uniform_loop = uniform_loops.iter().find(|(f, line, _)| *f == r.local && *line < b.line);
+    match (b.construct, uniform_loop) {
+        (Construct::Break | Construct::Return | Construct::Raise, Some((_, line, iterable))) => {
+            score += 15;
+            pro.push(format!("the loop at line {line} over `{}` has the same length on every rank, so only a jump leaves it early", snippet(iterable)));
+        }
+        (Construct::Continue, Some((_, line, iterable))) if b.indirect => {
+            score += 10;
+            pro.push(format!("the loop at line {line} over `{}` runs as often on every rank: a skipped pass shifts a rank's collectives so it runs out of them one pass early", snippet(iterable)));
+        }
+        (Construct::Continue, None) if b.indirect => {
+            score -= 15;
+            con.push("a `continue` keeps a rank in the loop; it explains the other ranks being past the loop only if the loop ran as often on every rank".to_owned());
+        }
+        _ => {}
     }
     if let Some(line) = b.skipped_line
         && let Some(text) = counts(&r.file, line)

@@ -263,12 +263,16 @@ fn metadata_difference(d: &Diagnosis) -> setup::Difference {
 }
 
 /// A conditional reordering of what a loop iterates (`if ...: reductions.reverse()`) around
-/// any user frame of `entry`, innermost first.
+/// any user frame of `entry`, innermost first, its parameters followed into the callers.
 fn order_branch(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candidate> {
-    entry.user_frames().find_map(|f| {
+    let stack = stacks::UserStack::of(entry);
+    (0..stack.frames.len()).rev().find_map(|i| {
+        let f = stack.frames[i];
         let (local, module) = ws.module(&f.file)?;
-        let found = module.find_order_branch_with(ws.cx, f.line)?;
-        let shown = found.dependence.iter().any(|d| d.kind != desync_python::DependenceKind::Unknown);
+        let mut found = module.find_order_branch_with(ws.cx, f.line)?;
+        candidates::follow_parameters(ws, &mut found, &module, &stack, i);
+        let shown =
+            found.dependence.iter().any(|d| d.kind != desync_python::DependenceKind::Unknown);
         let mut point = branch_point(&found, None);
         point.file = f.file.to_string();
         point.local_path = Some(local);

@@ -58,7 +58,9 @@ pub(super) fn branch(cx: &Analysis<'_>, module: &Module, candidate: &Candidate<'
             Guard::Handler { stmt, index } => except(cx, module, stmt, index),
         },
     };
-    finish(module, parts, candidate.skipped_line)
+    let mut branch = finish(module, parts, candidate.skipped_line);
+    branch.indirect = candidate.indirect;
+    branch
 }
 
 /// A conditional expression (`order = [a, b] if c else [b, a]`) decides like an `if` written
@@ -96,6 +98,7 @@ fn finish(module: &Module, mut parts: Parts, skipped_line: Option<u32>) -> Branc
         agreed: parts.agreed,
         configuration: parts.configuration,
         complete: parts.complete,
+        indirect: false,
     }
 }
 

@@ -75,11 +75,13 @@ pub(super) enum Decider<'a> {
 pub(super) struct Candidate<'a> {
     pub decider: Decider<'a>,
     pub skipped_line: Option<u32>,
+    /// See [`Branch::indirect`](crate::Branch::indirect).
+    pub indirect: bool,
 }
 
 impl<'a> Candidate<'a> {
     pub(super) fn jump(target: Target<'a>, skipped: u32) -> Self {
-        Candidate { decider: Decider::Jump(target), skipped_line: Some(skipped) }
+        Candidate { decider: Decider::Jump(target), skipped_line: Some(skipped), indirect: false }
     }
 }
 

@@ -32,6 +32,14 @@ impl Eval<'_, '_> {
             Expr::DictComp(c) => self.comprehension_length(&c.generators, at),
             Expr::Name(n) => self.name_length(n.id.as_str(), e, at),
             Expr::Call(c) => self.call_length(e, c, at),
+            // `x @ w + 0.1 * noise`: elementwise arithmetic keeps (broadcasts) its operands'
+            // lengths, whatever their values are.
+            Expr::BinOp(b) => {
+                let mut d = self.length(&b.left, at);
+                d.merge(self.length(&b.right, at));
+                d
+            }
+            Expr::UnaryOp(u) => self.length(&u.operand, at),
             // `items[:n]`: as long as the bound says, at most.
             Expr::Subscript(s) => {
                 let mut d = self.length(&s.value, at);
@@ -73,6 +81,27 @@ impl Eval<'_, '_> {
         };
         match binding.source {
             Source::Parameter => Deps::length_param(name),
+            // `x, y = make_shard(n)`: the length of what the project function returns there.
+            Source::Element(Expr::Call(c), i) if !self.tracing.contains(&binding.at) => {
+                let outer = std::mem::replace(&mut self.scope, binding.scope);
+                let foreign = self.foreign.take();
+                self.tracing.push(binding.at);
+                let d = match self.resolve(&c.func, binding.at) {
+                    Sym::Function(f) => match self.summary(&f) {
+                        Some(s) => {
+                            let picked = s.element_lengths.as_ref().and_then(|es| es.get(i)).cloned().unwrap_or_else(|| s.length.clone());
+                            self.substitute(picked, &s, &f, c, binding.at)
+                        }
+                        None => self.value(e, at).whole,
+                    },
+                    _ => self.call_length(&Expr::Call(c.clone()), c, binding.at),
+                };
+                self.tracing.pop();
+                self.foreign = foreign;
+                self.scope = outer;
+                let hop = format!("`{name}` = element {i} of {} (line {})", super::quote(self.module.text(c.range())), self.line_of(binding.at));
+                d.hop(&hop)
+            }
             Source::Value(v)
                 if !self.tracing.contains(&binding.at) && self.tracing.len() < MAX_HOPS =>
             {
@@ -157,10 +186,12 @@ impl Eval<'_, '_> {
         }
     }
 
-    /// The sizes a call is given: the values of its scalar arguments, the lengths of the rest.
+    /// The sizes a call is given: its positional arguments (sizes of a tensor constructor, the
+    /// tensors of a dataset), each by its length (a scalar's "length" is its value). Keywords
+    /// (`generator=`, `dtype=`, `device=`) do not size anything.
     fn arguments_length(&mut self, c: &ExprCall, at: TextSize) -> Deps {
         let mut d = Deps::default();
-        for arg in c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value)) {
+        for arg in &c.arguments.args {
             d.merge(self.length(arg, at));
         }
         d

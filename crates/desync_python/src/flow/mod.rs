@@ -489,6 +489,41 @@ impl<'p> Analysis<'p> {
         out
     }
 
+    /// The project modules `module` imports (at any level of the file), as the project
+    /// resolves them.
+    pub fn imports(&self, module: &Module) -> Vec<Rc<Module>> {
+        let Some(project) = self.project else { return Vec::new() };
+        let mut out: Vec<Rc<Module>> = Vec::new();
+        let mut push = |m: Option<Rc<Module>>| {
+            if let Some(m) = m
+                && !out.iter().any(|o| Rc::ptr_eq(o, &m))
+            {
+                out.push(self.keep(m));
+            }
+        };
+        crate::tree::walk_all(module.body(), &mut |stmt| match stmt {
+            ruff_python_ast::Stmt::Import(s) => {
+                for alias in &s.names {
+                    push(project.import(module, alias.name.id.as_str(), 0));
+                }
+            }
+            ruff_python_ast::Stmt::ImportFrom(s) => {
+                let base = s.module.as_ref().map_or("", |m| m.id.as_str());
+                push(project.import(module, base, s.level));
+                for alias in &s.names {
+                    let sub = if base.is_empty() {
+                        alias.name.id.to_string()
+                    } else {
+                        format!("{base}.{}", alias.name.id)
+                    };
+                    push(project.import(module, &sub, s.level));
+                }
+            }
+            _ => {}
+        });
+        out
+    }
+
     /// Keeps a project module alive for the analysis.
     pub(crate) fn keep(&self, module: Rc<Module>) -> Rc<Module> {
         let mut loaded = self.loaded.borrow_mut();

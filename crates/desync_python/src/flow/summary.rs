@@ -25,6 +25,8 @@ pub(crate) struct Summary {
     pub returns: Value,
     /// What the number of items returned or yielded depends on.
     pub length: Deps,
+    /// For `return a, b`: the length of each element (`x, y = make_shard(n)`: `len(x)`).
+    pub element_lengths: Option<Vec<Deps>>,
     pub is_generator: bool,
     /// Positions of parameters the function agrees across ranks in place.
     pub agrees_params: Vec<usize>,
@@ -86,6 +88,7 @@ fn summarize(
     });
     summary.is_generator = exits.iter().any(|(_, _, y)| *y);
     let mut first = true;
+    let mut first_length = true;
     for (stmt, value, is_yield) in &exits {
         if summary.is_generator && !is_yield {
             continue;
@@ -104,6 +107,21 @@ fn summarize(
             summary.length.merge(enclosing_counts(&mut eval, module, stmt));
         } else if let Some(e) = value {
             summary.length.merge(eval.length(e, at));
+            let elements: Option<Vec<Deps>> = match e {
+                Expr::Tuple(t) => Some(t.elts.iter().map(|x| eval.length(x, at)).collect()),
+                _ => None,
+            };
+            summary.element_lengths = match (summary.element_lengths.take(), elements) {
+                (None, Some(new)) if first_length => Some(new),
+                (Some(mut old), Some(new)) if old.len() == new.len() => {
+                    for (o, n) in old.iter_mut().zip(new) {
+                        o.merge(n);
+                    }
+                    Some(old)
+                }
+                _ => None,
+            };
+            first_length = false;
         }
     }
     if summary.is_generator {

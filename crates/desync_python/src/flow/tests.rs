@@ -283,3 +283,28 @@ def main():
     let world = at(src, "# <use>", "ctx.world_size");
     assert!(world.dependence.is_empty() && world.complete, "{world:?}");
 }
+
+#[test]
+fn lengths_of_returned_tensors_follow_their_sizes() {
+    let src = "\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def make_shard(rank, n):
+    g = torch.Generator().manual_seed(1000 + rank)
+    x = torch.randn(n, 16, generator=g)
+    y = (x @ torch.ones(16)).unsqueeze(1) + 0.1 * torch.randn(n, 1, generator=g)
+    return x, y
+
+def main(rank, steps):
+    x, y = make_shard(rank, steps * 32)
+    loader = DataLoader(TensorDataset(x, y), batch_size=32)
+    for step, (xb, yb) in enumerate(loader):
+        pass  # <use>
+";
+    let step = at(src, "# <use>", "step");
+    assert!(!kinds(&step).contains(&RankId), "{step:?}");
+    // Only the number of steps the caller asks for decides how many batches there are.
+    assert_eq!(kinds(&step), [Unknown], "{step:?}");
+    assert_eq!(step.length_parameters, ["steps"], "{step:?}");
+}

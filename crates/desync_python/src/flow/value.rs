@@ -276,6 +276,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         self.tracing.push(binding.at);
         let mut value = self.bound_value(name, &binding);
         value.whole.merge(self.control(&binding));
+        value.whole.merge(self.mutations(name, &binding));
         self.tracing.pop();
         self.foreign = foreign;
         self.scope = outer_scope;
@@ -417,8 +418,13 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// What decides whether the binding's statement runs at all: the tests of the `if`s and
     /// `while`s around it in its function, and the `except` it sits in.
     fn control(&mut self, binding: &Binding<'m>) -> Deps {
+        self.control_at(binding.at)
+    }
+
+    /// What decides whether the statement at `at` runs (see [`Self::control`]).
+    fn control_at(&mut self, at: TextSize) -> Deps {
         let mut out = Deps::default();
-        let line = self.line_of(binding.at);
+        let line = self.line_of(at);
         let Some(path) = self.module.path(line) else { return out };
         let levels: Vec<_> = path.scope_levels(self.module).to_vec();
         for level in &levels {
@@ -486,6 +492,55 @@ impl<'a, 'm> Eval<'a, 'm> {
                     self.line_of(f.start())
                 )));
             }
+        }
+        out
+    }
+
+    /// What later statements of the scope write into the value in place: `x[i] = v`,
+    /// `x.attr = v`, `x[i] += v`, and calls of in-place methods (torch's `x.zero_()`,
+    /// `x.copy_(y)`: a trailing underscore; a list's `append`/`extend`/`insert`, a dict's
+    /// `update`/`setdefault`), each with what decides whether it runs.
+    fn mutations(&mut self, name: &str, binding: &Binding<'m>) -> Deps {
+        let mut found: Vec<(&'m Stmt, Vec<&'m Expr>)> = Vec::new();
+        crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
+            if stmt.start() < binding.effective {
+                return;
+            }
+            let writes: Option<Vec<&Expr>> = match stmt {
+                Stmt::Assign(a) if a.targets.iter().any(|t| writes_into(t, name)) => Some(vec![&*a.value]),
+                Stmt::AugAssign(a) if writes_into(&a.target, name) => Some(vec![&*a.value]),
+                Stmt::Expr(e) => match &*e.value {
+                    Expr::Call(c) => match &*c.func {
+                        Expr::Attribute(m)
+                            if matches!(&*m.value, Expr::Name(n) if n.id.as_str() == name)
+                                && is_in_place(m.attr.id.as_str()) =>
+                        {
+                            Some(c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value)).collect())
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(w) = writes {
+                found.push((stmt, w));
+            }
+        });
+        let mut out = Deps::default();
+        for (stmt, values) in found {
+            if self.tracing.contains(&stmt.start()) || self.tracing.len() >= MAX_HOPS {
+                continue;
+            }
+            self.tracing.push(stmt.start());
+            let mut d = Deps::default();
+            for v in values {
+                d.merge(self.value(v, stmt.start()).whole);
+            }
+            d.merge(self.control_at(stmt.start()));
+            self.tracing.pop();
+            let hop = format!("`{name}` written in place at line {} (`{}`)", self.line_of(stmt.start()), crate::expr::snippet(self.module.trimmed_line_at(stmt.start()).as_str()));
+            out.merge(d.hop(&hop));
         }
         out
     }
@@ -1001,4 +1056,16 @@ fn field_names(class: &ruff_python_ast::StmtClassDef) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// `x[...]` or `x.attr` (any depth) as an assignment target rooted at `name`.
+fn writes_into(target: &Expr, name: &str) -> bool {
+    matches!(target, Expr::Subscript(_) | Expr::Attribute(_)) && crate::expr::root_name(target) == Some(name)
+}
+
+/// Methods that change their receiver: torch's in-place convention (a trailing underscore)
+/// and the mutators of Python's list, dict and set.
+fn is_in_place(method: &str) -> bool {
+    (method.ends_with('_') && !method.starts_with('_'))
+        || matches!(method, "append" | "extend" | "insert" | "update" | "setdefault" | "add" | "pop" | "remove" | "clear")
 }
