@@ -23,6 +23,7 @@
 
 mod length;
 mod project;
+mod property;
 mod resolve;
 mod summary;
 mod value;
@@ -429,5 +430,7 @@ pub(crate) fn quote(text: &str) -> String {
     format!("`{}`", crate::expr::snippet(text))
 }
 
+#[cfg(test)]
+mod lint_tests;
 #[cfg(test)]
 mod tests;
