@@ -23,6 +23,7 @@
 
 mod length;
 mod project;
+mod property;
 mod resolve;
 mod summary;
 mod value;
@@ -571,5 +572,7 @@ pub(crate) fn quote(text: &str) -> String {
     format!("`{}`", crate::expr::snippet(text))
 }
 
+#[cfg(test)]
+mod lint_tests;
 #[cfg(test)]
 mod tests;

@@ -67,6 +67,7 @@ impl Eval<'_, '_> {
                 Sym::Path(p) if is_class_path(&p) => {
                     Sym::Instance(ClassRef { qualified: Some(p), ..ClassRef::default() })
                 }
+                Sym::Path(p) => returned(&p, 0),
                 _ => Sym::Unknown,
             },
             _ => Sym::Unknown,
@@ -95,6 +96,17 @@ impl Eval<'_, '_> {
                 let sym = self.resolve_depth(v, binding.at, depth + 1);
                 self.scope = outer;
                 sym
+            }
+            // `engine, _, loader, _ = deepspeed.initialize(...)`: what the table says the
+            // call returns in that position.
+            Source::Element(Expr::Call(c), i) => {
+                let outer = std::mem::replace(&mut self.scope, binding.scope);
+                let sym = self.resolve_depth(&c.func, binding.at, depth + 1);
+                self.scope = outer;
+                match sym {
+                    Sym::Path(p) => returned(&p, i),
+                    _ => Sym::Unknown,
+                }
             }
             _ => Sym::Unknown,
         }
@@ -258,6 +270,17 @@ fn framework_member(class: &str, attr: &str) -> Sym {
         return Sym::Instance(ClassRef { qualified: Some(t.to_owned()), ..ClassRef::default() });
     }
     Sym::Unknown
+}
+
+/// The instance a call of `path` returns (element `index` of a returned tuple), when the table
+/// gives its type.
+fn returned(path: &str, index: usize) -> Sym {
+    match knowledge().api(path).and_then(|a| a.returns.get(index)) {
+        Some(t) if !t.is_empty() => {
+            Sym::Instance(ClassRef { qualified: Some(t.clone()), ..ClassRef::default() })
+        }
+        _ => Sym::Unknown,
+    }
 }
 
 /// Whether calling `path` makes an instance the table knows members of.

@@ -417,7 +417,7 @@ impl<'a, 'm> Eval<'a, 'm> {
 
     /// What decides whether the binding's statement runs at all: the tests of the `if`s and
     /// `while`s around it in its function, and the `except` it sits in.
-    fn control(&mut self, binding: &Binding<'m>) -> Deps {
+    pub(super) fn control(&mut self, binding: &Binding<'m>) -> Deps {
         self.control_at(binding.at)
     }
 
@@ -609,8 +609,13 @@ impl<'a, 'm> Eval<'a, 'm> {
                     return Deps::default();
                 }
             }
-            Sym::Instance(_) | Sym::Class(_) | Sym::Function(_) | Sym::Module(_) | Sym::Unknown => {
+            // `self.is_main` where `is_main` is a `@property` of the class.
+            Sym::Function(f) => {
+                if let Some(d) = self.property_value(&f) {
+                    return d;
+                }
             }
+            Sym::Instance(_) | Sym::Class(_) | Sym::Module(_) | Sym::Unknown => {}
         }
         // `self.x`: what the class assigns to it.
         if let Expr::Name(n) = &*a.value

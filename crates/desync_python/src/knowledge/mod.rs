@@ -56,6 +56,14 @@ pub struct Api {
     pub length: Option<String>,
     /// For payload setup: what it changes in later collectives (`dtype`, `size`, `group`).
     pub affects: Option<String>,
+    /// For a collective: reading the member as an attribute issues it (a property such as
+    /// Lightning's `Trainer.log_dir`), not only calling it.
+    #[serde(default)]
+    pub property: bool,
+    /// The types of the values a call returns, element by element when it returns a tuple
+    /// (`deepspeed.initialize` returns the engine first); one entry for a single value.
+    #[serde(default)]
+    pub returns: Vec<String>,
     /// Where the fact comes from: a file of the package and its version.
     pub source: String,
 }
@@ -97,6 +105,62 @@ pub struct Hook {
     pub source: String,
 }
 
+/// Collectives whose input must have the same shape on every rank (gathers): which argument
+/// holds it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    pub names: Vec<String>,
+    /// Position of the argument among the call's positional arguments (a method's receiver
+    /// not counted).
+    pub input: usize,
+    /// The same argument passed by keyword.
+    pub keyword: Option<String>,
+    pub source: String,
+}
+
+/// Wrappers whose wrapped model issues collectives when it is called (forward), beyond the
+/// gradient collectives of its backward pass (`op` of the wrapper's row).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Forward {
+    pub names: Vec<String>,
+    pub op: String,
+    pub source: String,
+}
+
+/// Functions that start one process per rank and call a target function in each, passing the
+/// process index (`torch.multiprocessing.spawn(fn, ...)` calls `fn(i, *args)`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launcher {
+    pub names: Vec<String>,
+    /// Position of the target function among the launcher's positional arguments.
+    pub target: usize,
+    /// The target passed by keyword.
+    pub target_keyword: Option<String>,
+    /// Position of the target's parameter that receives the process index.
+    pub rank_parameter: usize,
+    pub source: String,
+}
+
+/// Context managers inside which ranks may run different numbers of iterations without a
+/// hang (`with model.join():`: joined ranks shadow the collectives of the others).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Join {
+    pub names: Vec<String>,
+    pub source: String,
+}
+
+/// Qualified names of dtypes (`torch.bfloat16`): a value that can be one of them is a dtype.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dtypes {
+    pub names: Vec<String>,
+    pub source: String,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
@@ -106,6 +170,16 @@ struct Raw {
     #[serde(rename = "type")]
     types: Vec<TypeInfo>,
     hook: Vec<Hook>,
+    #[serde(default)]
+    shape: Vec<Shape>,
+    #[serde(default)]
+    forward: Vec<Forward>,
+    #[serde(default)]
+    launcher: Vec<Launcher>,
+    #[serde(default)]
+    join: Vec<Join>,
+    #[serde(default)]
+    dtypes: Vec<Dtypes>,
 }
 
 /// The table, indexed.
@@ -118,6 +192,11 @@ pub struct Knowledge {
     by_name: HashMap<String, usize>,
     types: HashMap<String, TypeInfo>,
     hooks: Vec<Hook>,
+    shapes: HashMap<String, Shape>,
+    forwards: HashMap<String, String>,
+    launchers: HashMap<String, Launcher>,
+    joins: Vec<String>,
+    dtypes: Vec<String>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -158,6 +237,21 @@ impl Knowledge {
             }
         }
         let types = raw.types.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let shapes = raw
+            .shape
+            .into_iter()
+            .flat_map(|s| s.names.clone().into_iter().map(move |n| (n, s.clone())))
+            .collect();
+        let forwards = raw
+            .forward
+            .into_iter()
+            .flat_map(|f| f.names.into_iter().map(move |n| (n, f.op.clone())))
+            .collect();
+        let launchers = raw
+            .launcher
+            .into_iter()
+            .flat_map(|l| l.names.clone().into_iter().map(move |n| (n, l.clone())))
+            .collect();
         Ok(Knowledge {
             aliases,
             conventional: raw.conventional_imports,
@@ -165,6 +259,11 @@ impl Knowledge {
             by_name,
             types,
             hooks: raw.hook,
+            shapes,
+            forwards,
+            launchers,
+            joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
+            dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
         })
     }
 
@@ -208,6 +307,31 @@ impl Knowledge {
         self.types.contains_key(class) || self.by_name.keys().any(|k| k.starts_with(&prefix))
     }
 
+    /// Which argument of the gather `qualified` must have the same shape on every rank.
+    pub fn shape(&self, qualified: &str) -> Option<&Shape> {
+        self.shapes.get(qualified)
+    }
+
+    /// The collective a model wrapped by `wrapper` issues when it is called.
+    pub fn forward_op(&self, wrapper: &str) -> Option<&str> {
+        self.forwards.get(wrapper).map(String::as_str)
+    }
+
+    /// The launcher row of `qualified`, when it starts one process per rank.
+    pub fn launcher(&self, qualified: &str) -> Option<&Launcher> {
+        self.launchers.get(qualified)
+    }
+
+    /// Whether `qualified` is a context manager that tolerates uneven iteration counts.
+    pub fn tolerates_uneven(&self, qualified: &str) -> bool {
+        self.joins.iter().any(|j| j == qualified)
+    }
+
+    /// Whether `qualified` names a dtype.
+    pub fn is_dtype(&self, qualified: &str) -> bool {
+        self.dtypes.iter().any(|d| d == qualified)
+    }
+
     /// The hooks the framework calls on a subclass of `base` under the name `method`.
     pub fn hooks<'a>(&'a self, base: &'a str, method: &'a str) -> impl Iterator<Item = &'a Hook> {
         self.hooks
@@ -230,6 +354,22 @@ mod tests {
             if api.role == Role::Collective {
                 assert!(api.op.is_some(), "{:?}: a collective says what FR records", api.names);
             }
+        }
+        for shape in &k.shapes {
+            let api =
+                k.api(shape.0).unwrap_or_else(|| panic!("shape row {} has no api row", shape.0));
+            assert_eq!(api.role, Role::Collective, "{}", shape.0);
+        }
+        for wrapper in k.forwards.keys() {
+            assert_eq!(k.api(wrapper).map(|a| a.role), Some(Role::Wrapper), "{wrapper}");
+        }
+        for api in k.apis().iter().filter(|a| a.property) {
+            assert_eq!(
+                api.role,
+                Role::Collective,
+                "{:?}: only collectives are properties",
+                api.names
+            );
         }
         for (from, to) in &k.aliases {
             assert_ne!(from, to.as_str().get(..from.len()).unwrap_or(""), "alias {from} loops");
@@ -258,5 +398,22 @@ mod tests {
             Some("lightning.pytorch.Trainer")
         );
         assert!(k.hooks("lightning.pytorch.Callback", "on_validation_end").next().is_some());
+    }
+
+    #[test]
+    fn the_lint_sections_answer() {
+        let k = knowledge();
+        assert_eq!(k.shape("torch.distributed.all_gather").map(|s| s.input), Some(1));
+        assert_eq!(k.forward_op("torch.distributed.fsdp.fully_shard"), Some("all_gather"));
+        assert_eq!(k.forward_op("torch.nn.parallel.DistributedDataParallel"), None);
+        assert_eq!(k.launcher("torch.multiprocessing.spawn").map(|l| l.rank_parameter), Some(0));
+        assert!(k.tolerates_uneven(&k.canonical("torch.distributed.algorithms.join.Join")));
+        assert!(k.is_dtype("torch.bfloat16") && !k.is_dtype("torch.device"));
+        assert!(k.api("lightning.pytorch.Trainer.log_dir").unwrap().property);
+        assert_eq!(k.api("deepspeed.comm.send").unwrap().op.as_deref(), Some("p2p"));
+        assert_eq!(
+            k.api("deepspeed.initialize").unwrap().returns.first().map(String::as_str),
+            Some("deepspeed.DeepSpeedEngine")
+        );
     }
 }
