@@ -1,9 +1,10 @@
 """The framework job corpus (tests/frameworks/): complete, well formed, path-clean, small,
 in sync with its projects; the scorer's checks; and two jobs rerun from scratch.
 
-These tests judge the corpus and its tooling, not desync's diagnosis: the scorer
-(scripts/score_frameworks.py) does that, and the lead wires the cases into the Rust
-scenario test once the bridge handles them.
+Most tests judge the corpus and its tooling; `test_desync_diagnoses_the_case` runs the
+release binary on every case through the scorer (scripts/score_frameworks.py) and holds it to
+each case's designed answer: verdict, culprits, exit code, branch line, and no library frame
+shown as the user's code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, desync_bin
 from desync_jobs.frameworks import cases_dir, jobs
 from desync_jobs.frameworks.make import check_expected, check_run
 from desync_jobs.run import run_job
@@ -178,3 +179,12 @@ def test_fresh_run_reproduces_the_design(name, tmp_path):
         dump = _load_dump(Path(rank.dump))
         files = {f["filename"] for e in dump["entries"] for f in e.get("frames", [])}
         assert f"/tmp/desync-jobs/{name}/train.py" in files
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_desync_diagnoses_the_case(case):
+    row = _score_module().score_case(str(desync_bin()), case)
+    assert row["verdict_ok"], f"{case.name}: got {row['got']} (exit {row['exit']}), want {row['want']}"
+    if row["branch_scored"]:
+        assert row["branch_ok"], f"{case.name}: branch {row['got_branch']}, want {row.get('want_branch')}"
+    assert row["leaks"] == [], f"{case.name}: library frames shown as user code: {row['leaks']}"

@@ -130,7 +130,12 @@ impl Module {
 
     /// Every candidate [`Module::find_branch`] considers, in its order of preference, with
     /// the dependence computed by `cx` (which may see the rest of the project).
-    pub fn branch_candidates(&self, cx: &crate::Analysis<'_>, line_a: u32, line_b: Option<u32>) -> Vec<Branch> {
+    pub fn branch_candidates(
+        &self,
+        cx: &crate::Analysis<'_>,
+        line_a: u32,
+        line_b: Option<u32>,
+    ) -> Vec<Branch> {
         crate::branch::candidates(cx, self, line_a, line_b)
     }
 

@@ -116,14 +116,28 @@ fn extension(ws: &Workspace<'_>, side: &UserStack<'_>, from: usize, origin: Orig
     out
 }
 
-fn raw(mut branch: Branch, module: &Module, frame: &Frame, local: &std::path::Path, origin: Origin, distance: usize) -> Raw {
+fn raw(
+    mut branch: Branch,
+    module: &Module,
+    frame: &Frame,
+    local: &std::path::Path,
+    origin: Origin,
+    distance: usize,
+) -> Raw {
     // An `except` whose body jumps is shown as the jump (see `point`): show its line too.
     if let Some(jump) = branch.jump
         && branch.construct == Construct::Except
     {
         module.line_text(jump.line).unwrap_or("").trim().clone_into(&mut branch.source);
     }
-    Raw { branch, file: frame.file.to_string(), local: local.to_path_buf(), origin, distance, call: false }
+    Raw {
+        branch,
+        file: frame.file.to_string(),
+        local: local.to_path_buf(),
+        origin,
+        distance,
+        call: false,
+    }
 }
 
 /// The same construct found twice (from both sides, or as a parting and a guard) is one
@@ -140,9 +154,16 @@ fn dedup(raws: Vec<Raw>) -> Vec<Raw> {
 
 /// Parameters the condition flows from are followed into the frames that called this one
 /// (while the calls are direct), and what the callers passed is added to its dependence.
-pub(crate) fn follow_parameters(ws: &Workspace<'_>, b: &mut Branch, module: &Module, side: &UserStack<'_>, index: usize) {
+pub(crate) fn follow_parameters(
+    ws: &Workspace<'_>,
+    b: &mut Branch,
+    module: &Module,
+    side: &UserStack<'_>,
+    index: usize,
+) {
     let (mut params, mut lengths) = (b.parameters.clone(), b.length_parameters.clone());
-    let mut callee = (module.file_path().map(std::path::Path::to_path_buf), side.frames[index].line);
+    let mut callee =
+        (module.file_path().map(std::path::Path::to_path_buf), side.frames[index].line);
     let mut callee_module: Option<Rc<Module>> = None;
     for caller in side.direct_callers(index) {
         if params.is_empty() && lengths.is_empty() {
@@ -150,7 +171,11 @@ pub(crate) fn follow_parameters(ws: &Workspace<'_>, b: &mut Branch, module: &Mod
         }
         let Some((_, caller_module)) = ws.module(&caller.file) else { break };
         let current: &Module = callee_module.as_deref().unwrap_or(module);
-        let Some(found) = ws.cx.through_caller(current, callee.1, &params, &lengths, &caller_module, caller.line) else { break };
+        let Some(found) =
+            ws.cx.through_caller(current, callee.1, &params, &lengths, &caller_module, caller.line)
+        else {
+            break;
+        };
         merge_dependence(b, &found.dependence);
         b.agreed.extend(found.agreed);
         b.configuration.extend(found.configuration);
@@ -161,13 +186,16 @@ pub(crate) fn follow_parameters(ws: &Workspace<'_>, b: &mut Branch, module: &Mod
     }
     b.parameters = params;
     b.length_parameters = lengths;
-    b.complete = b.parameters.is_empty() && b.length_parameters.is_empty() && !b.dependence.iter().any(|d| d.kind == DependenceKind::Unknown);
+    b.complete = b.parameters.is_empty()
+        && b.length_parameters.is_empty()
+        && !b.dependence.iter().any(|d| d.kind == DependenceKind::Unknown);
     let _ = callee.0;
 }
 
 /// Adds what a caller showed; an `Unknown` that only stood for "a parameter" gives way.
 fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence]) {
-    let shown: Vec<&desync_python::Dependence> = found.iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
+    let shown: Vec<&desync_python::Dependence> =
+        found.iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
     if !shown.is_empty() {
         b.dependence.retain(|d| d.kind != DependenceKind::Unknown);
     }
@@ -193,7 +221,17 @@ pub(crate) fn rank(raws: Vec<Raw>, counts: &dyn Fn(&str, u32) -> Option<String>)
         .map(|(order, r)| {
             let (score, evidence_for, evidence_against) = score(&r, &uniform_loops, counts);
             let branch = point(&r);
-            (score, order, Candidate { branch, score, evidence_for, evidence_against, origin: r.origin.as_str() })
+            (
+                score,
+                order,
+                Candidate {
+                    branch,
+                    score,
+                    evidence_for,
+                    evidence_against,
+                    origin: r.origin.as_str(),
+                },
+            )
         })
         .collect();
     scored.sort_by_key(|(score, order, _)| (std::cmp::Reverse(*score), *order));
@@ -204,7 +242,11 @@ fn is_uniform(b: &Branch) -> bool {
     b.complete && b.dependence.is_empty()
 }
 
-fn score(r: &Raw, uniform_loops: &[(PathBuf, u32, String)], counts: &dyn Fn(&str, u32) -> Option<String>) -> (i32, Vec<String>, Vec<String>) {
+fn score(
+    r: &Raw,
+    uniform_loops: &[(PathBuf, u32, String)],
+    counts: &dyn Fn(&str, u32) -> Option<String>,
+) -> (i32, Vec<String>, Vec<String>) {
     let b = &r.branch;
     let mut score = 0;
     let mut pro = Vec::new();
@@ -226,9 +268,19 @@ fn score(r: &Raw, uniform_loops: &[(PathBuf, u32, String)], counts: &dyn Fn(&str
     for d in b.dependence.iter().filter(|d| d.kind != DependenceKind::Unknown) {
         let what = if b.construct == Construct::For { "how many items" } else { "" };
         if what.is_empty() {
-            pro.push(format!("`{}` depends on {}: {}", snippet(condition), d.kind.as_str(), d.evidence));
+            pro.push(format!(
+                "`{}` depends on {}: {}",
+                snippet(condition),
+                d.kind.as_str(),
+                d.evidence
+            ));
         } else {
-            pro.push(format!("{what} `{}` yields depends on {}: {}", snippet(condition), d.kind.as_str(), d.evidence));
+            pro.push(format!(
+                "{what} `{}` yields depends on {}: {}",
+                snippet(condition),
+                d.kind.as_str(),
+                d.evidence
+            ));
         }
     }
     if let Some(agreed) = b.agreed.first() {
@@ -239,16 +291,30 @@ fn score(r: &Raw, uniform_loops: &[(PathBuf, u32, String)], counts: &dyn Fn(&str
         if b.construct == Construct::For {
             con.push(format!("`{}` yields as many items on every rank", snippet(condition)));
         } else if !b.configuration.is_empty() {
-            con.push(format!("`{}` reads only configuration ({}) and constants, the same on every rank", snippet(condition), b.configuration.join(", ")));
+            con.push(format!(
+                "`{}` reads only configuration ({}) and constants, the same on every rank",
+                snippet(condition),
+                b.configuration.join(", ")
+            ));
         } else {
             con.push(format!("`{}` is the same on every rank", snippet(condition)));
         }
     } else if best == 0 {
         score -= 5;
-        let unknown = b.dependence.iter().find(|d| d.kind == DependenceKind::Unknown).map(|d| d.evidence.clone());
+        let unknown = b
+            .dependence
+            .iter()
+            .find(|d| d.kind == DependenceKind::Unknown)
+            .map(|d| d.evidence.clone());
         con.push(match unknown {
-            Some(u) => format!("nothing in view shows why `{}` would differ across ranks ({u})", snippet(condition)),
-            None => format!("nothing in view shows why `{}` would differ across ranks", snippet(condition)),
+            Some(u) => format!(
+                "nothing in view shows why `{}` would differ across ranks ({u})",
+                snippet(condition)
+            ),
+            None => format!(
+                "nothing in view shows why `{}` would differ across ranks",
+                snippet(condition)
+            ),
         });
     }
     let uniform_loop = uniform_loops.iter().find(|(f, line, _)| *f == r.local && *line < b.line);
@@ -310,7 +376,10 @@ fn point(r: &Raw) -> BranchPoint {
         dependence: b
             .dependence
             .iter()
-            .map(|d| DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() })
+            .map(|d| DependenceItem {
+                kind: d.kind.as_str().to_owned(),
+                evidence: d.evidence.clone(),
+            })
             .collect(),
         skipped_line: b.skipped_line,
         handler_line: None,
@@ -329,11 +398,18 @@ fn point(r: &Raw) -> BranchPoint {
 /// "collectives issued from train.py:26: rank(s) 0-1 28, rank(s) 2-3 29": how many times each
 /// side ran a line, from the frames of the collectives it issued (one representative rank per
 /// side). `None` when no side ran it or all ran it alike.
-pub(crate) fn line_counts(sides: &[(String, Vec<&Entry>)], file: &str, line: u32) -> Option<String> {
+pub(crate) fn line_counts(
+    sides: &[(String, Vec<&Entry>)],
+    file: &str,
+    line: u32,
+) -> Option<String> {
     let counts: Vec<usize> = sides
         .iter()
         .map(|(_, entries)| {
-            entries.iter().filter(|e| e.user_frames().any(|f| &*f.file == file && f.line == line)).count()
+            entries
+                .iter()
+                .filter(|e| e.user_frames().any(|f| &*f.file == file && f.line == line))
+                .count()
         })
         .collect();
     if counts.iter().all(|&c| c == 0) || counts.windows(2).all(|w| w[0] == w[1]) {

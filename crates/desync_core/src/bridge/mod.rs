@@ -307,7 +307,13 @@ fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candi
         shown.iter().map(|d| format!("its arguments depend on {}: {}", d.kind, d.evidence)),
     );
     let score = if shown.is_empty() { 25 } else { 60 };
-    Some(Candidate { score, evidence_for, evidence_against: Vec::new(), branch: point, origin: "the collective call" })
+    Some(Candidate {
+        score,
+        evidence_for,
+        evidence_against: Vec::new(),
+        branch: point,
+        origin: "the collective call",
+    })
 }
 
 /// The collective call at frame `index` of `stack` and where its arguments come from. An
@@ -347,14 +353,20 @@ fn call_at(
         else {
             break;
         };
-        for d in found.dependence.iter().filter(|d| d.kind != desync_python::DependenceKind::Unknown) {
-            dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence: d.evidence.clone() });
+        for d in
+            found.dependence.iter().filter(|d| d.kind != desync_python::DependenceKind::Unknown)
+        {
+            dependence.push(DependenceItem {
+                kind: d.kind.as_str().to_owned(),
+                evidence: d.evidence.clone(),
+            });
         }
         parameters = found.parameters;
         callee = (Some(caller_module), caller.line);
     }
     if dependence.is_empty() && !parameters.is_empty() {
-        let evidence = format!("`{}` (parameters whose callers are not in view)", parameters.join("`, `"));
+        let evidence =
+            format!("`{}` (parameters whose callers are not in view)", parameters.join("`, `"));
         dependence.push(DependenceItem { kind: "unknown".into(), evidence });
     }
     // The most telling origins first: what differs by rank beats what merely is local.

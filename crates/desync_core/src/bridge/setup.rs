@@ -46,7 +46,11 @@ struct File {
 
 /// Setup calls in the user's files, each with the guard that decides whether it runs (or the
 /// call itself when its arguments differ by rank).
-pub(crate) fn candidates(ws: &Workspace<'_>, entries: &[&Entry], difference: Difference) -> Vec<Raw> {
+pub(crate) fn candidates(
+    ws: &Workspace<'_>,
+    entries: &[&Entry],
+    difference: Difference,
+) -> Vec<Raw> {
     let files = project_files(ws, entries);
     let mut out = Vec::new();
     for file in &files {
@@ -98,7 +102,9 @@ fn project_files(ws: &Workspace<'_>, entries: &[&Entry]) -> Vec<File> {
         let level_end = files.len();
         for i in level_start..level_end {
             for module in ws.cx.imports(&files[i].module) {
-                let Some(local) = module.file_path().map(std::path::Path::to_path_buf) else { continue };
+                let Some(local) = module.file_path().map(std::path::Path::to_path_buf) else {
+                    continue;
+                };
                 if files.len() < MAX_FILES && !files.iter().any(|x| x.local == local) {
                     let name = host_name(&files, &local);
                     files.push(File { name, local, module });
@@ -115,7 +121,10 @@ fn project_files(ws: &Workspace<'_>, entries: &[&Entry]) -> Vec<File> {
 /// `/workspace/job/train.py` was read from `src/train.py`).
 fn host_name(files: &[File], local: &std::path::Path) -> String {
     for f in files {
-        let (Some(local_dir), Some((host_dir, _))) = (f.local.parent(), f.name.rsplit_once('/')) else { continue };
+        let (Some(local_dir), Some((host_dir, _))) = (f.local.parent(), f.name.rsplit_once('/'))
+        else {
+            continue;
+        };
         if let Ok(rest) = local.strip_prefix(local_dir) {
             return format!("{host_dir}/{}", rest.display());
         }
@@ -125,14 +134,27 @@ fn host_name(files: &[File], local: &std::path::Path) -> String {
 
 /// A guard whose condition flows from parameters: what the calls of its function in the
 /// project's files pass for them.
-fn follow_project_callers(ws: &Workspace<'_>, files: &[File], module: &Module, b: &mut Branch, depth: usize) {
+fn follow_project_callers(
+    ws: &Workspace<'_>,
+    files: &[File],
+    module: &Module,
+    b: &mut Branch,
+    depth: usize,
+) {
     if depth >= CALLER_DEPTH || (b.parameters.is_empty() && b.length_parameters.is_empty()) {
         return;
     }
     let Some(function) = module.function_at(b.line) else { return };
     for caller in files {
         for line in caller.module.call_lines(&function.name) {
-            let Some(found) = ws.cx.through_caller(module, b.line, &b.parameters, &b.length_parameters, &caller.module, line) else {
+            let Some(found) = ws.cx.through_caller(
+                module,
+                b.line,
+                &b.parameters,
+                &b.length_parameters,
+                &caller.module,
+                line,
+            ) else {
                 continue;
             };
             let mut outer = b.clone();

@@ -129,7 +129,11 @@ mod tests {
             ("on_validation_epoch_end", "/job/model.py", 31),
             ("all_gather", C10D, 3000),
         ]);
-        let others = entry(&[("main", "/job/train.py", 40), ("_call_lightning_module_hook", LIB, 99), ("all_reduce", C10D, 2800)]);
+        let others = entry(&[
+            ("main", "/job/train.py", 40),
+            ("_call_lightning_module_hook", LIB, 99),
+            ("all_reduce", C10D, 2800),
+        ]);
         let (a, b) = (UserStack::of(&rank0), UserStack::of(&others));
         assert_eq!(a.frames.len(), 2);
         assert_eq!(a.direct, [false, false], "the hook is called by Lightning, not by main");
@@ -139,9 +143,13 @@ mod tests {
     #[test]
     fn lines_of_a_shared_function() {
         let a = entry(&[("main", "/job/train.py", 37), ("barrier", C10D, 1)]);
-        let b = entry(&[("main", "/job/train.py", 26), ("helper", "/job/train.py", 5), ("x", C10D, 1)]);
+        let b =
+            entry(&[("main", "/job/train.py", 26), ("helper", "/job/train.py", 5), ("x", C10D, 1)]);
         let (a, b) = (UserStack::of(&a), UserStack::of(&b));
-        assert_eq!(part(&a, &b), Parting::Lines { index: 0, departed_line: 37, reference_line: 26 });
+        assert_eq!(
+            part(&a, &b),
+            Parting::Lines { index: 0, departed_line: 37, reference_line: 26 }
+        );
         assert_eq!(b.direct, [false, true]);
         assert_eq!(b.direct_callers(1).len(), 1);
     }

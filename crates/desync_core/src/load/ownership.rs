@@ -62,7 +62,9 @@ pub(crate) fn apply(trace: &mut Trace, ownership: &Ownership) {
             }
             let new_stack = stacks
                 .entry(stack.as_ptr())
-                .or_insert_with(|| stack.iter().map(|f| f.clone().with_library(decide(f))).collect())
+                .or_insert_with(|| {
+                    stack.iter().map(|f| f.clone().with_library(decide(f))).collect()
+                })
                 .clone();
             let mut call = (*entry.call).clone();
             call.stack = Some(new_stack);
@@ -133,8 +135,14 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_match("*/site-packages/mytrainer/*", "/v/lib/python3.11/site-packages/mytrainer/loop.py"));
-        assert!(!glob_match("*/site-packages/mytrainer/*", "/v/lib/python3.11/site-packages/torch/x.py"));
+        assert!(glob_match(
+            "*/site-packages/mytrainer/*",
+            "/v/lib/python3.11/site-packages/mytrainer/loop.py"
+        ));
+        assert!(!glob_match(
+            "*/site-packages/mytrainer/*",
+            "/v/lib/python3.11/site-packages/torch/x.py"
+        ));
         assert!(glob_match("*/vendor/*", "/job/vendor/apex/x.py"));
         assert!(glob_match("/job/train?.py", "/job/train2.py"));
         assert!(!glob_match("/job/train?.py", "/job/train.py"));

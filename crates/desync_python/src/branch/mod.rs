@@ -118,7 +118,12 @@ pub(crate) fn candidates(
 }
 
 /// The first candidate whose condition shows a reason to differ across ranks, else the first.
-pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
+pub(crate) fn find(
+    cx: &Analysis<'_>,
+    module: &Module,
+    line_a: u32,
+    line_b: Option<u32>,
+) -> Option<Branch> {
     let all = candidates(cx, module, line_a, line_b);
     all.iter().find(|b| informative(b)).or(all.first()).cloned()
 }

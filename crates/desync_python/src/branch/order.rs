@@ -255,8 +255,11 @@ fn describe_decision(cx: &Analysis<'_>, module: &Module, decision: Decision<'_>)
                 }
                 _ => None,
             };
-            let candidate =
-                Candidate { decider: Decider::If { stmt, clause }, skipped_line: None, indirect: false };
+            let candidate = Candidate {
+                decider: Decider::If { stmt, clause },
+                skipped_line: None,
+                indirect: false,
+            };
             describe::branch(cx, module, &candidate)
         }
         Decision::Expression { test, stmt } => {

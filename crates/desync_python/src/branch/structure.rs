@@ -66,7 +66,11 @@ fn inside<'a>(module: &Module, path: &Path<'a>, from: usize) -> Vec<Candidate<'a
     let offset = path.levels.len() - levels.len();
     let mut out = Vec::new();
     if let Some(leaf) = levels.last().filter(|l| is_loop(l.stmt()) && path.levels.len() > from) {
-        out.push(Candidate { decider: Decider::Loop(leaf.stmt()), skipped_line: Some(path.line), indirect: false });
+        out.push(Candidate {
+            decider: Decider::Loop(leaf.stmt()),
+            skipped_line: Some(path.line),
+            indirect: false,
+        });
     }
     for pair in path.levels.windows(2).skip(from.max(offset)).rev() {
         let (outer, inner): (&Level<'a>, &Level<'a>) = (&pair[0], &pair[1]);

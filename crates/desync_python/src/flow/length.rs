@@ -89,7 +89,12 @@ impl Eval<'_, '_> {
                 let d = match self.resolve(&c.func, binding.at) {
                     Sym::Function(f) => match self.summary(&f) {
                         Some(s) => {
-                            let picked = s.element_lengths.as_ref().and_then(|es| es.get(i)).cloned().unwrap_or_else(|| s.length.clone());
+                            let picked = s
+                                .element_lengths
+                                .as_ref()
+                                .and_then(|es| es.get(i))
+                                .cloned()
+                                .unwrap_or_else(|| s.length.clone());
                             self.substitute(picked, &s, &f, c, binding.at)
                         }
                         None => self.value(e, at).whole,
@@ -99,7 +104,11 @@ impl Eval<'_, '_> {
                 self.tracing.pop();
                 self.foreign = foreign;
                 self.scope = outer;
-                let hop = format!("`{name}` = element {i} of {} (line {})", super::quote(self.module.text(c.range())), self.line_of(binding.at));
+                let hop = format!(
+                    "`{name}` = element {i} of {} (line {})",
+                    super::quote(self.module.text(c.range())),
+                    self.line_of(binding.at)
+                );
                 d.hop(&hop)
             }
             Source::Value(v)

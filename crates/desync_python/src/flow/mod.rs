@@ -418,9 +418,10 @@ impl<'p> Analysis<'p> {
             .iter_non_variadic_params()
             .map(|p| p.parameter.name.id.to_string())
             .collect();
-        let call = caller.calls_at(caller_line).into_iter().find(|c| {
-            crate::expr::last_segment(&c.func) == Some(name)
-        })?;
+        let call = caller
+            .calls_at(caller_line)
+            .into_iter()
+            .find(|c| crate::expr::last_segment(&c.func) == Some(name))?;
         let through_instance = is_method && matches!(&*call.func, Expr::Attribute(_));
         let scope = Scope::at(caller, caller_line);
         let mut eval = value::Eval::new(self, caller, scope, 0);
@@ -435,7 +436,8 @@ impl<'p> Analysis<'p> {
         }
         for p in length_params {
             if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
-                let hop = format!("the length of `{p}` = {} ({site})", quote(caller.text(arg.range())));
+                let hop =
+                    format!("the length of `{p}` = {} ({site})", quote(caller.text(arg.range())));
                 deps.merge(eval.length(arg, at).hop(&hop));
             }
         }
@@ -444,7 +446,11 @@ impl<'p> Analysis<'p> {
 
     /// The collective a line calls directly (`dist.all_reduce(x)`, `self.all_gather(t)`,
     /// `accelerator.gather(t)`): its qualified name and table row.
-    pub fn collective_at(&self, module: &Module, line: u32) -> Option<(String, &'static crate::knowledge::Api)> {
+    pub fn collective_at(
+        &self,
+        module: &Module,
+        line: u32,
+    ) -> Option<(String, &'static crate::knowledge::Api)> {
         let scope = Scope::at(module, line);
         let mut eval = value::Eval::new(self, module, scope, 0);
         module.calls_at(line).into_iter().find_map(|c| match eval.resolve(&c.func, c.start()) {

@@ -507,7 +507,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 return;
             }
             let writes: Option<Vec<&Expr>> = match stmt {
-                Stmt::Assign(a) if a.targets.iter().any(|t| writes_into(t, name)) => Some(vec![&*a.value]),
+                Stmt::Assign(a) if a.targets.iter().any(|t| writes_into(t, name)) => {
+                    Some(vec![&*a.value])
+                }
                 Stmt::AugAssign(a) if writes_into(&a.target, name) => Some(vec![&*a.value]),
                 Stmt::Expr(e) => match &*e.value {
                     Expr::Call(c) => match &*c.func {
@@ -515,7 +517,13 @@ impl<'a, 'm> Eval<'a, 'm> {
                             if matches!(&*m.value, Expr::Name(n) if n.id.as_str() == name)
                                 && is_in_place(m.attr.id.as_str()) =>
                         {
-                            Some(c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value)).collect())
+                            Some(
+                                c.arguments
+                                    .args
+                                    .iter()
+                                    .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                                    .collect(),
+                            )
                         }
                         _ => None,
                     },
@@ -539,7 +547,11 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
             d.merge(self.control_at(stmt.start()));
             self.tracing.pop();
-            let hop = format!("`{name}` written in place at line {} (`{}`)", self.line_of(stmt.start()), crate::expr::snippet(self.module.trimmed_line_at(stmt.start()).as_str()));
+            let hop = format!(
+                "`{name}` written in place at line {} (`{}`)",
+                self.line_of(stmt.start()),
+                crate::expr::snippet(self.module.trimmed_line_at(stmt.start()).as_str())
+            );
             out.merge(d.hop(&hop));
         }
         out
@@ -1065,12 +1077,24 @@ fn field_names(class: &ruff_python_ast::StmtClassDef) -> Vec<String> {
 
 /// `x[...]` or `x.attr` (any depth) as an assignment target rooted at `name`.
 fn writes_into(target: &Expr, name: &str) -> bool {
-    matches!(target, Expr::Subscript(_) | Expr::Attribute(_)) && crate::expr::root_name(target) == Some(name)
+    matches!(target, Expr::Subscript(_) | Expr::Attribute(_))
+        && crate::expr::root_name(target) == Some(name)
 }
 
 /// Methods that change their receiver: torch's in-place convention (a trailing underscore)
 /// and the mutators of Python's list, dict and set.
 fn is_in_place(method: &str) -> bool {
     (method.ends_with('_') && !method.starts_with('_'))
-        || matches!(method, "append" | "extend" | "insert" | "update" | "setdefault" | "add" | "pop" | "remove" | "clear")
+        || matches!(
+            method,
+            "append"
+                | "extend"
+                | "insert"
+                | "update"
+                | "setdefault"
+                | "add"
+                | "pop"
+                | "remove"
+                | "clear"
+        )
 }
