@@ -332,6 +332,7 @@ fn entry_json(e: &Entry) -> Value {
         "call_site": e.call_site().map(|f| json!({
             "at": format!("{}:{}", f.file, f.line),
             "function": &*f.function,
+            "via": e.library_path(),
         })),
     })
 }

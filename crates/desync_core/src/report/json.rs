@@ -82,6 +82,9 @@ struct Site {
     file: String,
     line: u32,
     function: String,
+    /// The library frames between this user frame and the collective, compacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -166,6 +169,7 @@ fn site(e: &Entry) -> Option<Site> {
         file: f.file.to_string(),
         line: f.line,
         function: f.function.to_string(),
+        via: e.library_path(),
     })
 }
 

@@ -8,6 +8,9 @@ use crate::Analysis;
 use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
 use crate::model::{RankSet, Trace, format_ranks};
 
+/// Candidates after the best one shown as "also possible" (JSON `code.candidates` has them all).
+const ALSO_POSSIBLE: usize = 2;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
     pub color: bool,
@@ -111,6 +114,19 @@ pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io
         if !code.explanation.is_empty() {
             writeln!(out, "  {}", p.yellow(&code.explanation))?;
         }
+        for c in code.candidates.iter().skip(1).take(ALSO_POSSIBLE) {
+            let b = &c.branch;
+            let why = c.evidence_for.first().map(|e| format!(": {e}")).unwrap_or_default();
+            writeln!(
+                out,
+                "  {} {}:{} `{}` ({}){why}",
+                p.dim("also possible:"),
+                short_path(&b.file),
+                b.line,
+                b.source,
+                b.construct
+            )?;
+        }
         for nf in &code.not_found {
             writeln!(
                 out,
@@ -196,7 +212,8 @@ fn group_line(t: &Trace, a: &Analysis, g: &BehaviourGroup, p: &Paint) -> String 
                 .entries_at(t, g.ranks.as_slice()[0], at.seq)
                 .first()
                 .and_then(|e| {
-                    e.call_site().map(|f| format!(" at {}:{}", short_path(&f.file), f.line))
+                    let via = e.library_path().map(|p| format!(" ⟶ {p}")).unwrap_or_default();
+                    e.call_site().map(|f| format!(" at {}:{}{via}", short_path(&f.file), f.line))
                 })
                 .unwrap_or_default();
             let waiting = if g.waiting_for.is_empty() {
