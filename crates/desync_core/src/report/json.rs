@@ -34,6 +34,7 @@ pub struct Report<'a> {
 
 #[derive(Serialize)]
 struct Input {
+    #[serde(serialize_with = "crate::report::serialize_path")]
     path: PathBuf,
     files: usize,
     ranks_loaded: Vec<u32>,
