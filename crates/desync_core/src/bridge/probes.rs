@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::CodeFinding;
+use super::{CodeFinding, Resolver, SourceOptions};
 use crate::diagnose::short_path;
 
 /// The first line of every probe.
@@ -28,16 +28,18 @@ pub struct Probe {
     pub description: String,
     /// As in the frames.
     pub file: String,
+    #[serde(serialize_with = "crate::report::serialize_opt_path")]
     pub local_path: Option<PathBuf>,
     /// The probe goes right before this line.
     pub line: u32,
     pub snippet: String,
 }
 
-pub fn probes(code: &CodeFinding) -> Vec<Probe> {
+/// The probes for a code finding; its file is read again through the same roots.
+pub fn probes(code: &CodeFinding, sources: &SourceOptions) -> Vec<Probe> {
     let Some(b) = &code.branch else { return Vec::new() };
     let Some(local) = &b.local_path else { return Vec::new() };
-    let Ok(text) = std::fs::read_to_string(local) else { return Vec::new() };
+    let Ok(text) = Resolver::new(sources).read_local(local) else { return Vec::new() };
     let lines: Vec<&str> = text.lines().collect();
     let indent_of = |line: u32| -> String {
         let text = lines.get(line as usize - 1).copied().unwrap_or("");
@@ -258,7 +260,9 @@ fn positional_arguments(rest: &str) -> Vec<String> {
 }
 
 /// A unified diff inserting every probe, per file, paths relative to `base` when possible.
-pub fn probes_diff(probes: &[Probe], base: &Path) -> String {
+/// Files are read through `sources`' roots, like every source file.
+pub fn probes_diff(probes: &[Probe], base: &Path, sources: &SourceOptions) -> String {
+    let resolver = Resolver::new(sources);
     let mut by_file: Vec<(&PathBuf, Vec<&Probe>)> = Vec::new();
     for p in probes {
         let Some(path) = &p.local_path else { continue };
@@ -269,7 +273,7 @@ pub fn probes_diff(probes: &[Probe], base: &Path) -> String {
     }
     let mut out = String::new();
     for (path, mut list) in by_file {
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let Ok(text) = resolver.read_local(path) else { continue };
         list.sort_by_key(|p| p.line);
         let name = relative(path, base);
         let _ = writeln!(out, "--- a/{name}\n+++ b/{name}");

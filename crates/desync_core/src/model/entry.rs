@@ -181,6 +181,19 @@ pub struct Call {
     pub stack: Option<Stack>,
 }
 
+impl Call {
+    /// How many values this call stands for once every shared part is written out: itself,
+    /// its frames, its shapes with their dimensions and its dtypes. Reports write these per
+    /// entry, so the loader bounds their sum per file (load/limits.rs).
+    pub fn expanded_size(&self) -> u64 {
+        let shapes = |s: &Sizes| s.iter().map(|shape| 1 + shape.len() as u64).sum::<u64>();
+        1 + self.stack.as_ref().map_or(0, |s| s.len() as u64)
+            + shapes(&self.input_sizes)
+            + shapes(&self.output_sizes)
+            + (self.input_dtypes.len() + self.output_dtypes.len()) as u64
+    }
+}
+
 /// Field order is by alignment so the struct has no padding beyond its tail (see the size test).
 #[derive(Debug, Clone)]
 pub struct Entry {

@@ -40,7 +40,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
-pub use project::{FileProject, Project};
+pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;
 pub(crate) use summary::Summary;

@@ -371,7 +371,7 @@ fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out, "</ol></details>")?;
     }
-    for nf in &c.not_found {
+    for nf in c.not_found.iter().filter(|nf| nf.reason.is_none()) {
         writeln!(
             out,
             "<p class=\"dim\">not found: {} (tried: {})</p>",
