@@ -21,10 +21,12 @@
 //! attribute set nowhere in view, or a call too deep to summarise is `opaque`, and the caller
 //! decides what to do with that (the bridge follows parameters into the caller's frame).
 
+mod condition;
 mod length;
 mod project;
 mod property;
 mod resolve;
+mod sites;
 mod summary;
 mod value;
 
@@ -43,6 +45,7 @@ use crate::types::{Dependence, DependenceKind};
 pub use project::{FileProject, Project};
 
 pub(crate) use resolve::Sym;
+pub use sites::{Argument, CollectiveSite, Collectives, RankOnly, SiteVia};
 pub(crate) use summary::Summary;
 
 /// How many bindings deep a value is followed before it is left opaque.
@@ -418,9 +421,10 @@ impl<'p> Analysis<'p> {
             .iter_non_variadic_params()
             .map(|p| p.parameter.name.id.to_string())
             .collect();
-        let call = caller.calls_at(caller_line).into_iter().find(|c| {
-            crate::expr::last_segment(&c.func) == Some(name)
-        })?;
+        let call = caller
+            .calls_at(caller_line)
+            .into_iter()
+            .find(|c| crate::expr::last_segment(&c.func) == Some(name))?;
         let through_instance = is_method && matches!(&*call.func, Expr::Attribute(_));
         let scope = Scope::at(caller, caller_line);
         let mut eval = value::Eval::new(self, caller, scope, 0);
@@ -435,7 +439,8 @@ impl<'p> Analysis<'p> {
         }
         for p in length_params {
             if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
-                let hop = format!("the length of `{p}` = {} ({site})", quote(caller.text(arg.range())));
+                let hop =
+                    format!("the length of `{p}` = {} ({site})", quote(caller.text(arg.range())));
                 deps.merge(eval.length(arg, at).hop(&hop));
             }
         }
@@ -444,7 +449,11 @@ impl<'p> Analysis<'p> {
 
     /// The collective a line calls directly (`dist.all_reduce(x)`, `self.all_gather(t)`,
     /// `accelerator.gather(t)`): its qualified name and table row.
-    pub fn collective_at(&self, module: &Module, line: u32) -> Option<(String, &'static crate::knowledge::Api)> {
+    pub fn collective_at(
+        &self,
+        module: &Module,
+        line: u32,
+    ) -> Option<(String, &'static crate::knowledge::Api)> {
         let scope = Scope::at(module, line);
         let mut eval = value::Eval::new(self, module, scope, 0);
         module.calls_at(line).into_iter().find_map(|c| match eval.resolve(&c.func, c.start()) {
