@@ -74,7 +74,7 @@ impl<'m> CallOf<'m> {
         }
     }
 
-    fn passes_process_index(&self, parameter: &str) -> bool {
+    pub fn passes_process_index(&self, parameter: &str) -> bool {
         self.launcher.is_some_and(|l| {
             self.parameters.iter().position(|p| p == parameter) == Some(l.rank_parameter)
         })

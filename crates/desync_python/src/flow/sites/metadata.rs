@@ -578,8 +578,61 @@ impl Meta<'_, '_, '_> {
         }
         let mut d = eval.length(iter, at);
         d.opaque = None;
-        d.params.clear();
-        d.length_params.clear();
+        // `DataLoader(TensorDataset(val_x[rank::world]))` inside a function given `rank`: what
+        // its callers pass decides how many items each rank's loader has.
+        let params = std::mem::take(&mut d.params);
+        let length_params = std::mem::take(&mut d.length_params);
+        for p in params {
+            d.merge(self.passed(eval, &p, false));
+        }
+        for p in length_params {
+            d.merge(self.passed(eval, &p, true));
+        }
+        d
+    }
+
+    /// What the calls in view pass for the parameter `name` of the function in scope, by value
+    /// (or by length), their own parameters followed further out; a launcher's process index
+    /// is the rank.
+    fn passed(&mut self, eval: &mut Eval<'_, '_>, name: &str, length: bool) -> Deps {
+        let Some(def) = eval.scope.function else { return Deps::default() };
+        if self.depth > MAX_DEPTH / 2 {
+            return Deps::default();
+        }
+        let mut d = Deps::default();
+        for call in self.owner.calls_of(eval.module, def) {
+            let at = call.call.start();
+            let shown = crate::expr::snippet(eval.module.text(call.call.func.range()));
+            let line = eval.module.line_of(at);
+            if call.passes_process_index(name) {
+                d.merge(Deps::reason(
+                    crate::types::DependenceKind::RankId,
+                    format!("`{name}`: the process index `{shown}` passes (line {line})"),
+                ));
+                continue;
+            }
+            let Some(arg) = call.argument(name) else { continue };
+            let mut caller = Eval::new(self.owner.cx, eval.module, call.scope, 0);
+            let mut part =
+                if length { caller.length(arg, at) } else { caller.value(arg, at).whole };
+            part.opaque = None;
+            let params = std::mem::take(&mut part.params);
+            let length_params = std::mem::take(&mut part.length_params);
+            self.depth += 1;
+            for p in params {
+                part.merge(self.passed(&mut caller, &p, false));
+            }
+            for p in length_params {
+                part.merge(self.passed(&mut caller, &p, true));
+            }
+            self.depth -= 1;
+            let what = if length { "the length of " } else { "" };
+            let hop = format!(
+                "{what}`{name}` = {} passed by `{shown}` (line {line})",
+                quote(eval.module.text(arg.range())),
+            );
+            d.merge(part.hop(&hop));
+        }
         d
     }
 
