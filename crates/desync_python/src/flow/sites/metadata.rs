@@ -218,7 +218,7 @@ impl Meta<'_, '_, '_> {
             Source::Parameter => self.parameter(eval, name, &binding),
             _ => Deps::default(),
         };
-        d.merge(self.control_between(eval, &binding, at));
+        d.merge(Self::control_between(eval, &binding, at));
         d
     }
 
@@ -239,7 +239,6 @@ impl Meta<'_, '_, '_> {
     /// of those that also hold the use: `x = x[:n]` under `if fault == rank:` resizes `x` on
     /// some ranks only.
     fn control_between<'m>(
-        &mut self,
         eval: &mut Eval<'_, 'm>,
         binding: &Binding<'m>,
         use_at: TextSize,
@@ -329,8 +328,6 @@ impl Meta<'_, '_, '_> {
                     return match api.role {
                         // Every rank gets the same result (`accelerator.pad_across_processes`).
                         Role::Collective if api.agrees == Some(Agrees::Return) => Deps::default(),
-                        // A random draw has the size it is asked for.
-                        Role::Random => self.generic(eval, c, method, at),
                         Role::Rank
                         | Role::Environment
                         | Role::Time
@@ -347,6 +344,8 @@ impl Meta<'_, '_, '_> {
                             d.opaque = None;
                             d
                         }
+                        // A random draw has the size it is asked for; other rows, what they
+                        // are given.
                         _ => self.generic(eval, c, method, at),
                     };
                 }
@@ -358,7 +357,7 @@ impl Meta<'_, '_, '_> {
                         .map_or_else(Deps::default, |a| self.of(eval, a, at));
                 }
                 if self.mode == Mode::Size && p == "range" {
-                    return self.values(eval, c, at);
+                    return Self::values(eval, c, at);
                 }
             }
             Sym::Function(f) => return self.returned(eval, &f, c, at, None),
@@ -451,7 +450,7 @@ impl Meta<'_, '_, '_> {
         }
     }
 
-    fn values(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
+    fn values(eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
         let mut d = Deps::default();
         for arg in &c.arguments.args {
             d.merge(Self::value(eval, arg, at));
@@ -468,7 +467,7 @@ impl Meta<'_, '_, '_> {
             .retain(|r| r.kind != LocalData && r.kind != crate::types::DependenceKind::Exception);
         let params = std::mem::take(&mut d.params);
         for p in params {
-            d.merge(self.from_callers(eval, &p, true));
+            d.merge(self.through_callers(eval, &p, true));
         }
         d.length_params.clear();
         d
@@ -709,10 +708,10 @@ impl Meta<'_, '_, '_> {
     /// A parameter: what the callers in view pass for it.
     fn parameter(&mut self, eval: &mut Eval<'_, '_>, name: &str, binding: &Binding<'_>) -> Deps {
         let _ = binding;
-        self.from_callers(eval, name, false)
+        self.through_callers(eval, name, false)
     }
 
-    fn from_callers(&mut self, eval: &mut Eval<'_, '_>, name: &str, dtype_value: bool) -> Deps {
+    fn through_callers(&mut self, eval: &mut Eval<'_, '_>, name: &str, dtype_value: bool) -> Deps {
         let Some(def) = eval.scope.function else { return Deps::default() };
         if self.depth > MAX_DEPTH / 2 {
             return Deps::param(name);
@@ -799,7 +798,7 @@ impl Meta<'_, '_, '_> {
                     }
                     (Stmt::While(w), Slot::Body) => d.merge(Self::value(eval, &w.test, w.start())),
                     (Stmt::If(i), Slot::Body | Slot::Clause(_)) => {
-                        d.merge(Self::value(eval, &i.test, i.start()))
+                        d.merge(Self::value(eval, &i.test, i.start()));
                     }
                     _ => {}
                 }

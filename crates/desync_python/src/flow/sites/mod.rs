@@ -169,11 +169,14 @@ fn segments() -> &'static Segments {
     })
 }
 
+/// A project function: its module and the start of its `def`.
+type FnKey = (ModuleKey, TextSize);
+
 /// Finds collective sites; one per [`Analysis`], reused across the files it analyses.
 pub struct Collectives<'a, 'p> {
     cx: &'a Analysis<'p>,
-    reaches: RefCell<HashMap<(ModuleKey, TextSize), Option<Rc<Reach>>>>,
-    in_progress: RefCell<HashSet<(ModuleKey, TextSize)>>,
+    reaches: RefCell<HashMap<FnKey, Option<Rc<Reach>>>>,
+    in_progress: RefCell<HashSet<FnKey>>,
     gates: RefCell<HashMap<ModuleKey, Rc<Gate>>>,
 }
 
@@ -273,7 +276,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             for x in nodes {
                 let site = match x {
                     Expr::Call(c) => {
-                        if !self.worth_resolving(&gate, c) {
+                        if !Self::worth_resolving(&gate, c) {
                             continue;
                         }
                         let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
@@ -289,14 +292,14 @@ impl<'a, 'p> Collectives<'a, 'p> {
                     _ => None,
                 };
                 if let Some((ops, via)) = site {
-                    out.push(self.site(module, x, ops, via, function_line));
+                    out.push(Self::site(module, x, ops, via, function_line));
                 }
             }
         }
     }
 
     /// Whether a call can resolve to something that issues collectives.
-    fn worth_resolving(&self, gate: &Gate, c: &ExprCall) -> bool {
+    fn worth_resolving(gate: &Gate, c: &ExprCall) -> bool {
         let Some(last) = last_segment(&c.func) else { return false };
         if segments().members.contains(last) || last == "backward" || gate.defs.contains(last) {
             return true;
@@ -400,7 +403,6 @@ impl<'a, 'p> Collectives<'a, 'p> {
     }
 
     fn site(
-        &self,
         module: &Module,
         node: &Expr,
         ops: Vec<String>,

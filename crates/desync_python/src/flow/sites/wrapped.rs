@@ -42,7 +42,7 @@ impl Collectives<'_, '_> {
         match e {
             Expr::Name(n) => {
                 let binding = bindings::lookup(eval.module, eval.scope, n.id.as_str(), at)?;
-                if let Some(w) = self.wrapped_in_place(eval, n.id.as_str(), &binding, at) {
+                if let Some(w) = Self::wrapped_in_place(eval, n.id.as_str(), &binding, at) {
                     return Some(w);
                 }
                 self.wrapped_binding(eval, n.id.as_str(), &binding, depth)
@@ -90,7 +90,6 @@ impl Collectives<'_, '_> {
 
     /// `fully_shard(model)` / `replicate(model)` earlier in the scope wraps `model` in place.
     fn wrapped_in_place(
-        &self,
         eval: &mut Eval<'_, '_>,
         name: &str,
         binding: &Binding<'_>,
