@@ -11,9 +11,10 @@
 //! - DSY006: a collective whose tensor is cast to a dtype chosen per rank (`.to(comm_dtype)`
 //!   with `comm_dtype` from an environment variable), followed into the callers of this file
 //!   when the dtype is a parameter. Rank-local *data* is no reason: values differ across ranks,
-//!   `x.dtype` does not.
+//!   `x.dtype` does not. Object collectives (the table's `pickles` rows) have no dtype.
 
-use desync_python::{Dependence, DependenceKind};
+use desync_python::knowledge::knowledge;
+use desync_python::{Dependence, DependenceKind, SiteVia};
 
 use super::{Raw, explain, short};
 use crate::context::{Context, Site};
@@ -60,6 +61,12 @@ fn ragged_gather(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
 }
 
 fn per_rank_dtype(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
+    // Object collectives pickle whatever they are given: no dtype to agree on.
+    if let SiteVia::Table(q) = &site.site.via
+        && knowledge().api(q).is_some_and(|a| a.pickles)
+    {
+        return None;
+    }
     let call = site.call?;
     let tensors = call.arguments.iter().chain(
         call.keywords

@@ -17,9 +17,15 @@ impl Analysis<'_> {
     /// different ranks (see [`Analysis::dependence`]; comparisons of the rank with a value no
     /// rank has are the same on every rank).
     pub fn condition(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
-        let deps = self.parsed(module, line, expr_source, |e, expr, at| test(e, expr, at, 0));
+        let deps = self.parsed(module, line, expr_source, decision);
         Finding::from_deps(&deps)
     }
+}
+
+/// What the test `expr` decides on (the sentinel rule applied); also what decides whether a
+/// statement under an `if`/`while` runs ([`Eval::control`]).
+pub(super) fn decision(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize) -> Deps {
+    test(e, expr, at, 0)
 }
 
 fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
