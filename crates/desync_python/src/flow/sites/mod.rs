@@ -178,6 +178,11 @@ pub struct Collectives<'a, 'p> {
     reaches: RefCell<HashMap<FnKey, Option<Rc<Reach>>>>,
     in_progress: RefCell<HashSet<FnKey>>,
     gates: RefCell<HashMap<ModuleKey, Rc<Gate>>>,
+    /// What the callers pass for a parameter, as a wrapped model (`false`) or as a value a
+    /// wrapped model computed (`true`): (function, parameter, which) → wrapper. Parameters
+    /// are asked about once per call of every function that takes them; callers are walked
+    /// once.
+    params: RefCell<HashMap<(FnKey, String, bool), Option<String>>>,
 }
 
 impl std::fmt::Debug for Collectives<'_, '_> {
@@ -195,6 +200,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             reaches: RefCell::default(),
             in_progress: RefCell::default(),
             gates: RefCell::default(),
+            params: RefCell::default(),
         }
     }
 

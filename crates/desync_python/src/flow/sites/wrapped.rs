@@ -8,7 +8,7 @@ use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::Collectives;
-use super::callers::function_scope;
+use super::callers::{CallOf, function_scope};
 use crate::dependence::bindings::{self, Binding, Source};
 use crate::flow::resolve::{ClassRef, FnRef, Sym, def_at};
 use crate::flow::value::Eval;
@@ -78,10 +78,8 @@ impl Collectives<'_, '_> {
             }
             Source::Parameter => {
                 let def = binding.scope.function?;
-                self.calls_of(eval.module, def).into_iter().find_map(|call| {
-                    let arg = call.argument(name)?;
-                    let mut caller = Eval::new(self.cx, eval.module, call.scope, 0);
-                    self.wrapped(&mut caller, arg, call.call.start(), depth + 1)
+                self.passed(eval.module, def, name, false, |call, caller, arg| {
+                    self.wrapped(caller, arg, call.call.start(), depth + 1)
                 })
             }
             _ => None,
@@ -183,10 +181,8 @@ impl Collectives<'_, '_> {
                     Source::Parameter => {
                         let def = binding.scope.function?;
                         let name = n.id.as_str();
-                        self.calls_of(eval.module, def).into_iter().find_map(|call| {
-                            let arg = call.argument(name)?;
-                            let mut caller = Eval::new(self.cx, eval.module, call.scope, 0);
-                            self.flows_from_wrapped(&mut caller, arg, call.call.start(), depth + 1)
+                        self.passed(eval.module, def, name, true, |call, caller, arg| {
+                            self.flows_from_wrapped(caller, arg, call.call.start(), depth + 1)
                         })
                     }
                     _ => None,
@@ -200,6 +196,33 @@ impl Collectives<'_, '_> {
             Expr::UnaryOp(u) => self.flows_from_wrapped(eval, &u.operand, at, depth + 1),
             _ => None,
         }
+    }
+}
+
+impl Collectives<'_, '_> {
+    /// The first wrapper `each` finds in what the calls of `def` pass for `name`, memoised
+    /// per (function, parameter, question); a question already being answered (recursion
+    /// through callers) answers `None`.
+    fn passed<'m>(
+        &self,
+        module: &'m Module,
+        def: &'m ruff_python_ast::StmtFunctionDef,
+        name: &str,
+        computed: bool,
+        mut each: impl FnMut(&CallOf<'m>, &mut Eval<'_, 'm>, &'m Expr) -> Option<String>,
+    ) -> Option<String> {
+        let key = ((crate::flow::key_of(module), def.start()), name.to_owned(), computed);
+        if let Some(hit) = self.params.borrow().get(&key) {
+            return hit.clone();
+        }
+        self.params.borrow_mut().insert(key.clone(), None);
+        let found = self.calls_of(module, def).into_iter().find_map(|call| {
+            let arg = call.argument(name)?;
+            let mut caller = Eval::new(self.cx, module, call.scope, 0);
+            each(&call, &mut caller, arg)
+        });
+        self.params.borrow_mut().insert(key, found.clone());
+        found
     }
 }
 
