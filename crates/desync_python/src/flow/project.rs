@@ -21,13 +21,16 @@ pub trait Project {
     fn load(&self, path: &Path) -> Option<Rc<Module>>;
 }
 
+/// An import as written in a folder: (importer's folder, module, level).
+type ImportKey = (Option<PathBuf>, String, u32);
+
 /// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
 pub struct FileProject {
     roots: Vec<PathBuf>,
     cache: RefCell<HashMap<PathBuf, Option<Rc<Module>>>>,
     /// Imports already resolved: (importer's folder, module, level) → module. Every name
     /// resolution through an import asks again; the filesystem answers once.
-    imports: RefCell<HashMap<(Option<PathBuf>, String, u32), Option<Rc<Module>>>>,
+    imports: RefCell<HashMap<ImportKey, Option<Rc<Module>>>>,
 }
 
 /// Larger files are not training code worth following (and would slow every analysis).
