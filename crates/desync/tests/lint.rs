@@ -25,12 +25,17 @@ fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `log` is only ever called with the rank (`dist.get_rank()`), so `if rank == 0:` is a rank
+/// test and the all_reduce under it runs on rank 0 alone.
 const BUGGY: &str = "\
 import torch.distributed as dist
 
 def log(x, rank):
     if rank == 0:
         dist.all_reduce(x)
+
+def step(x):
+    log(x, dist.get_rank())
 ";
 
 #[test]

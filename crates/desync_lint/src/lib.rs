@@ -13,22 +13,24 @@
 //! let train = "\
 //! import torch.distributed as dist
 //!
-//! def log_loss(loss, rank):
+//! def log_loss(loss):
+//!     rank = dist.get_rank()
 //!     if rank == 0:
 //!         dist.all_reduce(loss)
 //! ";
 //! let findings = lint_source("train.py".as_ref(), train, &Options::default());
 //! assert_eq!(findings[0].rule, Rule::RankConditionalCollective);
-//! assert_eq!((findings[0].line, findings[0].column), (4, 5));
+//! assert_eq!((findings[0].line, findings[0].column), (5, 5));
 //! ```
 //!
-//! The analysis works one file at a time: helper functions are followed within the file, not
-//! into imports; conditions are classified by `desync_python` (rank id, local data,
-//! exceptions, environment, time, randomness), with configuration reads (`args.x`, `cfg.y`)
-//! assumed identical on every rank.
+//! Collectives and dependence come from `desync_python`'s flow analysis and its knowledge
+//! table (the same ones `desync analyze` uses): a test depends on the rank only when the
+//! data shows it (`dist.get_rank()`, `LOCAL_RANK`, a framework's rank property, the process
+//! index a launcher passes, rank-local batches, caught exceptions...), parameters are decided
+//! by the calls of their function in the file, and configuration reads (`args.x`, `cfg.y`)
+//! are assumed identical on every rank.
 
 mod checks;
-mod consensus;
 mod context;
 mod discover;
 mod report;
@@ -109,14 +111,26 @@ pub struct Report {
     pub errors: Vec<LintError>,
 }
 
-/// Lints one file's source text. `path` is only used to label findings.
+/// Lints one file's source text. `path` labels findings and places the file in its project:
+/// imports are followed into the Python files of its directory (a script's own folder is on
+/// `sys.path`).
 pub fn lint_source(path: &Path, source: &str, options: &Options) -> Vec<Finding> {
-    lint_module(path, &desync_python::Module::parse(source), options)
+    let roots: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
+    let project = desync_python::FileProject::new(roots);
+    lint_in(&project, path, &desync_python::Module::parse_file(source, path), options)
 }
 
-fn lint_module(path: &Path, module: &desync_python::Module, options: &Options) -> Vec<Finding> {
+/// Lints one parsed file against a project (whose modules its imports may reach).
+fn lint_in(
+    project: &desync_python::FileProject,
+    path: &Path,
+    module: &desync_python::Module,
+    options: &Options,
+) -> Vec<Finding> {
     let outline = module.outline();
-    let ctx = context::Context::new(module, &outline);
+    let analysis = desync_python::Analysis::new(Some(project));
+    let collectives = desync_python::Collectives::new(&analysis);
+    let ctx = context::Context::new(module, &outline, &collectives);
     let findings = checks::run(&ctx, path, &|rule| options.enabled(rule));
     findings
         .into_iter()
@@ -128,19 +142,30 @@ fn lint_module(path: &Path, module: &desync_python::Module, options: &Options) -
 /// directories are searched for `*.py`), in parallel.
 pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
     let (files, mut errors) = discover::python_files(paths);
+    // The project: the directories given, and the folders of the files given.
+    let roots: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(
+            |p| if p.is_dir() { Some(p.clone()) } else { p.parent().map(Path::to_path_buf) },
+        )
+        .collect();
     let results: Vec<Result<Vec<Finding>, LintError>> = files
         .par_iter()
-        .map(|path| {
-            let bytes = read_source(path)
-                .map_err(|source| LintError::Read { path: path.clone(), source })?;
-            // Python source is UTF-8; a stray byte should not hide the rest of the file.
-            let text = String::from_utf8_lossy(&bytes);
-            let module = desync_python::Module::parse(&text);
-            if let Some(why) = module.refusal() {
-                return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
-            }
-            Ok(lint_module(path, &module, options))
-        })
+        .map_init(
+            // One project per worker thread: the modules it parsed are reused across files.
+            || desync_python::FileProject::new(roots.clone()),
+            |project, path| {
+                let bytes = read_source(path)
+                    .map_err(|source| LintError::Read { path: path.clone(), source })?;
+                // Python source is UTF-8; a stray byte should not hide the rest of the file.
+                let text = String::from_utf8_lossy(&bytes);
+                let module = desync_python::Module::parse_file(&text, path);
+                if let Some(why) = module.refusal() {
+                    return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
+                }
+                Ok(lint_in(project, path, &module, options))
+            },
+        )
         .collect();
     let mut findings = Vec::new();
     let mut files_checked = 0;

@@ -82,6 +82,7 @@ fn fire_corpus_fires_exactly_as_annotated() {
 
 #[test]
 fn suppression_comments_and_rule_selection() {
+    // `main` passes `f` the rank and a data loader (whose batches are the rank's own data).
     let source = "\
 import torch.distributed as dist
 
@@ -96,6 +97,10 @@ def f(x, rank, loader):
         if batch is None:
             continue
         dist.all_reduce(batch)
+
+def main(x, dataset):
+    from torch.utils.data import DataLoader
+    f(x, dist.get_rank(), DataLoader(dataset))
 ";
     let path = Path::new("t.py");
     let all = lint_source(path, source, &Options::default());
@@ -113,7 +118,7 @@ fn files_without_collectives_or_with_syntax_errors() {
     assert!(lint_source(path, "", &Options::default()).is_empty());
     assert!(lint_source(path, "if rank == 0:\n    print('hi')\n", &Options::default()).is_empty());
     // A half-edited file still gets checked as far as the parser recovered it.
-    let broken = "import torch.distributed as dist\ndef f(x, rank):\n    if rank == 0:\n        dist.all_reduce(x)\n    y = (\n";
+    let broken = "import torch.distributed as dist\ndef f(x):\n    rank = dist.get_rank()\n    if rank == 0:\n        dist.all_reduce(x)\n    y = (\n";
     let findings = lint_source(path, broken, &Options::default());
-    assert_eq!(findings.iter().map(|f| f.line).collect::<Vec<_>>(), [3]);
+    assert_eq!(findings.iter().map(|f| f.line).collect::<Vec<_>>(), [4]);
 }

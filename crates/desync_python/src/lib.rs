@@ -56,10 +56,15 @@ mod robustness;
 pub use dependence::patterns;
 pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
-pub use flow::{Analysis, FileProject, Finding, MAX_FILE_BYTES, Project, SetupCall};
+pub use flow::{
+    Analysis, Argument, CollectiveSite, Collectives, FileProject, Finding, MAX_FILE_BYTES, Project,
+    RankOnly, SetupCall, SiteVia,
+};
 pub use module::Module;
 pub use nesting::MAX_NESTING;
-pub use outline::{Call, Clause, Conditional, Handler, Import, LineRange, Loop, Outline, TryBlock};
+pub use outline::{
+    Call, Clause, Conditional, Handler, Import, JumpStmt, LineRange, Loop, Outline, TryBlock,
+};
 pub use types::{
     ArgOrigin, Branch, CallOrigin, CallSite, Construct, Dependence, DependenceKind, Function, Jump,
 };

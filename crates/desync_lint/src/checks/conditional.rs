@@ -10,7 +10,7 @@
 //! are meant to be used. Two barrier-only `if`s with different rank tests in one function are
 //! the staged "rank 0 first" pattern (`if rank != 0: barrier()` … `if rank == 0: barrier()`)
 //! and are left alone too. A test that only says whether the job is distributed
-//! (`local_rank != -1`) is the same on every rank.
+//! (`local_rank != -1`) is the same on every rank (the flow analysis' decision rule).
 
 use std::collections::HashMap;
 
@@ -127,38 +127,8 @@ fn rank_test(
 ) -> Option<(String, u32, Vec<desync_python::Dependence>)> {
     cond.clauses.iter().find_map(|clause| {
         let test = clause.test.as_ref()?;
-        if is_distributed_check(test) {
-            return None;
-        }
         let line = clause.test_line.unwrap_or(clause.line);
         let deps = ctx.dependence(line, test);
         has_rank_id(&deps).then(|| (test.clone(), clause.line, deps))
     })
-}
-
-/// `local_rank != -1`, `args.local_rank == -1`: whether the job runs distributed at all.
-fn is_distributed_check(test: &str) -> bool {
-    let flat: String = test.split_whitespace().collect::<Vec<_>>().join(" ");
-    let flat = flat.trim_start_matches("not ").trim_matches(['(', ')']);
-    ["!= -1", "== -1", "< 0", ">= 0", "> -1"].iter().any(|tail| {
-        flat.strip_suffix(tail).is_some_and(|lhs| {
-            let lhs = lhs.trim();
-            !lhs.is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || "_.()".contains(c))
-        })
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn distributed_checks() {
-        assert!(is_distributed_check("args.local_rank != -1"));
-        assert!(is_distributed_check("local_rank == -1"));
-        assert!(is_distributed_check("not (rank >= 0)"));
-        assert!(!is_distributed_check("args.local_rank in [-1, 0]"));
-        assert!(!is_distributed_check("rank == 0"));
-        assert!(!is_distributed_check("rank - 1 != -1"));
-    }
 }

@@ -4,7 +4,8 @@
 //! rest of the function. Also a `while` loop whose test is rank-local around a collective:
 //! ranks run different numbers of iterations.
 //!
-//! Quiet when the decision was agreed on first (see [`crate::consensus`]). A jump that only
+//! Quiet when the decision was agreed on first: the flow analysis leaves a value that went
+//! through an agreeing collective (directly or in a helper) with no dependence. A jump that only
 //! depends on the rank id is DSY001: the collective is reachable only on some ranks.
 //! Jumps guarded by an `except` are DSY003's.
 
@@ -13,19 +14,15 @@ use std::collections::HashSet;
 use desync_python::{Construct, DependenceKind};
 
 use super::{Raw, explain, short};
-use crate::consensus::agreed;
 use crate::context::Context;
 use crate::rule::Rule;
-
-/// How many bindings deep a decision is followed looking for an agreeing collective.
-const AGREEMENT_DEPTH: u32 = 2;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
     let mut done = HashSet::new();
     // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`).
     for site in ctx.sites.iter().filter(|s| !s.is_point_to_point()) {
-        for guard in ctx.module.guards(site.line()) {
+        for guard in ctx.module.guards_with(ctx.analysis(), site.line()) {
             // A `raise` is left out: the rank dies loudly and torchrun stops its peers.
             let keyword = match guard.construct {
                 Construct::Continue => "continue",
@@ -53,16 +50,13 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 .outline
                 .loops
                 .iter()
-                .any(|l| l.function == site.call.function && l.body.contains(guard.line));
+                .any(|l| l.function == site.function() && l.body.contains(guard.line));
             let rule = match (rank_only, in_loop) {
                 (true, _) => Rule::RankConditionalCollective,
                 (false, true) => Rule::LocalEarlyExit,
                 // Outside a loop the rank-local early return is usually input validation.
                 (false, false) => continue,
             };
-            if agreed(ctx, test_line, test, guard.line, AGREEMENT_DEPTH) {
-                continue;
-            }
             let effect = match guard.construct {
                 Construct::Continue => "skip the rest of the iteration",
                 Construct::Break => "leave the loop",
@@ -96,7 +90,7 @@ fn while_loops(ctx: &Context<'_>) -> Vec<Raw> {
             continue;
         };
         let deps = ctx.dependence(lp.header_line, &lp.header);
-        if deps.is_empty() || agreed(ctx, lp.header_line, &lp.header, lp.line, AGREEMENT_DEPTH) {
+        if deps.is_empty() {
             continue;
         }
         let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);

@@ -13,13 +13,16 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
     let mut done = HashSet::new();
     for site in &ctx.sites {
-        let in_loop = ctx.outline.loops.iter().any(|l| {
-            !l.is_while && l.function == site.call.function && l.body.contains(site.line())
-        });
+        let in_loop =
+            ctx.outline.loops.iter().any(|l| {
+                !l.is_while && l.function == site.function() && l.body.contains(site.line())
+            });
         if !in_loop {
             continue;
         }
-        let Some(branch) = ctx.module.find_order_branch(site.line()) else { continue };
+        let Some(branch) = ctx.module.find_order_branch_with(ctx.analysis(), site.line()) else {
+            continue;
+        };
         let (Some(test), Some(test_line)) = (&branch.condition, branch.condition_line) else {
             continue;
         };

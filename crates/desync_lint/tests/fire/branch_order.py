@@ -10,3 +10,7 @@ def reduce_both(x, rank, tp_group, dp_group):
     else:
         dist.all_reduce(x, group=dp_group)
         dist.all_reduce(x, group=tp_group)
+
+
+def step(x, tp_group, dp_group):
+    reduce_both(x, dist.get_rank(), tp_group, dp_group)

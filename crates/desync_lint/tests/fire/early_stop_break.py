@@ -3,7 +3,7 @@
 import torch.distributed as dist
 
 
-def train(model, loader, val_batch, optimizer, patience):
+def train(model, loader, val_loader, optimizer, patience):
     best, bad_epochs = float("inf"), 0
     for epoch in range(100):
         for batch in loader:
@@ -11,7 +11,7 @@ def train(model, loader, val_batch, optimizer, patience):
             loss.backward()
             sync_gradients(model)
             optimizer.step()
-        val_loss = model(val_batch).item()
+        val_loss = sum(model(x).item() for x in val_loader)
         if val_loss >= best and bad_epochs > patience:
             break
         best = min(best, val_loss)

@@ -17,3 +17,7 @@ def reduce_again(flat, tp_group, dp_group):
     order = [tp_group, dp_group] if rank < 4 else [dp_group, tp_group]
     for group in order:
         dist.all_reduce(flat, group=group)
+
+
+def sync(flat, groups, dp_group):
+    reduce_gradients(flat, groups, dist.get_rank(group=dp_group))

@@ -1,7 +1,8 @@
-# expect: DSY001 at line 21
+# expect: DSY001 at line 22
 """A helper two calls deep issues the collective; the call site is under a rank check."""
 import torch
 import torch.distributed as dist
+from accelerate import Accelerator
 
 
 def _mean_over_ranks(t):
@@ -14,7 +15,7 @@ class Logger:
         return {k: _mean_over_ranks(torch.tensor(v)) for k, v in metrics.items()}
 
 
-def train(model, loader, accelerator, logger):
+def train(model, loader, accelerator: Accelerator, logger: Logger):
     for batch in loader:
         loss = model(batch)
         loss.backward()

@@ -16,3 +16,8 @@ def train(model, loader, optimizer, rank):
             t = torch.tensor([window])
             dist.all_reduce(t)
             print(t.item())
+
+
+def main(model, loader, optimizer):
+    dist.init_process_group("nccl")
+    train(model, loader, optimizer, dist.get_rank())

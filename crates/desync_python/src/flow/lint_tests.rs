@@ -65,3 +65,31 @@ x = 1  # <use>
     assert_eq!(kinds(src, "# <use>", "args.local_rank == 0"), [RankId]);
     assert!(kinds(src, "# <use>", "args.lr > 0").is_empty());
 }
+
+#[test]
+fn single_process_exits_and_distributed_checks_decide_nothing() {
+    let src = "\
+import os
+import torch
+import torch.distributed as dist
+
+RANK = int(os.getenv('RANK', -1))
+
+def all_agree(flag):
+    if not dist.is_initialized():
+        return flag
+    t = torch.tensor([flag])
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
+
+def step(stop):
+    if RANK != -1:
+        stop = False
+    x = 1  # <use>
+";
+    // The single-process `return flag` says nothing about what ranks see.
+    assert!(kinds(src, "# <use>", "all_agree(RANK == 0)").is_empty());
+    // Whether the job is distributed is the same on every rank, also as control dependence.
+    assert!(kinds(src, "# <use>", "stop").is_empty());
+    assert_eq!(kinds(src, "# <use>", "RANK == 0"), [RankId]);
+}

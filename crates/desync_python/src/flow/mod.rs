@@ -21,10 +21,12 @@
 //! attribute set nowhere in view, or a call too deep to summarise is `opaque`, and the caller
 //! decides what to do with that (the bridge follows parameters into the caller's frame).
 
+mod condition;
 mod length;
 mod project;
 mod property;
 mod resolve;
+mod sites;
 mod summary;
 mod value;
 
@@ -43,6 +45,7 @@ use crate::types::{Dependence, DependenceKind};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;
+pub use sites::{Argument, CollectiveSite, Collectives, RankOnly, SiteVia};
 pub(crate) use summary::Summary;
 
 /// How many bindings deep a value is followed before it is left opaque.

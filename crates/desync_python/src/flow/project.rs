@@ -21,10 +21,16 @@ pub trait Project {
     fn load(&self, path: &Path) -> Option<Rc<Module>>;
 }
 
+/// An import as written in a folder: (importer's folder, module, level).
+type ImportKey = (Option<PathBuf>, String, u32);
+
 /// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
 pub struct FileProject {
     roots: Vec<PathBuf>,
     cache: RefCell<HashMap<PathBuf, Option<Rc<Module>>>>,
+    /// Imports already resolved: (importer's folder, module, level) → module. Every name
+    /// resolution through an import asks again; the filesystem answers once.
+    imports: RefCell<HashMap<ImportKey, Option<Rc<Module>>>>,
 }
 
 /// Larger files are not training code worth following (and would slow every analysis).
@@ -41,7 +47,7 @@ impl FileProject {
                 out.push(canonical);
             }
         }
-        FileProject { roots: out, cache: RefCell::default() }
+        FileProject { roots: out, cache: RefCell::default(), imports: RefCell::default() }
     }
 
     pub fn roots(&self) -> &[PathBuf] {
@@ -94,9 +100,17 @@ impl FileProject {
 
 impl Project for FileProject {
     fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Rc<Module>> {
-        self.candidates(importer, module, level)
+        let here = importer.file_path().and_then(Path::parent).map(Path::to_path_buf);
+        let key = (here, module.to_owned(), level);
+        if let Some(hit) = self.imports.borrow().get(&key) {
+            return hit.clone();
+        }
+        let found = self
+            .candidates(importer, module, level)
             .into_iter()
-            .find_map(|path| if path.is_file() { self.load(&path) } else { None })
+            .find_map(|path| if path.is_file() { self.load(&path) } else { None });
+        self.imports.borrow_mut().insert(key, found.clone());
+        found
     }
 
     fn load(&self, path: &Path) -> Option<Rc<Module>> {

@@ -93,6 +93,11 @@ fn summarize(
         if summary.is_generator && !is_yield {
             continue;
         }
+        // `if not dist.is_initialized(): return flag`: a single process has no peers to
+        // disagree with, so that exit says nothing about what ranks see.
+        if !is_yield && single_process(&mut eval, module, stmt) {
+            continue;
+        }
         let at = stmt.start();
         let mut v = value.map(|e| eval.value(e, at)).unwrap_or_default();
         // A constant returned under `if rank == 0:` still differs by rank.
@@ -161,6 +166,28 @@ fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
         }
     }
     out
+}
+
+/// Predicates that are false exactly when the job does not run distributed (torch 2.11's
+/// `torch.distributed.is_initialized`/`is_available`, and `DeepSpeed`'s re-export).
+const DISTRIBUTED_PREDICATES: &[&str] = &[
+    "torch.distributed.is_initialized",
+    "torch.distributed.is_available",
+    "deepspeed.comm.is_initialized",
+];
+
+/// Whether `stmt` sits in the body of `if not <distributed predicate>()`.
+fn single_process(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> bool {
+    let Some(path) = module.path(module.line_of(stmt.start())) else { return false };
+    path.scope_levels(module).to_vec().into_iter().any(|level| {
+        let (Some(Stmt::If(s)), Slot::Body) = (level.owner, level.slot) else { return false };
+        let Expr::UnaryOp(u) = &*s.test else { return false };
+        if u.op != ruff_python_ast::UnaryOp::Not {
+            return false;
+        }
+        let Expr::Call(c) = &*u.operand else { return false };
+        matches!(eval.resolve(&c.func, c.start()), Sym::Path(p) if DISTRIBUTED_PREDICATES.contains(&p.as_str()))
+    })
 }
 
 /// How many times `stmt` runs: the lengths of the `for`s and the tests of the `while`s and

@@ -430,7 +430,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             let Some(owner) = level.owner else { continue };
             match (owner, level.slot) {
                 (Stmt::If(s), Slot::Body) => {
-                    let d = self.value(&s.test, s.start()).whole;
+                    let d = super::condition::decision(self, &s.test, s.start());
                     out.merge(d.hop(&format!(
                         "under `if {}` (line {})",
                         crate::expr::snippet(self.module.text(s.test.range())),
@@ -441,13 +441,13 @@ impl<'a, 'm> Eval<'a, 'm> {
                     // Reaching clause i means the tests before it were false.
                     for c in s.elif_else_clauses.iter().take(i + 1).filter_map(|c| c.test.as_ref())
                     {
-                        let d = self.value(c, c.start()).whole;
+                        let d = super::condition::decision(self, c, c.start());
                         out.merge(d.hop(&format!(
                             "under `elif {}`",
                             crate::expr::snippet(self.module.text(c.range()))
                         )));
                     }
-                    let d = self.value(&s.test, s.start()).whole;
+                    let d = super::condition::decision(self, &s.test, s.start());
                     out.merge(d.hop(&format!(
                         "in the `else` of `if {}` (line {})",
                         crate::expr::snippet(self.module.text(s.test.range())),
@@ -455,7 +455,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                     )));
                 }
                 (Stmt::While(s), Slot::Body) => {
-                    let d = self.value(&s.test, s.start()).whole;
+                    let d = super::condition::decision(self, &s.test, s.start());
                     out.merge(d.hop(&format!(
                         "inside `while {}`",
                         crate::expr::snippet(self.module.text(s.test.range()))

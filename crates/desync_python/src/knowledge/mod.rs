@@ -64,6 +64,10 @@ pub struct Api {
     /// (`deepspeed.initialize` returns the engine first); one entry for a single value.
     #[serde(default)]
     pub returns: Vec<String>,
+    /// The collective pickles Python objects (`broadcast_object_list`): sizes are exchanged
+    /// first, and there is no dtype to agree on.
+    #[serde(default)]
+    pub pickles: bool,
     /// Where the fact comes from: a file of the package and its version.
     pub source: String,
 }

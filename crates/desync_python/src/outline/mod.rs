@@ -5,7 +5,9 @@
 
 mod types;
 
-pub use types::{Call, Clause, Conditional, Handler, Import, LineRange, Loop, Outline, TryBlock};
+pub use types::{
+    Call, Clause, Conditional, Handler, Import, JumpStmt, LineRange, Loop, Outline, TryBlock,
+};
 
 use ruff_python_ast::{ExceptHandler, Expr, Stmt};
 use ruff_text_size::Ranged;
@@ -14,6 +16,7 @@ use crate::branch::handler_jump_of;
 use crate::expr::{self, dotted};
 use crate::module::Module;
 use crate::tree::{self, MAX_DEPTH, header_exprs, lines_of};
+use crate::types::Construct;
 
 /// Calls that end the process from an `except` body: the error does not go unnoticed.
 const PROCESS_EXITS: &[&str] = &["sys.exit", "exit", "quit", "os._exit", "os.abort"];
@@ -86,6 +89,15 @@ impl Walker<'_> {
                 }
                 let (line, column) = self.position(stmt);
                 self.out.conditionals.push(Conditional { line, column, function, clauses });
+            }
+            Stmt::Continue(_) | Stmt::Break(_) | Stmt::Return(_) => {
+                let construct = match stmt {
+                    Stmt::Continue(_) => Construct::Continue,
+                    Stmt::Break(_) => Construct::Break,
+                    _ => Construct::Return,
+                };
+                let (line, column) = self.position(stmt);
+                self.out.jumps.push(JumpStmt { line, column, construct, function });
             }
             Stmt::For(s) => self.a_loop(stmt, function, &s.iter, &s.body, false),
             Stmt::While(s) => self.a_loop(stmt, function, &s.test, &s.body, true),
@@ -162,18 +174,7 @@ impl Walker<'_> {
     fn handler(&self, handler: &ExceptHandler) -> Handler {
         let ExceptHandler::ExceptHandler(h) = handler;
         let (line, column) = self.position(h);
-        let mut propagates = false;
-        tree::walk_scope(&h.body, &mut |stmt, _| {
-            propagates |= matches!(stmt, Stmt::Raise(_));
-            for e in header_exprs(stmt) {
-                expr::walk(e, &mut |x| {
-                    if let Expr::Call(c) = x {
-                        propagates |=
-                            dotted(&c.func).is_some_and(|d| PROCESS_EXITS.contains(&d.as_str()));
-                    }
-                });
-            }
-        });
+        let propagates = always_exits(&h.body, 0);
         Handler {
             line,
             column,
@@ -234,6 +235,35 @@ impl Walker<'_> {
             });
         }
     }
+}
+
+/// Whether every path through `suite` passes an error on: it raises, or ends the process
+/// (`sys.exit`, `os._exit`, `os.abort`), on every branch. `if "out of memory" in str(e): skip()
+/// else: raise` does not: the ranks that ran out of memory swallow the error.
+fn always_exits(suite: &[Stmt], depth: usize) -> bool {
+    if depth >= MAX_DEPTH {
+        return false;
+    }
+    suite.iter().any(|stmt| match stmt {
+        Stmt::Raise(_) => true,
+        Stmt::Expr(s) => matches!(&*s.value, Expr::Call(c)
+            if dotted(&c.func).is_some_and(|d| PROCESS_EXITS.contains(&d.as_str()))),
+        Stmt::If(s) => {
+            s.elif_else_clauses.last().is_some_and(|c| c.test.is_none())
+                && always_exits(&s.body, depth + 1)
+                && s.elif_else_clauses.iter().all(|c| always_exits(&c.body, depth + 1))
+        }
+        Stmt::With(s) => always_exits(&s.body, depth + 1),
+        Stmt::Try(s) => {
+            always_exits(&s.finalbody, depth + 1)
+                || (always_exits(&s.body, depth + 1)
+                    && s.handlers.iter().all(|h| {
+                        let ExceptHandler::ExceptHandler(h) = h;
+                        always_exits(&h.body, depth + 1)
+                    }))
+        }
+        _ => false,
+    })
 }
 
 #[cfg(test)]

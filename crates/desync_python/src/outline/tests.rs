@@ -116,3 +116,36 @@ fn empty_and_broken_sources() {
     let o = Module::parse("dist.barrier()\nif x\n    y = (\n").outline();
     assert!(o.calls.iter().any(|c| c.callee == "dist.barrier"));
 }
+
+#[test]
+fn jumps_and_handlers_that_swallow_on_some_paths() {
+    let src = "\
+def train(loader):
+    for batch in loader:
+        if batch is None:
+            continue
+        try:
+            step(batch)
+        except RuntimeError as err:
+            if 'out of memory' in str(err):
+                skip()
+            else:
+                raise
+        try:
+            step(batch)
+        except ValueError:
+            if bad():
+                raise
+            else:
+                sys.exit(1)
+        if done():
+            break
+    return 1
+";
+    let o = Module::parse(src).outline();
+    let jumps: Vec<(u32, Construct)> = o.jumps.iter().map(|j| (j.line, j.construct)).collect();
+    assert_eq!(jumps, [(4, Construct::Continue), (20, Construct::Break), (21, Construct::Return)]);
+    let propagates: Vec<bool> =
+        o.tries.iter().flat_map(|t| t.handlers.iter().map(|h| h.propagates)).collect();
+    assert_eq!(propagates, [false, true]);
+}

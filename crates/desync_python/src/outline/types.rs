@@ -2,7 +2,7 @@
 //! statements a linter reasons about. Positions are 1-based lines and 1-based character
 //! columns, as Ruff and editors show them.
 
-use crate::types::{Function, Jump};
+use crate::types::{Construct, Function, Jump};
 
 /// Every fact the linter needs from one file, gathered in one walk over all scopes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,6 +16,17 @@ pub struct Outline {
     pub conditionals: Vec<Conditional>,
     pub loops: Vec<Loop>,
     pub tries: Vec<TryBlock>,
+    /// Every `continue`, `break` and `return`, in source order.
+    pub jumps: Vec<JumpStmt>,
+}
+
+/// A `continue`, `break` or `return` statement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JumpStmt {
+    pub line: u32,
+    pub column: u32,
+    pub construct: Construct,
+    pub function: Option<u32>,
 }
 
 /// Lines `first..=last` of a block.
@@ -138,7 +149,7 @@ pub struct Handler {
     /// The first `continue`/`break`/`return`/`raise` directly in the body (not in a loop of
     /// its own).
     pub jump: Option<Jump>,
-    /// The handler can pass the error on: it contains a `raise` or ends the process
-    /// (`sys.exit`, `os._exit`, `os.abort`).
+    /// Every path through the handler passes the error on: it raises or ends the process
+    /// (`sys.exit`, `os._exit`, `os.abort`) on every branch (`else: raise` alone does not).
     pub propagates: bool,
 }

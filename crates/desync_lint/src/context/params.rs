@@ -1,0 +1,171 @@
+//! Parameters: the flow analysis leaves what a parameter depends on to its callers. The lint
+//! asks them, in this order:
+//!
+//! 1. **Calls in the file** of the parameter's function ([`Collectives::arguments_for`],
+//!    resolved calls, not name matches): what each passes is analysed at the call, and its own
+//!    parameters followed further out, a few calls deep.
+//! 2. **Process launchers of the table** (`torch.multiprocessing.spawn(worker, ...)` runs
+//!    `worker(i, ...)` in process `i`): the parameter they fill with the process index is the
+//!    rank.
+//! 3. **Data sources**: a parameter no call in view decides, that its function iterates
+//!    (`for batch in loader:`, `for i, (x, y) in enumerate(loader)`, or a comprehension over
+//!    it) in a function that issues collectives, is taken as the rank's own data (a loader over
+//!    its shard), as the table's data sources are. The decision is about its *items*; how many
+//!    there are (a counter over it) is left undecided: `DistributedSampler` gives every rank
+//!    the same number.
+//!
+//! Anything else a parameter could be stays unknown and decides nothing.
+//!
+//! [`Collectives::arguments_for`]: desync_python::Collectives::arguments_for
+
+use desync_python::{Dependence, DependenceKind, Finding, Function};
+
+use super::Context;
+
+/// How many calls out a parameter is followed.
+const MAX_CALLER_DEPTH: usize = 3;
+
+/// `finding` (computed at `line`) with its parameters and length parameters replaced by what
+/// the callers pass; one entry per kind, `Unknown` dropped.
+pub(super) fn resolve(
+    ctx: &Context<'_>,
+    line: u32,
+    finding: Finding,
+    depth: usize,
+) -> Vec<Dependence> {
+    let mut out = Vec::new();
+    for d in finding.dependence {
+        push(&mut out, d);
+    }
+    if finding.parameters.is_empty() && finding.length_parameters.is_empty() {
+        return out;
+    }
+    let Some(function) = ctx.module.function_at(line) else { return out };
+    for p in &finding.parameters {
+        for d in parameter(ctx, &function, p, depth) {
+            push(&mut out, d);
+        }
+    }
+    if depth < MAX_CALLER_DEPTH {
+        for p in &finding.length_parameters {
+            for arg in ctx.collectives.arguments_for(ctx.module, function.def_line, p) {
+                if arg.process_index {
+                    continue;
+                }
+                let f = ctx.analysis().length_dependence(ctx.module, arg.line, &arg.text);
+                for d in resolve(ctx, arg.line, f, depth + 1) {
+                    let evidence = format!(
+                        "the length of `{p}` = `{}` (passed by `{}` at line {}) ← {}",
+                        arg.text, arg.call, arg.line, d.evidence
+                    );
+                    push(&mut out, Dependence { kind: d.kind, evidence });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What the parameter `p` of `function` depends on, from its callers (or as a data source).
+fn parameter(ctx: &Context<'_>, function: &Function, p: &str, depth: usize) -> Vec<Dependence> {
+    let args = ctx.collectives.arguments_for(ctx.module, function.def_line, p);
+    if args.is_empty() {
+        return data_source(ctx, function, p).into_iter().collect();
+    }
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.process_index {
+            let evidence = format!(
+                "`{p}` (the process index `{}` at line {} passes: each process gets its rank)",
+                arg.call, arg.line
+            );
+            push(&mut out, Dependence { kind: DependenceKind::RankId, evidence });
+            continue;
+        }
+        if depth >= MAX_CALLER_DEPTH {
+            continue;
+        }
+        let f = ctx.analysis().dependence(ctx.module, arg.line, &arg.text);
+        for d in resolve(ctx, arg.line, f, depth + 1) {
+            let evidence = format!(
+                "`{p}` = `{}` (passed by `{}` at line {}) ← {}",
+                arg.text, arg.call, arg.line, d.evidence
+            );
+            push(&mut out, Dependence { kind: d.kind, evidence });
+        }
+    }
+    out
+}
+
+/// A parameter its function iterates, in a function that issues collectives: the rank's own
+/// data.
+fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Dependence> {
+    let issues = ctx.sites.iter().any(|s| s.function() == Some(function.def_line));
+    if !issues {
+        return None;
+    }
+    let line = (function.def_line..=function.end_line)
+        .find(|l| ctx.module.line_text(*l).is_some_and(|t| iterates(t, p)))?;
+    Some(Dependence {
+        kind: DependenceKind::LocalData,
+        evidence: format!(
+            "the items of `{p}`, a parameter `{}` iterates at line {line} and no call in view \
+             passes (taken as the rank's own data)",
+            function.name
+        ),
+    })
+}
+
+/// Whether a line iterates `p` itself: `for x in p`, `for i, x in enumerate(p)`, or the same
+/// in a comprehension (`... for x in p)`).
+fn iterates(line: &str, p: &str) -> bool {
+    let mut rest = line;
+    while let Some(i) = rest.find(" in ") {
+        let before = &rest[..i];
+        let after = rest[i + 4..].trim_start();
+        rest = &rest[i + 4..];
+        if !has_word(before, "for") {
+            continue;
+        }
+        let iterable = after
+            .strip_prefix("enumerate(")
+            .or_else(|| after.strip_prefix("tqdm("))
+            .unwrap_or(after);
+        let end =
+            iterable.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(iterable.len());
+        let next = iterable[end..].trim_start().chars().next();
+        if &iterable[..end] == p && matches!(next, None | Some(':' | ')' | ',' | ']' | '}')) {
+            return true;
+        }
+    }
+    false
+}
+
+fn has_word(text: &str, word: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == word)
+}
+
+/// Adds `d` unless a dependence of the same kind is already there (the first is the most
+/// direct).
+fn push(out: &mut Vec<Dependence>, d: Dependence) {
+    if d.kind != DependenceKind::Unknown && !out.iter().any(|o| o.kind == d.kind) {
+        out.push(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iterates;
+
+    #[test]
+    fn iteration_of_a_name() {
+        assert!(iterates("    for batch in loader:", "loader"));
+        assert!(iterates("    for i, (x, y) in enumerate(loader):", "loader"));
+        assert!(iterates("    v = sum(m(x) for x in val_loader)", "val_loader"));
+        assert!(iterates("    v = [m(x) for x in loader]", "loader"));
+        assert!(!iterates("    for p in model.parameters():", "model"));
+        assert!(!iterates("    for batch in loader2:", "loader"));
+        assert!(!iterates("    if x in loader:", "loader"));
+        assert!(!iterates("    for x in loader.dataset:", "loader"));
+    }
+}

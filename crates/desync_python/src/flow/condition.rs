@@ -1,0 +1,98 @@
+//! Decisions: why an `if`/`while` test can differ across ranks. The same as any value, except
+//! for comparisons of the rank with a value no rank has (`local_rank != -1`, `rank >= 0`):
+//! launchers number ranks from 0, so these only say whether the job runs distributed at all,
+//! and that is the same on every rank (torchrun sets `RANK`/`LOCAL_RANK` on every process, the
+//! legacy launcher passes `--local_rank=-1` to none; research §2).
+
+use ruff_python_ast::{BoolOp, CmpOp, Expr, ExprCompare, Number, UnaryOp};
+use ruff_text_size::TextSize;
+
+use super::value::Eval;
+use super::{Analysis, Deps, Finding};
+use crate::module::Module;
+use crate::types::DependenceKind;
+
+impl Analysis<'_> {
+    /// Why the test `expr_source`, written at `line` of `module`, can decide differently on
+    /// different ranks (see [`Analysis::dependence`]; comparisons of the rank with a value no
+    /// rank has are the same on every rank).
+    pub fn condition(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        let deps = self.parsed(module, line, expr_source, decision);
+        Finding::from_deps(&deps)
+    }
+}
+
+/// What the test `expr` decides on (the sentinel rule applied); also what decides whether a
+/// statement under an `if`/`while` runs ([`Eval::control`]).
+pub(super) fn decision(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize) -> Deps {
+    test(e, expr, at, 0)
+}
+
+fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
+    if depth > 32 {
+        return e.value(expr, at).whole;
+    }
+    match expr {
+        Expr::BoolOp(b) if matches!(b.op, BoolOp::And | BoolOp::Or) => {
+            let mut out = Deps::default();
+            for v in &b.values {
+                out.merge(test(e, v, at, depth + 1));
+            }
+            out
+        }
+        Expr::UnaryOp(u) if u.op == UnaryOp::Not => test(e, &u.operand, at, depth + 1),
+        Expr::Compare(c) if is_sentinel(c) => {
+            let side = if is_no_rank(&c.left) { &c.comparators[0] } else { &c.left };
+            let mut deps = e.value(side, at).whole;
+            let only_rank = !deps.reasons.is_empty()
+                && deps.reasons.iter().all(|r| r.kind == DependenceKind::RankId);
+            if only_rank {
+                deps.reasons.clear();
+            }
+            deps
+        }
+        _ => e.value(expr, at).whole,
+    }
+}
+
+/// `x != -1`, `x == -1`, `x < 0`, `x >= 0`, `x > -1` (either way round).
+fn is_sentinel(c: &ExprCompare) -> bool {
+    let ([op], [right]) = (&*c.ops, &*c.comparators) else { return false };
+    let (value, op) = match (literal(&c.left), literal(right)) {
+        (None, Some(v)) => (v, *op),
+        (Some(v), None) => (v, flip(*op)),
+        _ => return false,
+    };
+    match op {
+        CmpOp::Eq | CmpOp::NotEq | CmpOp::Gt | CmpOp::LtE => value < 0,
+        CmpOp::Lt | CmpOp::GtE => value <= 0,
+        _ => false,
+    }
+}
+
+fn is_no_rank(e: &Expr) -> bool {
+    literal(e).is_some()
+}
+
+/// An integer literal, negative ones included.
+fn literal(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::NumberLiteral(n) => match &n.value {
+            Number::Int(i) => i.as_i64(),
+            _ => None,
+        },
+        Expr::UnaryOp(u) if u.op == UnaryOp::USub => literal(&u.operand).map(|v| -v),
+        _ => None,
+    }
+}
+
+/// The operator with its operands swapped (`-1 < x` is `x > -1`).
+fn flip(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::LtE => CmpOp::GtE,
+        CmpOp::GtE => CmpOp::LtE,
+        other => other,
+    }
+}

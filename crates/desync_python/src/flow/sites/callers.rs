@@ -1,0 +1,264 @@
+//! Who calls a function, with what: the module's own calls of it (resolved, not matched by
+//! name), and the process launchers of the table that run it once per rank
+//! (`torch.multiprocessing.spawn(worker, args=(world,))` calls `worker(i, world)` in process
+//! `i`). A parameter whose value the analysis leaves to the caller is decided by these. Also the
+//! functions a rank-only decorator of the table guards (`@rank_zero_only`,
+//! `@accelerator.on_main_process`): their bodies run on some ranks only.
+
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
+use ruff_text_size::Ranged;
+
+use super::{Collectives, walk_scopes};
+use crate::dependence::bindings::Scope;
+use crate::expr::{self, last_segment};
+use crate::flow::resolve::Sym;
+use crate::flow::value::{Eval, argument_for};
+use crate::knowledge::{Launcher, Role, knowledge};
+use crate::module::Module;
+use crate::tree::{self, header_exprs};
+
+/// What one caller passes for a parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argument {
+    /// 1-based line where the argument's expression starts (the call's line for a process
+    /// index a launcher passes).
+    pub line: u32,
+    /// Source text of the argument; empty for a launcher's process index.
+    pub text: String,
+    /// The call, shortened (`train(model, loader, rank)`).
+    pub call: String,
+    /// The parameter receives the process index from a launcher of the table: it is the rank.
+    pub process_index: bool,
+}
+
+/// A function whose body runs on some ranks only, because of a decorator of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankOnly {
+    pub name: String,
+    /// Line of the `def` keyword and last line of the body.
+    pub def_line: u32,
+    pub end_line: u32,
+    /// Line and source text of the decorator.
+    pub decorator_line: u32,
+    pub decorator: String,
+}
+
+/// One call of a function: where it is and how it passes arguments.
+pub(super) struct CallOf<'m> {
+    pub scope: Scope<'m>,
+    pub call: &'m ExprCall,
+    parameters: Vec<String>,
+    is_method: bool,
+    launcher: Option<&'static Launcher>,
+}
+
+impl<'m> CallOf<'m> {
+    /// The expression passed for `parameter`; `None` when it is not passed (a default), is
+    /// the launcher's process index, or comes through `*args`.
+    pub fn argument(&self, parameter: &str) -> Option<&'m Expr> {
+        match self.launcher {
+            None => argument_for(&self.parameters, self.is_method, self.call, parameter),
+            Some(l) => {
+                let index = self.parameters.iter().position(|p| p == parameter)?;
+                if index == l.rank_parameter {
+                    return None;
+                }
+                // `spawn(fn, args=(a, b))` runs `fn(i, a, b)`.
+                let args = self.call.arguments.keywords.iter().find_map(|k| {
+                    (k.arg.as_ref().is_some_and(|a| a.id.as_str() == "args")).then_some(&k.value)
+                })?;
+                let Expr::Tuple(t) = args else { return None };
+                let shift = usize::from(index > l.rank_parameter);
+                t.elts.get(index - shift).filter(|e| !matches!(e, Expr::Starred(_)))
+            }
+        }
+    }
+
+    pub fn passes_process_index(&self, parameter: &str) -> bool {
+        self.launcher.is_some_and(|l| {
+            self.parameters.iter().position(|p| p == parameter) == Some(l.rank_parameter)
+        })
+    }
+}
+
+impl Collectives<'_, '_> {
+    /// What the calls of the function whose `def` is on `def_line` pass for `parameter`, for
+    /// every such call in `module` (and launchers that run it per rank).
+    pub fn arguments_for(&self, module: &Module, def_line: u32, parameter: &str) -> Vec<Argument> {
+        let Some(def) = def_on_line(module, def_line) else { return Vec::new() };
+        let mut out = Vec::new();
+        for call in self.calls_of(module, def) {
+            let text = crate::expr::snippet(module.text(call.call.range()));
+            if call.passes_process_index(parameter) {
+                out.push(Argument {
+                    line: module.line_of(call.call.start()),
+                    text: String::new(),
+                    call: text,
+                    process_index: true,
+                });
+            } else if let Some(arg) = call.argument(parameter) {
+                out.push(Argument {
+                    line: module.line_of(arg.start()),
+                    text: module.text(arg.range()).to_owned(),
+                    call: text,
+                    process_index: false,
+                });
+            }
+        }
+        out
+    }
+
+    /// The calls of `def` (a function of `module`) in `module`.
+    pub(super) fn calls_of<'m>(
+        &self,
+        module: &'m Module,
+        def: &'m StmtFunctionDef,
+    ) -> Vec<CallOf<'m>> {
+        let name = def.name.id.as_str();
+        // Most functions are never called in their own module (methods called from elsewhere):
+        // a name the source spells only once, in its `def`, has no call to find.
+        if !mentioned_twice(module.source(), name) {
+            return Vec::new();
+        }
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        let mut found: Vec<(Scope<'m>, &'m ExprCall)> = Vec::new();
+        walk_scopes(module.body(), None, 0, &mut |stmt, function| {
+            for e in header_exprs(stmt) {
+                expr::walk(e, &mut |x| {
+                    let Expr::Call(c) = x else { return };
+                    // The function itself (`f(...)`, `self.f(...)`), or a launcher given it.
+                    let named = last_segment(&c.func) == Some(name)
+                        || c.arguments
+                            .args
+                            .iter()
+                            .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                            .any(|a| last_segment(a) == Some(name));
+                    if named {
+                        let scope = match function {
+                            Some(d) => function_scope(d),
+                            None => Scope::module(module),
+                        };
+                        found.push((scope, c));
+                    }
+                });
+            }
+        });
+        let mut out = Vec::new();
+        for (scope, c) in found {
+            let mut eval = Eval::new(self.cx, module, scope, 0);
+            match eval.resolve(&c.func, c.start()) {
+                Sym::Function(f) if f.module.is_none() && f.def == def.start() => {
+                    out.push(CallOf {
+                        scope,
+                        call: c,
+                        parameters: parameters.clone(),
+                        is_method: f.is_method,
+                        launcher: None,
+                    });
+                }
+                Sym::Path(p) => {
+                    let Some(l) = knowledge().launcher(&p) else { continue };
+                    let target = l
+                        .target_keyword
+                        .as_deref()
+                        .and_then(|k| {
+                            c.arguments
+                                .keywords
+                                .iter()
+                                .find(|kw| kw.arg.as_ref().is_some_and(|a| a.id.as_str() == k))
+                                .map(|kw| &kw.value)
+                        })
+                        .or_else(|| c.arguments.args.get(l.target));
+                    let Some(target) = target else { continue };
+                    if matches!(eval.resolve(target, c.start()), Sym::Function(f) if f.module.is_none() && f.def == def.start())
+                    {
+                        out.push(CallOf {
+                            scope,
+                            call: c,
+                            parameters: parameters.clone(),
+                            is_method: false,
+                            launcher: Some(l),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Functions of `module` decorated with a rank-only decorator of the table.
+    pub fn rank_only(&self, module: &Module) -> Vec<RankOnly> {
+        let mut defs: Vec<(&StmtFunctionDef, Scope<'_>)> = Vec::new();
+        walk_scopes(module.body(), None, 0, &mut |stmt, function| {
+            if let Stmt::FunctionDef(d) = stmt
+                && !d.decorator_list.is_empty()
+            {
+                let scope = match function {
+                    Some(f) => function_scope(f),
+                    None => Scope::module(module),
+                };
+                defs.push((d, scope));
+            }
+        });
+        let mut out = Vec::new();
+        for (def, scope) in defs {
+            let mut eval = Eval::new(self.cx, module, scope, 0);
+            for decorator in &def.decorator_list {
+                let callee = match &decorator.expression {
+                    Expr::Call(c) => &*c.func,
+                    e => e,
+                };
+                let Sym::Path(p) = eval.resolve(callee, decorator.start()) else { continue };
+                if knowledge().api(&p).is_some_and(|a| a.role == Role::RankOnly) {
+                    out.push(RankOnly {
+                        name: def.name.id.to_string(),
+                        def_line: module.line_of(def.name.start()),
+                        end_line: tree::lines_of(module, def).1,
+                        decorator_line: module.line_of(decorator.start()),
+                        decorator: crate::expr::snippet(module.text(decorator.range())),
+                    });
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether `name` occurs at least twice in `source` as a whole word.
+fn mentioned_twice(source: &str, name: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    source
+        .match_indices(name)
+        .filter(|(i, _)| {
+            let before = source[..*i].chars().next_back().is_none_or(|c| !is_word(c));
+            let after = source[i + name.len()..].chars().next().is_none_or(|c| !is_word(c));
+            before && after
+        })
+        .nth(1)
+        .is_some()
+}
+
+/// The scope of a function's body.
+pub(super) fn function_scope(def: &StmtFunctionDef) -> Scope<'_> {
+    Scope { function: Some(def), suite: &def.body }
+}
+
+/// The `def` whose name is on `line`.
+fn def_on_line(module: &Module, line: u32) -> Option<&StmtFunctionDef> {
+    let mut found = None;
+    tree::walk_all(module.body(), &mut |stmt| {
+        if let Stmt::FunctionDef(d) = stmt
+            && found.is_none()
+            && module.line_of(d.name.start()) == line
+        {
+            found = Some(d);
+        }
+    });
+    found
+}

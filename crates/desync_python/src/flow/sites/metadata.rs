@@ -1,0 +1,901 @@
+//! What a collective's tensor carries, apart from its values: its size (first dimension) and
+//! its dtype, and why either can differ across ranks. A gather needs the same size on every
+//! rank, every collective the same dtype.
+//!
+//! Sizes follow the data through assignments, slices and indexing, the creation calls that take
+//! them (`torch.zeros(n, 4)`), the project's functions and generators (`shard_batches(...)`
+//! yields what its `yield` says, resized under `if fault == rank:`), lists grown by
+//! `append` in a loop, and the rebindings a condition decides. A size read from data values
+//! (`int(mask.sum())`, `x[mask]`, `x.nonzero()`) differs across ranks; the items of a data
+//! loader have the loader's batch size unless the loader's length differs (a ragged last
+//! batch); items of other iterables are taken to have equal sizes (the limit: a batch's size is
+//! not followed into the dataset).
+//!
+//! Dtypes follow `.to(d)`, `.type(d)` and `dtype=` where `d` can be one of the table's dtypes.
+//! Parameters are followed into the module's own calls of the function.
+
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
+use super::Collectives;
+use super::callers::function_scope;
+use crate::dependence::bindings::{self, Binding, Source};
+use crate::flow::resolve::{ClassRef, FnRef, Sym, def_at};
+use crate::flow::value::Eval;
+use crate::flow::{Deps, Finding, quote};
+use crate::knowledge::{Agrees, Role, knowledge};
+use crate::module::Module;
+use crate::tree::{self, Slot};
+use crate::types::DependenceKind::LocalData;
+
+/// How deep sizes and dtypes are followed (bindings, calls, callers).
+const MAX_DEPTH: usize = 12;
+
+/// Tensor methods (torch 2.11) whose result has as many elements as the values select.
+const SELECTING: &[&str] =
+    &["nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"];
+/// Tensor methods whose result is a scalar read from the values (a count when used as a size).
+const READS_VALUES: &[&str] =
+    &["item", "tolist", "sum", "max", "min", "count_nonzero", "any", "all"];
+/// Methods whose positional arguments are not sizes (devices, dtypes, flags).
+const NOT_SIZES: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "type",
+    "float",
+    "half",
+    "bfloat16",
+    "double",
+    "long",
+    "int",
+    "bool",
+    "detach",
+    "clone",
+    "contiguous",
+    "requires_grad_",
+    "pin_memory",
+    "manual_seed",
+    "argmax",
+    "argmin",
+    "softmax",
+    "log_softmax",
+    "mean",
+    "std",
+    "norm",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+];
+/// Methods that grow a list in place.
+const GROWS: &[&str] = &["append", "extend", "insert"];
+
+/// Which property of the tensor is followed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Size,
+    Dtype,
+}
+
+impl Collectives<'_, '_> {
+    /// Why the size (first dimension) of the tensor `expr_source`, written at `line`, can
+    /// differ across ranks.
+    pub fn size_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        self.metadata(module, line, expr_source, Mode::Size)
+    }
+
+    /// Why the dtype of the tensor `expr_source`, written at `line`, can differ across ranks.
+    pub fn dtype_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        self.metadata(module, line, expr_source, Mode::Dtype)
+    }
+
+    fn metadata(&self, module: &Module, line: u32, expr_source: &str, mode: Mode) -> Finding {
+        let deps = self.cx.parsed(module, line, expr_source, |eval, expr, at| {
+            let mut m = Meta { owner: self, mode, depth: 0 };
+            m.of(eval, expr, at)
+        });
+        Finding::from_deps(&deps)
+    }
+}
+
+struct Meta<'c, 'a, 'p> {
+    owner: &'c Collectives<'a, 'p>,
+    mode: Mode,
+    depth: usize,
+}
+
+impl Meta<'_, '_, '_> {
+    fn of(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+        if self.depth > MAX_DEPTH {
+            return Deps::default();
+        }
+        self.depth += 1;
+        let out = self.of_inner(eval, e, at);
+        self.depth -= 1;
+        out
+    }
+
+    fn value(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+        let mut d = eval.value(e, at).whole;
+        // What the caller passes is the caller's business here: followed separately.
+        d.opaque = None;
+        d
+    }
+
+    fn of_inner(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+        match e {
+            Expr::Name(n) => self.name(eval, n.id.as_str(), at),
+            Expr::Attribute(a) => {
+                // A table source read as an attribute (`self.global_rank`) is a value.
+                if let Sym::Path(p) = eval.resolve(e, at)
+                    && knowledge().api(&p).is_some()
+                {
+                    return Self::value(eval, e, at);
+                }
+                self.of(eval, &a.value, at)
+            }
+            Expr::Subscript(s) => self.subscript(eval, e, s, at),
+            Expr::Call(c) => self.call(eval, e, c, at),
+            Expr::BinOp(b) => {
+                let mut d = self.of(eval, &b.left, at);
+                d.merge(self.of(eval, &b.right, at));
+                d
+            }
+            Expr::UnaryOp(u) => self.of(eval, &u.operand, at),
+            Expr::If(i) => {
+                let mut d = self.of(eval, &i.body, at);
+                d.merge(self.of(eval, &i.orelse, at));
+                if self.mode == Mode::Size || !d.reasons.is_empty() || !d.params.is_empty() {
+                    d.merge(Self::value(eval, &i.test, at));
+                }
+                d
+            }
+            Expr::List(l) => self.elements(eval, &l.elts, at),
+            Expr::Tuple(t) => self.elements(eval, &t.elts, at),
+            Expr::Starred(s) => self.of(eval, &s.value, at),
+            Expr::ListComp(c) => self.comprehension(eval, &c.elt, &c.generators, at),
+            Expr::Generator(c) => self.comprehension(eval, &c.elt, &c.generators, at),
+            _ => Deps::default(),
+        }
+    }
+
+    fn elements(&mut self, eval: &mut Eval<'_, '_>, elements: &[Expr], at: TextSize) -> Deps {
+        let mut d = Deps::default();
+        for x in elements {
+            d.merge(self.of(eval, x, at));
+        }
+        d
+    }
+
+    fn comprehension(
+        &mut self,
+        eval: &mut Eval<'_, '_>,
+        elt: &Expr,
+        generators: &[ruff_python_ast::Comprehension],
+        at: TextSize,
+    ) -> Deps {
+        let mut d = Deps::default();
+        if self.mode == Mode::Size {
+            for g in generators {
+                let mut length = eval.length(&g.iter, at);
+                length.opaque = None;
+                d.merge(length);
+            }
+        }
+        // The element's names are the comprehension's own: only constant parts are followed.
+        if !mentions_targets(elt, generators) {
+            d.merge(self.of(eval, elt, at));
+        }
+        d
+    }
+
+    fn name(&mut self, eval: &mut Eval<'_, '_>, name: &str, at: TextSize) -> Deps {
+        let Some(binding) = bindings::lookup(eval.module, eval.scope, name, at) else {
+            return Deps::default();
+        };
+        let mut d = match binding.source {
+            Source::Value(v) | Source::WithItem(v) | Source::Augmented(v) => {
+                let mut d = self.in_scope(eval, &binding, |m, eval| m.of(eval, v, binding.at));
+                if self.mode == Mode::Size && is_empty_list(v) {
+                    d.merge(self.grown(eval, name, &binding, at));
+                }
+                d
+            }
+            Source::Element(v, i) => {
+                self.in_scope(eval, &binding, |m, eval| m.element(eval, v, i, binding.at))
+            }
+            Source::LoopItem(iter) => {
+                self.in_scope(eval, &binding, |m, eval| m.item(eval, iter, None, binding.at))
+            }
+            Source::LoopElement(iter, i) => {
+                self.in_scope(eval, &binding, |m, eval| m.item(eval, iter, Some(i), binding.at))
+            }
+            Source::LoopCounter(_) if self.mode == Mode::Size => {
+                let mut d = eval.follow(name, binding).whole;
+                d.opaque = None;
+                d
+            }
+            Source::Parameter => self.parameter(eval, name, &binding),
+            _ => Deps::default(),
+        };
+        d.merge(Self::control_between(eval, &binding, at));
+        d
+    }
+
+    /// Runs `f` with the evaluator in the binding's scope.
+    fn in_scope<'m>(
+        &mut self,
+        eval: &mut Eval<'_, 'm>,
+        binding: &Binding<'m>,
+        f: impl FnOnce(&mut Self, &mut Eval<'_, 'm>) -> Deps,
+    ) -> Deps {
+        let outer = std::mem::replace(&mut eval.scope, binding.scope);
+        let d = f(self, eval);
+        eval.scope = outer;
+        d
+    }
+
+    /// The tests of the `if`s (and the `except`) that decide whether the binding runs, short
+    /// of those that also hold the use: `x = x[:n]` under `if fault == rank:` resizes `x` on
+    /// some ranks only.
+    fn control_between<'m>(
+        eval: &mut Eval<'_, 'm>,
+        binding: &Binding<'m>,
+        use_at: TextSize,
+    ) -> Deps {
+        let mut out = Deps::default();
+        if matches!(binding.source, Source::Parameter | Source::Import { .. }) {
+            return out;
+        }
+        let module = eval.module;
+        let Some(path) = module.path(module.line_of(binding.at)) else { return out };
+        let levels: Vec<_> = path.scope_levels(module).to_vec();
+        for level in &levels {
+            let Some(Stmt::If(s)) = level.owner else { continue };
+            if s.range().contains(use_at) {
+                continue;
+            }
+            let tests: Vec<&Expr> = match level.slot {
+                Slot::Body => vec![&s.test],
+                Slot::Clause(i) => std::iter::once(&*s.test)
+                    .chain(s.elif_else_clauses.iter().take(i + 1).filter_map(|c| c.test.as_ref()))
+                    .collect(),
+                _ => continue,
+            };
+            for t in tests {
+                let hop = format!(
+                    "{} under `if {}` (line {})",
+                    quote(module.text(binding_range(module, binding))),
+                    crate::expr::snippet(module.text(t.range())),
+                    module.line_of(s.start())
+                );
+                let outer = std::mem::replace(&mut eval.scope, binding.scope);
+                let d = Self::value(eval, t, s.start());
+                eval.scope = outer;
+                out.merge(d.hop(&hop));
+            }
+        }
+        out
+    }
+
+    fn subscript(
+        &mut self,
+        eval: &mut Eval<'_, '_>,
+        e: &Expr,
+        s: &ruff_python_ast::ExprSubscript,
+        at: TextSize,
+    ) -> Deps {
+        if self.mode == Mode::Dtype {
+            return self.of(eval, &s.value, at);
+        }
+        // `x.shape[0]`, `x.size()[0]`: the first dimension; other dimensions are features.
+        if let Expr::Attribute(a) = &*s.value
+            && a.attr.id.as_str() == "shape"
+        {
+            return match literal_index(&s.slice) {
+                Some(0) | None => self.of(eval, &a.value, at),
+                Some(_) => Deps::default(),
+            };
+        }
+        if let Sym::Path(p) = eval.resolve(&s.value, at)
+            && p == "os.environ"
+        {
+            return Self::value(eval, e, at);
+        }
+        let mut d = self.of(eval, &s.value, at);
+        match &*s.slice {
+            Expr::Slice(sl) => {
+                for bound in [&sl.lower, &sl.upper, &sl.step].into_iter().flatten() {
+                    d.merge(Self::value(eval, bound, at));
+                }
+            }
+            Expr::NumberLiteral(_) | Expr::StringLiteral(_) => {}
+            index if selects(index) => d.merge(selected(eval, index, at)),
+            // `chunks[rank]`: a rank picks its own element, which can have its own size.
+            index => d.merge(Self::value(eval, index, at)),
+        }
+        d
+    }
+
+    fn call(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, c: &ExprCall, at: TextSize) -> Deps {
+        let method = match &*c.func {
+            Expr::Attribute(a) => Some(a.attr.id.as_str()),
+            _ => None,
+        };
+        match eval.resolve(&c.func, at) {
+            Sym::Path(p) => {
+                if let Some(api) = knowledge().api(&p) {
+                    return match api.role {
+                        // Every rank gets the same result (`accelerator.pad_across_processes`).
+                        Role::Collective if api.agrees == Some(Agrees::Return) => Deps::default(),
+                        Role::Rank
+                        | Role::Environment
+                        | Role::Time
+                        | Role::Exception
+                        | Role::Config => {
+                            if self.mode == Mode::Size {
+                                Self::value(eval, e, at)
+                            } else {
+                                Deps::default()
+                            }
+                        }
+                        Role::Data => {
+                            let mut d = eval.length(e, at);
+                            d.opaque = None;
+                            d
+                        }
+                        // A random draw has the size it is asked for; other rows, what they
+                        // are given.
+                        _ => self.generic(eval, c, method, at),
+                    };
+                }
+                if self.mode == Mode::Size && p == "len" {
+                    return c
+                        .arguments
+                        .args
+                        .first()
+                        .map_or_else(Deps::default, |a| self.of(eval, a, at));
+                }
+                if self.mode == Mode::Size && p == "range" {
+                    return Self::values(eval, c, at);
+                }
+            }
+            Sym::Function(f) => return self.returned(eval, &f, c, at, None),
+            Sym::Class(ClassRef { local: Some(_), .. }) => return Deps::default(),
+            _ => {}
+        }
+        self.generic(eval, c, method, at)
+    }
+
+    /// A call the table does not name: the sizes (dtype) of what it is given.
+    fn generic(
+        &mut self,
+        eval: &mut Eval<'_, '_>,
+        c: &ExprCall,
+        method: Option<&str>,
+        at: TextSize,
+    ) -> Deps {
+        match self.mode {
+            Mode::Size => {
+                if let Some(m) = method {
+                    if SELECTING.contains(&m) {
+                        return selected(eval, &c.func, at);
+                    }
+                    if READS_VALUES.contains(&m) {
+                        return selected(eval, &c.func, at);
+                    }
+                    if matches!(m, "size" | "numel" | "__len__") {
+                        let Expr::Attribute(a) = &*c.func else { return Deps::default() };
+                        return match c.arguments.args.first().map(literal_index) {
+                            None | Some(Some(0)) => self.of(eval, &a.value, at),
+                            _ => Deps::default(),
+                        };
+                    }
+                }
+                let mut d = match &*c.func {
+                    Expr::Attribute(a) => self.of(eval, &a.value, at),
+                    _ => Deps::default(),
+                };
+                if !method.is_some_and(|m| NOT_SIZES.contains(&m)) {
+                    for arg in &c.arguments.args {
+                        d.merge(self.of(eval, arg, at));
+                    }
+                }
+                d
+            }
+            Mode::Dtype => {
+                if matches!(method, Some("to" | "type")) {
+                    // The cast decides, when an argument is a dtype; a device argument leaves the
+                    // receiver's dtype.
+                    let mut d = match &*c.func {
+                        Expr::Attribute(a) => self.of(eval, &a.value, at),
+                        _ => Deps::default(),
+                    };
+                    for arg in &c.arguments.args {
+                        if self.could_be_dtype(eval, arg, at) {
+                            d.merge(self.dtype_value(eval, arg, at));
+                        }
+                    }
+                    return d;
+                }
+                if let Some(kw) = c
+                    .arguments
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "dtype"))
+                {
+                    return self.dtype_value(eval, &kw.value, at);
+                }
+                match &*c.func {
+                    Expr::Attribute(a)
+                        if !matches!(
+                            method,
+                            Some(
+                                "float" | "half" | "bfloat16" | "double" | "long" | "int" | "bool"
+                            )
+                        ) =>
+                    {
+                        self.of(eval, &a.value, at)
+                    }
+                    Expr::Attribute(_) => Deps::default(),
+                    _ => {
+                        let mut d = Deps::default();
+                        for arg in &c.arguments.args {
+                            d.merge(self.of(eval, arg, at));
+                        }
+                        d
+                    }
+                }
+            }
+        }
+    }
+
+    fn values(eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
+        let mut d = Deps::default();
+        for arg in &c.arguments.args {
+            d.merge(Self::value(eval, arg, at));
+        }
+        d
+    }
+
+    /// The dependence of a dtype value (`comm_dtype`), followed into callers.
+    fn dtype_value(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+        let mut d = eval.value(e, at).whole;
+        d.opaque = None;
+        // Rank-local *data* does not choose a dtype: `x.to(y.dtype)` has y's dtype.
+        d.reasons
+            .retain(|r| r.kind != LocalData && r.kind != crate::types::DependenceKind::Exception);
+        let params = std::mem::take(&mut d.params);
+        for p in params {
+            d.merge(self.through_callers(eval, &p, true));
+        }
+        d.length_params.clear();
+        d
+    }
+
+    /// Whether `e` can be one of the table's dtypes (a dict of them indexed, a conditional
+    /// choice, `torch.bfloat16`, a parameter whose callers pass one).
+    fn could_be_dtype(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
+        if self.depth > MAX_DEPTH {
+            return false;
+        }
+        self.depth += 1;
+        let out = match e {
+            Expr::Attribute(_) => match eval.resolve(e, at) {
+                Sym::Path(p) => knowledge().is_dtype(&p),
+                _ => matches!(e, Expr::Attribute(a) if a.attr.id.as_str() == "dtype"),
+            },
+            Expr::If(i) => {
+                self.could_be_dtype(eval, &i.body, at) || self.could_be_dtype(eval, &i.orelse, at)
+            }
+            Expr::Subscript(s) => match &*s.value {
+                Expr::Dict(d) => d.items.iter().any(|it| self.could_be_dtype(eval, &it.value, at)),
+                v => self.could_be_dtype(eval, v, at),
+            },
+            Expr::Dict(d) => d.items.iter().any(|it| self.could_be_dtype(eval, &it.value, at)),
+            Expr::Call(c) => {
+                matches!(&*c.func, Expr::Attribute(a) if a.attr.id.as_str() == "get")
+                    && matches!(&*c.func, Expr::Attribute(a) if self.could_be_dtype(eval, &a.value, at))
+            }
+            Expr::Name(n) => match bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) {
+                Some(b) => match b.source {
+                    Source::Value(v) => {
+                        let outer = std::mem::replace(&mut eval.scope, b.scope);
+                        let r = self.could_be_dtype(eval, v, b.at);
+                        eval.scope = outer;
+                        r
+                    }
+                    // A parameter used as `.to(p)` next to no other argument: the caller's call.
+                    Source::Parameter => true,
+                    _ => false,
+                },
+                None => false,
+            },
+            _ => false,
+        };
+        self.depth -= 1;
+        out
+    }
+
+    /// Element `index` of what `v` evaluates to (a tuple a project function returns).
+    fn element(&mut self, eval: &mut Eval<'_, '_>, v: &Expr, index: usize, at: TextSize) -> Deps {
+        if let Expr::Call(c) = v
+            && let Sym::Function(f) = eval.resolve(&c.func, at)
+        {
+            return self.returned(eval, &f, c, at, Some(index));
+        }
+        self.of(eval, v, at)
+    }
+
+    /// What iterating `iter` yields: a generator of the project yields what its `yield`s
+    /// say; a data loader's batches have its batch size, short on the last one when its
+    /// length differs; other items are taken to have equal sizes.
+    fn item(
+        &mut self,
+        eval: &mut Eval<'_, '_>,
+        iter: &Expr,
+        index: Option<usize>,
+        at: TextSize,
+    ) -> Deps {
+        if let Expr::Call(c) = iter {
+            if let Some(name) = crate::expr::last_segment(&c.func)
+                && matches!(&*c.func, Expr::Name(_))
+            {
+                match (name, index) {
+                    ("enumerate", Some(1)) => {
+                        if let Some(a) = c.arguments.args.first() {
+                            return self.item(eval, a, None, at);
+                        }
+                    }
+                    ("zip", Some(i)) => {
+                        if let Some(a) = c.arguments.args.get(i) {
+                            return self.item(eval, a, None, at);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match eval.resolve(&c.func, at) {
+                Sym::Function(f) => return self.returned(eval, &f, c, at, index),
+                Sym::Path(p) if knowledge().api(&p).is_some_and(|a| a.role == Role::Data) => {
+                    return self.loader(eval, iter, at);
+                }
+                _ => {}
+            }
+        }
+        if let Sym::Instance(ClassRef { qualified: Some(q), .. }) = eval.resolve(iter, at)
+            && knowledge().api(&q).is_some_and(|a| a.role == Role::Data)
+        {
+            return self.loader(eval, iter, at);
+        }
+        Deps::default()
+    }
+
+    fn loader(&mut self, eval: &mut Eval<'_, '_>, iter: &Expr, at: TextSize) -> Deps {
+        if self.mode == Mode::Dtype {
+            return Deps::default();
+        }
+        let mut d = eval.length(iter, at);
+        d.opaque = None;
+        // `DataLoader(TensorDataset(val_x[rank::world]))` inside a function given `rank`: what
+        // its callers pass decides how many items each rank's loader has.
+        let params = std::mem::take(&mut d.params);
+        let length_params = std::mem::take(&mut d.length_params);
+        for p in params {
+            d.merge(self.passed(eval, &p, false));
+        }
+        for p in length_params {
+            d.merge(self.passed(eval, &p, true));
+        }
+        d
+    }
+
+    /// What the calls in view pass for the parameter `name` of the function in scope, by value
+    /// (or by length), their own parameters followed further out; a launcher's process index
+    /// is the rank.
+    fn passed(&mut self, eval: &mut Eval<'_, '_>, name: &str, length: bool) -> Deps {
+        let Some(def) = eval.scope.function else { return Deps::default() };
+        if self.depth > MAX_DEPTH / 2 {
+            return Deps::default();
+        }
+        let mut d = Deps::default();
+        for call in self.owner.calls_of(eval.module, def) {
+            let at = call.call.start();
+            let shown = crate::expr::snippet(eval.module.text(call.call.func.range()));
+            let line = eval.module.line_of(at);
+            if call.passes_process_index(name) {
+                d.merge(Deps::reason(
+                    crate::types::DependenceKind::RankId,
+                    format!("`{name}`: the process index `{shown}` passes (line {line})"),
+                ));
+                continue;
+            }
+            let Some(arg) = call.argument(name) else { continue };
+            let mut caller = Eval::new(self.owner.cx, eval.module, call.scope, 0);
+            let mut part =
+                if length { caller.length(arg, at) } else { caller.value(arg, at).whole };
+            part.opaque = None;
+            let params = std::mem::take(&mut part.params);
+            let length_params = std::mem::take(&mut part.length_params);
+            self.depth += 1;
+            for p in params {
+                part.merge(self.passed(&mut caller, &p, false));
+            }
+            for p in length_params {
+                part.merge(self.passed(&mut caller, &p, true));
+            }
+            self.depth -= 1;
+            let what = if length { "the length of " } else { "" };
+            let hop = format!(
+                "{what}`{name}` = {} passed by `{shown}` (line {line})",
+                quote(eval.module.text(arg.range())),
+            );
+            d.merge(part.hop(&hop));
+        }
+        d
+    }
+
+    /// The size (dtype) of what the project function `f` returns or yields (element `index`
+    /// of a tuple), its parameters replaced by what the call passes.
+    fn returned(
+        &mut self,
+        eval: &mut Eval<'_, '_>,
+        f: &FnRef,
+        c: &ExprCall,
+        at: TextSize,
+        index: Option<usize>,
+    ) -> Deps {
+        let module: &Module = f.module.as_deref().unwrap_or(eval.module);
+        let Some(def) = def_at(module, f.def) else { return Deps::default() };
+        let mut exits: Vec<&Expr> = Vec::new();
+        let mut generator = false;
+        tree::walk_scope(&def.body, &mut |stmt, _| {
+            for e in tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    if let Expr::Yield(y) = x
+                        && let Some(v) = &y.value
+                    {
+                        generator = true;
+                        exits.push(v);
+                    }
+                });
+            }
+        });
+        if !generator {
+            tree::walk_scope(&def.body, &mut |stmt, _| {
+                if let Stmt::Return(r) = stmt
+                    && let Some(v) = &r.value
+                {
+                    exits.push(v);
+                }
+            });
+        }
+        let mut inner = Eval::new(self.owner.cx, module, function_scope(def), 0);
+        let mut d = Deps::default();
+        for v in exits {
+            let part = match (v, index) {
+                (Expr::Tuple(t), Some(i)) => t.elts.get(i),
+                (v, _) => Some(v),
+            };
+            if let Some(part) = part {
+                d.merge(self.of(&mut inner, part, part.start()));
+            }
+        }
+        // Parameters become what the call passes (nothing passed: the default, the same
+        // everywhere).
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        let params = std::mem::take(&mut d.params);
+        for p in params {
+            if let Some(arg) = crate::flow::value::argument_for(&parameters, f.is_method, c, &p) {
+                let hop = format!(
+                    "`{p}` = {} in the call of `{}` (line {})",
+                    quote(eval.text(arg)),
+                    def.name.id,
+                    eval.line_of(c.start())
+                );
+                let v = Self::value(eval, arg, at);
+                d.merge(v.hop(&hop));
+            }
+        }
+        d.length_params.clear();
+        d
+    }
+
+    /// A parameter: what the callers in view pass for it.
+    fn parameter(&mut self, eval: &mut Eval<'_, '_>, name: &str, binding: &Binding<'_>) -> Deps {
+        let _ = binding;
+        self.through_callers(eval, name, false)
+    }
+
+    fn through_callers(&mut self, eval: &mut Eval<'_, '_>, name: &str, dtype_value: bool) -> Deps {
+        let Some(def) = eval.scope.function else { return Deps::default() };
+        if self.depth > MAX_DEPTH / 2 {
+            return Deps::param(name);
+        }
+        let calls = self.owner.calls_of(eval.module, def);
+        if calls.is_empty() {
+            // Nobody in view calls it: the caller decides.
+            return Deps::param(name);
+        }
+        let mut d = Deps::default();
+        for call in calls {
+            if let Some(arg) = call.argument(name) {
+                let mut caller = Eval::new(self.owner.cx, eval.module, call.scope, 0);
+                let at = call.call.start();
+                let hop = format!(
+                    "`{name}` = {} passed by `{}` (line {})",
+                    quote(eval.module.text(arg.range())),
+                    crate::expr::snippet(eval.module.text(call.call.func.range())),
+                    eval.module.line_of(at)
+                );
+                self.depth += 1;
+                let part = if dtype_value {
+                    if self.could_be_dtype(&mut caller, arg, at) {
+                        self.dtype_value(&mut caller, arg, at)
+                    } else {
+                        Deps::default()
+                    }
+                } else {
+                    self.of(&mut caller, arg, at)
+                };
+                self.depth -= 1;
+                d.merge(part.hop(&hop));
+            }
+        }
+        d
+    }
+
+    /// `parts = []` grown by `parts.append(x)` later in the scope: as many elements as the
+    /// loops around the appends run, each the size of what is appended.
+    fn grown<'m>(
+        &mut self,
+        eval: &mut Eval<'_, 'm>,
+        name: &str,
+        binding: &Binding<'m>,
+        use_at: TextSize,
+    ) -> Deps {
+        let mut appends: Vec<(&Stmt, &ExprCall)> = Vec::new();
+        let module = eval.module;
+        tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
+            if stmt.start() < binding.effective || stmt.start() >= use_at {
+                return;
+            }
+            let Stmt::Expr(s) = stmt else { return };
+            let Expr::Call(c) = &*s.value else { return };
+            if let Expr::Attribute(a) = &*c.func
+                && GROWS.contains(&a.attr.id.as_str())
+                && matches!(&*a.value, Expr::Name(n) if n.id.as_str() == name)
+            {
+                appends.push((stmt, c));
+            }
+        });
+        let mut d = Deps::default();
+        let outer = std::mem::replace(&mut eval.scope, binding.scope);
+        for (stmt, c) in appends {
+            for arg in &c.arguments.args {
+                d.merge(self.of(eval, arg, stmt.start()));
+            }
+            // How many times it runs: the loops and `if`s around it, short of the use's.
+            let Some(path) = module.path(module.line_of(stmt.start())) else { continue };
+            for level in path.scope_levels(module).to_vec() {
+                let Some(owner) = level.owner else { continue };
+                if owner.range().contains(use_at) {
+                    continue;
+                }
+                match (owner, level.slot) {
+                    (Stmt::For(f), Slot::Body) => {
+                        let mut length = eval.length(&f.iter, f.start());
+                        length.opaque = None;
+                        d.merge(length.hop(&format!(
+                            "`{name}` grows once per item of {} (line {})",
+                            quote(module.text(f.iter.range())),
+                            module.line_of(f.start())
+                        )));
+                    }
+                    (Stmt::While(w), Slot::Body) => d.merge(Self::value(eval, &w.test, w.start())),
+                    (Stmt::If(i), Slot::Body | Slot::Clause(_)) => {
+                        d.merge(Self::value(eval, &i.test, i.start()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        eval.scope = outer;
+        d
+    }
+}
+
+/// The number of elements a boolean index or a selecting method keeps depends on the values.
+fn selected(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+    let mut d = eval.value(e, at).whole;
+    let uniform =
+        d.reasons.is_empty() && d.params.is_empty() && d.opaque.is_none() && !d.agreed.is_empty();
+    if uniform {
+        return Deps::default();
+    }
+    d.opaque = None;
+    d.params.clear();
+    d.length_params.clear();
+    let mut out =
+        Deps::reason(LocalData, format!("{} depends on the tensor's values", quote(eval.text(e))));
+    out.merge(d);
+    out
+}
+
+/// `x > 0`, `~m`, `m & n`, `t.bool()`, `torch.isfinite(t)`: an index that selects by value.
+fn selects(index: &Expr) -> bool {
+    match index {
+        Expr::Compare(_) => true,
+        Expr::UnaryOp(u) => u.op == ruff_python_ast::UnaryOp::Invert,
+        Expr::BinOp(b) => {
+            matches!(b.op, ruff_python_ast::Operator::BitAnd | ruff_python_ast::Operator::BitOr)
+                && (selects(&b.left) || selects(&b.right))
+        }
+        Expr::Call(c) => matches!(
+            crate::expr::last_segment(&c.func),
+            Some(
+                "bool"
+                    | "isfinite"
+                    | "isnan"
+                    | "isinf"
+                    | "logical_and"
+                    | "logical_or"
+                    | "logical_not"
+                    | "eq"
+                    | "ne"
+                    | "gt"
+                    | "lt"
+                    | "ge"
+                    | "le"
+            )
+        ),
+        _ => false,
+    }
+}
+
+fn literal_index(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::NumberLiteral(n) => n.value.as_int().and_then(ruff_python_ast::Int::as_i64),
+        Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::USub => {
+            literal_index(&u.operand).map(|v| -v)
+        }
+        _ => None,
+    }
+}
+
+fn is_empty_list(e: &Expr) -> bool {
+    match e {
+        Expr::List(l) => l.elts.is_empty(),
+        Expr::Call(c) => {
+            c.arguments.is_empty() && matches!(&*c.func, Expr::Name(n) if n.id.as_str() == "list")
+        }
+        _ => false,
+    }
+}
+
+/// Whether `elt` reads a name the comprehension binds.
+fn mentions_targets(elt: &Expr, generators: &[ruff_python_ast::Comprehension]) -> bool {
+    let mut targets = Vec::new();
+    for g in generators {
+        crate::expr::walk(&g.target, &mut |x| {
+            if let Expr::Name(n) = x {
+                targets.push(n.id.as_str());
+            }
+        });
+    }
+    let mut hit = false;
+    crate::expr::walk(elt, &mut |x| {
+        if let Expr::Name(n) = x {
+            hit |= targets.contains(&n.id.as_str());
+        }
+    });
+    hit
+}
+
+fn binding_range(module: &Module, binding: &Binding<'_>) -> TextRange {
+    module.line_range(module.line_of(binding.at)).unwrap_or_default()
+}

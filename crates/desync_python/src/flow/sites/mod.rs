@@ -1,0 +1,527 @@
+//! Collective sites: the calls (and property reads) of a module that issue collectives, found
+//! by resolving each callee to what it *is* — a row of the knowledge table
+//! (`torch.distributed.all_reduce` under any alias, `accelerator.gather`,
+//! `trainer.save_checkpoint`, `self.log(..., sync_dist=True)`, `trainer.log_dir`), a function
+//! of the project whose body issues one (followed into imported project modules), or the
+//! forward and backward passes of a model a wrapper of the table made (`DDP(model)(x)`,
+//! `loss.backward()` of a loss it computed). Spelling decides nothing: a name is only used to
+//! skip calls that cannot resolve to any of these (a call `f(x)` where `f` is neither defined,
+//! imported nor named like a table member), and every site is confirmed by resolution.
+//!
+//! [`Collectives`] memoises per project function what its body issues, so linting many files
+//! against one [`Analysis`] summarises each helper once.
+
+mod callers;
+mod metadata;
+mod wrapped;
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
+use ruff_text_size::{Ranged, TextSize};
+
+pub use callers::{Argument, RankOnly};
+
+use super::resolve::{FnRef, Sym, def_at};
+use super::value::Eval;
+use super::{Analysis, ModuleKey, key_of};
+use crate::dependence::bindings::Scope;
+use crate::expr::{self, last_segment};
+use crate::knowledge::{Role, knowledge};
+use crate::module::Module;
+use crate::tree::{self, MAX_DEPTH, header_exprs};
+
+/// How many project functions deep a helper is followed looking for a collective.
+const MAX_HELPER_DEPTH: usize = 4;
+/// Ops kept per helper (a helper that issues more is still one site).
+const MAX_OPS: usize = 16;
+
+/// A call or property read that issues collectives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveSite {
+    /// 1-based line and character column where the call (or attribute) starts.
+    pub line: u32,
+    pub column: u32,
+    /// `def` line of the innermost function around the site; `None` at module level.
+    pub function: Option<u32>,
+    /// Source text of the callee, or of the attribute read for a property.
+    pub callee: String,
+    /// What Flight Recorder records for it, in order (`all_reduce`, `barrier`, `p2p`...); for a
+    /// helper, what its body issues.
+    pub ops: Vec<String>,
+    pub via: SiteVia,
+    /// Source text of the process-group argument (`group=`, `process_group=`, `pg=`).
+    pub group: Option<String>,
+    /// For a gather: source text of the argument whose shape must agree across ranks.
+    pub input: Option<String>,
+    /// 1-based line where `input` starts.
+    pub input_line: Option<u32>,
+}
+
+/// Why a site issues collectives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteVia {
+    /// A call of a table row (its qualified name).
+    Table(String),
+    /// A property read that issues a collective (its qualified name).
+    Property(String),
+    /// Calling a model wrapped by this wrapper (FSDP all-gathers parameters in forward).
+    Forward(String),
+    /// `.backward()` of a value a model wrapped by this wrapper computed (gradient reduction).
+    Backward(String),
+    /// A function of the project whose body issues `reaches`.
+    Helper { name: String, reaches: String },
+}
+
+impl CollectiveSite {
+    /// True when everything it issues is point-to-point (rank-asymmetric by design).
+    pub fn point_to_point(&self) -> bool {
+        !self.ops.is_empty() && self.ops.iter().all(|o| o == "p2p")
+    }
+
+    /// "`dist.all_reduce(...)` at line 12", with what a helper reaches or a wrapper does.
+    pub fn describe(&self) -> String {
+        let at = format!("`{}` at line {}", self.callee, self.line);
+        match &self.via {
+            SiteVia::Table(_) => at,
+            SiteVia::Property(q) => {
+                format!("{at} (reading `{}` issues a {})", short_name(q), self.ops.join(", "))
+            }
+            SiteVia::Forward(w) => {
+                format!(
+                    "{at} (the forward pass of a `{}` model: {})",
+                    short_name(w),
+                    self.ops.join(", ")
+                )
+            }
+            SiteVia::Backward(w) => {
+                format!(
+                    "{at} (the gradient {} of a `{}` model)",
+                    self.ops.join(", "),
+                    short_name(w)
+                )
+            }
+            SiteVia::Helper { reaches, .. } => format!("{at} (calls {reaches})"),
+        }
+    }
+}
+
+fn short_name(qualified: &str) -> &str {
+    qualified.rsplit('.').next().unwrap_or(qualified)
+}
+
+/// What a function of the project issues when it is called.
+#[derive(Debug, Clone, Default)]
+struct Reach {
+    ops: Vec<String>,
+    /// The first site, described ("`dist.all_reduce` at line 8").
+    first: String,
+}
+
+/// Cheap facts about a module that say which calls are worth resolving.
+#[derive(Default)]
+struct Gate {
+    /// Names of every `def` of the module.
+    defs: HashSet<String>,
+    /// Names bound by the module's imports.
+    imported: HashSet<String>,
+    /// Whether the module's text mentions a wrapper of the table (so a model it calls may be
+    /// wrapped).
+    wrappers: bool,
+}
+
+/// Last segments of the table's collective, wrapper and rank-only names: a call whose last
+/// segment is none of these, and whose callee is not defined or imported by the module, cannot
+/// resolve to a collective.
+struct Segments {
+    members: HashSet<String>,
+    properties: HashSet<String>,
+    wrappers: Vec<String>,
+}
+
+fn segments() -> &'static Segments {
+    static ONCE: OnceLock<Segments> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let mut s =
+            Segments { members: HashSet::new(), properties: HashSet::new(), wrappers: Vec::new() };
+        for api in knowledge().apis() {
+            for name in &api.names {
+                let last = short_name(name).to_owned();
+                match api.role {
+                    Role::Collective | Role::RankOnly => {
+                        if api.property {
+                            s.properties.insert(last.clone());
+                        }
+                        s.members.insert(last);
+                    }
+                    Role::Wrapper => {
+                        s.members.insert(last.clone());
+                        s.wrappers.push(last);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        s
+    })
+}
+
+/// A project function: its module and the start of its `def`.
+type FnKey = (ModuleKey, TextSize);
+
+/// Finds collective sites; one per [`Analysis`], reused across the files it analyses.
+pub struct Collectives<'a, 'p> {
+    cx: &'a Analysis<'p>,
+    reaches: RefCell<HashMap<FnKey, Option<Rc<Reach>>>>,
+    in_progress: RefCell<HashSet<FnKey>>,
+    gates: RefCell<HashMap<ModuleKey, Rc<Gate>>>,
+    /// What the callers pass for a parameter, as a wrapped model (`false`) or as a value a
+    /// wrapped model computed (`true`): (function, parameter, which) → wrapper. Parameters
+    /// are asked about once per call of every function that takes them; callers are walked
+    /// once.
+    params: RefCell<HashMap<(FnKey, String, bool), Option<String>>>,
+}
+
+impl std::fmt::Debug for Collectives<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collectives")
+            .field("helpers", &self.reaches.borrow().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, 'p> Collectives<'a, 'p> {
+    pub fn new(cx: &'a Analysis<'p>) -> Self {
+        Collectives {
+            cx,
+            reaches: RefCell::default(),
+            in_progress: RefCell::default(),
+            gates: RefCell::default(),
+            params: RefCell::default(),
+        }
+    }
+
+    pub fn analysis(&self) -> &'a Analysis<'p> {
+        self.cx
+    }
+
+    /// Every collective site of `module`, in every scope (nested functions and methods
+    /// included), in source order.
+    pub fn sites(&self, module: &Module) -> Vec<CollectiveSite> {
+        let mut out = Vec::new();
+        walk_scopes(module.body(), None, 0, &mut |stmt, function| {
+            self.stmt_sites(module, stmt, function, 0, &mut out);
+        });
+        out.sort_by_key(|s| (s.line, s.column));
+        out
+    }
+
+    fn gate(&self, module: &Module) -> Rc<Gate> {
+        let key = key_of(module);
+        if let Some(g) = self.gates.borrow().get(&key) {
+            return g.clone();
+        }
+        let mut gate = Gate::default();
+        tree::walk_all(module.body(), &mut |stmt| match stmt {
+            Stmt::FunctionDef(d) => {
+                gate.defs.insert(d.name.id.to_string());
+            }
+            Stmt::Import(s) => {
+                for a in &s.names {
+                    let bound = a.asname.as_ref().map_or_else(
+                        || a.name.id.split('.').next().unwrap_or_default().to_owned(),
+                        |n| n.id.to_string(),
+                    );
+                    gate.imported.insert(bound);
+                }
+            }
+            Stmt::ImportFrom(s) => {
+                for a in &s.names {
+                    gate.imported.insert(a.asname.as_ref().unwrap_or(&a.name).id.to_string());
+                }
+            }
+            _ => {}
+        });
+        let source = module.source();
+        gate.wrappers = segments().wrappers.iter().any(|w| source.contains(w.as_str()));
+        let gate = Rc::new(gate);
+        self.gates.borrow_mut().insert(key, gate.clone());
+        gate
+    }
+
+    /// The sites one statement evaluates itself (its header, for a compound statement).
+    fn stmt_sites(
+        &self,
+        module: &Module,
+        stmt: &Stmt,
+        function: Option<&StmtFunctionDef>,
+        depth: usize,
+        out: &mut Vec<CollectiveSite>,
+    ) {
+        let gate = self.gate(module);
+        let scope = match function {
+            Some(def) => Scope { function: Some(def), suite: &def.body },
+            None => Scope::module(module),
+        };
+        let function_line = function.map(|d| module.line_of(d.name.start()));
+        let mut eval: Option<Eval<'_, '_>> = None;
+        for e in header_exprs(stmt) {
+            let mut callees: HashSet<TextSize> = HashSet::new();
+            let mut nodes: Vec<&Expr> = Vec::new();
+            expr::walk(e, &mut |x| {
+                if let Expr::Call(c) = x {
+                    callees.insert(c.func.start());
+                }
+                if matches!(x, Expr::Call(_) | Expr::Attribute(_)) {
+                    nodes.push(x);
+                }
+            });
+            for x in nodes {
+                let site = match x {
+                    Expr::Call(c) => {
+                        if !Self::worth_resolving(&gate, c) {
+                            continue;
+                        }
+                        let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
+                        self.call_site(eval, module, c, depth)
+                    }
+                    Expr::Attribute(a) if !callees.contains(&x.start()) => {
+                        if !segments().properties.contains(a.attr.id.as_str()) {
+                            continue;
+                        }
+                        let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
+                        property_site(eval, x)
+                    }
+                    _ => None,
+                };
+                if let Some((ops, via)) = site {
+                    out.push(Self::site(module, x, ops, via, function_line));
+                }
+            }
+        }
+    }
+
+    /// Whether a call can resolve to something that issues collectives.
+    fn worth_resolving(gate: &Gate, c: &ExprCall) -> bool {
+        let Some(last) = last_segment(&c.func) else { return false };
+        if segments().members.contains(last) || last == "backward" || gate.defs.contains(last) {
+            return true;
+        }
+        if let Some(root) = expr::root_name(&c.func)
+            && gate.imported.contains(root)
+        {
+            return true;
+        }
+        // A call of a value that may be a wrapped model (`model(x)`, `self.net(x)`).
+        gate.wrappers && matches!(&*c.func, Expr::Name(_) | Expr::Attribute(_))
+    }
+
+    /// What a call issues, if anything: (ops, why).
+    fn call_site(
+        &self,
+        eval: &mut Eval<'_, '_>,
+        module: &Module,
+        c: &ExprCall,
+        depth: usize,
+    ) -> Option<(Vec<String>, SiteVia)> {
+        let at = c.start();
+        match eval.resolve(&c.func, at) {
+            Sym::Path(p) => {
+                let api = knowledge().api(&p)?;
+                if api.role != Role::Collective || !keyword_enables(c, api.when_keyword.as_deref())
+                {
+                    return None;
+                }
+                return Some((vec![api.op.clone().unwrap_or_default()], SiteVia::Table(p)));
+            }
+            Sym::Function(f) => {
+                let reach = self.reach(module, &f, depth + 1)?;
+                let target: &Module = f.module.as_deref().unwrap_or(module);
+                let name = def_at(target, f.def).map(|d| d.name.id.to_string()).unwrap_or_default();
+                return Some((
+                    reach.ops.clone(),
+                    SiteVia::Helper { name, reaches: reach.first.clone() },
+                ));
+            }
+            _ => {}
+        }
+        // `loss.backward()` of a loss a wrapped model computed.
+        if let Expr::Attribute(a) = &*c.func
+            && a.attr.id.as_str() == "backward"
+        {
+            let wrapper = self.flows_from_wrapped(eval, &a.value, at, 0)?;
+            let op = knowledge().api(&wrapper).and_then(|w| w.op.clone()).unwrap_or_default();
+            return Some((vec![op], SiteVia::Backward(wrapper)));
+        }
+        // Calling a wrapped model: its forward pass.
+        let wrapper = self.wrapped(eval, &c.func, at, 0)?;
+        let op = knowledge().forward_op(&wrapper)?;
+        Some((vec![op.to_owned()], SiteVia::Forward(wrapper)))
+    }
+
+    /// What the project function `f` issues when called (memoised; `None`: nothing, or too
+    /// deep or recursive to tell).
+    fn reach(&self, module: &Module, f: &FnRef, depth: usize) -> Option<Rc<Reach>> {
+        if depth > MAX_HELPER_DEPTH {
+            return None;
+        }
+        let target: &Module = f.module.as_deref().unwrap_or(module);
+        let key = (key_of(target), f.def);
+        if let Some(r) = self.reaches.borrow().get(&key) {
+            return r.clone();
+        }
+        if !self.in_progress.borrow_mut().insert(key) {
+            return None;
+        }
+        let def = def_at(target, f.def);
+        let mut sites = Vec::new();
+        if let Some(def) = def {
+            tree::walk_scope(&def.body, &mut |stmt, _| {
+                self.stmt_sites(target, stmt, Some(def), depth, &mut sites);
+            });
+        }
+        self.in_progress.borrow_mut().remove(&key);
+        let reach = sites.first().map(|first| {
+            let mut ops: Vec<String> = sites.iter().flat_map(|s| s.ops.iter().cloned()).collect();
+            ops.truncate(MAX_OPS);
+            let file = if f.module.is_some() {
+                target
+                    .file_path()
+                    .and_then(|p| p.file_name())
+                    .map(|n| format!(" of {}", n.to_string_lossy()))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let first = match &first.via {
+                SiteVia::Helper { name, reaches } => {
+                    shorten(format!("`{name}`{file}, which calls {reaches}"))
+                }
+                _ => format!("`{}` at line {}{file}", first.callee, first.line),
+            };
+            Rc::new(Reach { ops, first })
+        });
+        self.reaches.borrow_mut().insert(key, reach.clone());
+        reach
+    }
+
+    fn site(
+        module: &Module,
+        node: &Expr,
+        ops: Vec<String>,
+        via: SiteVia,
+        function: Option<u32>,
+    ) -> CollectiveSite {
+        let (callee, group, input) = match node {
+            Expr::Call(c) => {
+                let group = c
+                    .arguments
+                    .keywords
+                    .iter()
+                    .find(|k| {
+                        k.arg.as_ref().is_some_and(|a| {
+                            matches!(a.id.as_str(), "group" | "process_group" | "pg")
+                        })
+                    })
+                    .map(|k| &k.value)
+                    .filter(|v| !matches!(v, Expr::NoneLiteral(_)));
+                let input = match &via {
+                    SiteVia::Table(q) => shape_input(c, q),
+                    _ => None,
+                };
+                (module.text(c.func.range()).to_owned(), group, input)
+            }
+            _ => (module.text(node.range()).to_owned(), None, None),
+        };
+        CollectiveSite {
+            line: module.line_of(node.start()),
+            column: module.column_of(node.start()),
+            function,
+            callee: crate::expr::snippet(&callee),
+            ops,
+            via,
+            group: group.map(|g| module.text(g.range()).to_owned()),
+            input: input.map(|i| module.text(i.range()).to_owned()),
+            input_line: input.map(|i| module.line_of(i.start())),
+        }
+    }
+}
+
+/// A property read that issues a collective (`trainer.log_dir`).
+fn property_site(eval: &mut Eval<'_, '_>, e: &Expr) -> Option<(Vec<String>, SiteVia)> {
+    let Sym::Path(p) = eval.resolve(e, e.start()) else { return None };
+    let api = knowledge().api(&p)?;
+    (api.role == Role::Collective && api.property)
+        .then(|| (vec![api.op.clone().unwrap_or_default()], SiteVia::Property(p)))
+}
+
+/// `self.log(..., sync_dist=True)`: a row with `when_keyword` issues its collective only when
+/// the keyword is passed and not literally false.
+fn keyword_enables(c: &ExprCall, keyword: Option<&str>) -> bool {
+    let Some(keyword) = keyword else { return true };
+    c.arguments.keywords.iter().any(|k| {
+        k.arg.as_ref().is_some_and(|a| a.id.as_str() == keyword)
+            && !matches!(
+                &k.value,
+                Expr::BooleanLiteral(b) if !b.value
+            )
+            && !matches!(&k.value, Expr::NoneLiteral(_))
+    })
+}
+
+/// The argument of a gather whose shape must agree (the table's `[[shape]]` rows).
+fn shape_input<'c>(c: &'c ExprCall, qualified: &str) -> Option<&'c Expr> {
+    let shape = knowledge().shape(qualified)?;
+    if let Some(k) = shape.keyword.as_deref()
+        && let Some(kw) = c
+            .arguments
+            .keywords
+            .iter()
+            .find(|kw| kw.arg.as_ref().is_some_and(|a| a.id.as_str() == k))
+    {
+        return Some(&kw.value);
+    }
+    c.arguments.args.get(shape.input).filter(|a| !matches!(a, Expr::Starred(_)))
+}
+
+fn shorten(mut text: String) -> String {
+    const MAX: usize = 160;
+    if text.len() > MAX {
+        let cut = (0..=MAX).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+/// Visits every statement of `suite` with the innermost `def` around it, entering nested
+/// functions, methods and class bodies.
+fn walk_scopes<'m>(
+    suite: &'m [Stmt],
+    function: Option<&'m StmtFunctionDef>,
+    depth: usize,
+    visit: &mut dyn FnMut(&'m Stmt, Option<&'m StmtFunctionDef>),
+) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    for stmt in suite {
+        visit(stmt, function);
+        match stmt {
+            Stmt::FunctionDef(d) => walk_scopes(&d.body, Some(d), depth + 1, visit),
+            // A class body runs in its own scope; names it binds are read as the module's.
+            Stmt::ClassDef(c) => walk_scopes(&c.body, None, depth + 1, visit),
+            _ => {
+                for block in tree::blocks(stmt) {
+                    walk_scopes(block.suite, function, depth + 1, visit);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+//! Collective sites, callers, rank-only decorators, sizes and dtypes on the shapes real
+//! training code has.
+
+use super::{Collectives, SiteVia};
+use crate::Module;
+use crate::flow::{Analysis, FileProject};
+use crate::types::DependenceKind::{self, Environment, LocalData, RankId};
+
+fn line(src: &str, marker: &str) -> u32 {
+    src.lines().position(|l| l.contains(marker)).expect("marker") as u32 + 1
+}
+
+fn sites(src: &str) -> Vec<(u32, Vec<String>, String)> {
+    let m = Module::parse(src);
+    let cx = Analysis::default();
+    Collectives::new(&cx)
+        .sites(&m)
+        .into_iter()
+        .map(|s| {
+            let via = match &s.via {
+                SiteVia::Table(q) | SiteVia::Property(q) => q.clone(),
+                SiteVia::Forward(w) => format!("forward {w}"),
+                SiteVia::Backward(w) => format!("backward {w}"),
+                SiteVia::Helper { name, .. } => format!("helper {name}"),
+            };
+            (s.line, s.ops, via)
+        })
+        .collect()
+}
+
+fn lines(src: &str) -> Vec<u32> {
+    sites(src).into_iter().map(|s| s.0).collect()
+}
+
+#[test]
+fn table_collectives_under_any_alias_and_keyword() {
+    let src = "\
+import torch.distributed as d
+from torch.distributed import all_reduce as reduce_all
+import deepspeed.comm as dist
+
+def f(x, model):
+    d.all_reduce(x)
+    reduce_all(x)
+    dist.barrier()
+    dist.send(x, 1)
+    model.log('a', x, sync_dist=True)
+    x.all_reduce()
+    print(x)
+";
+    let got = sites(src);
+    assert_eq!(got.iter().map(|s| s.0).collect::<Vec<_>>(), [6, 7, 8, 9]);
+    assert_eq!(got[2].2, "deepspeed.comm.barrier");
+    assert_eq!(got[3].1, ["p2p"]);
+}
+
+#[test]
+fn framework_apis_properties_and_sync_dist() {
+    let src = "\
+import lightning.pytorch as pl
+
+class Model(pl.LightningModule):
+    def validation_step(self, batch, idx):
+        self.log('a', 1.0, sync_dist=True)  # <log>
+        self.log('b', 2.0)
+        self.log('c', 2.0, sync_dist=False)
+
+    def on_fit_start(self):
+        out = self.trainer.log_dir  # <dir>
+        g = self.all_gather(out)  # <gather>
+
+class Saver(pl.Callback):
+    def on_validation_end(self, trainer, pl_module):
+        m = trainer.callback_metrics  # <metrics>
+        trainer.save_checkpoint('x')  # <save>
+";
+    let got = lines(src);
+    let want: Vec<u32> = ["<log>", "<dir>", "<gather>", "<metrics>", "<save>"]
+        .iter()
+        .map(|m| line(src, m))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn helpers_are_followed_through_the_file_and_the_project() {
+    let dir = std::env::temp_dir().join(format!("desync-sites-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("common.py"),
+        "import torch.distributed as dist\n\ndef sync(t):\n    dist.all_reduce(t)\n    return t\n\ndef noop(t):\n    return t\n",
+    )
+    .unwrap();
+    let main = "\
+from common import sync, noop
+
+def mean(t):
+    return sync(t) / 2
+
+def train(x):
+    mean(x)
+    noop(x)
+";
+    std::fs::write(dir.join("train.py"), main).unwrap();
+    let project = FileProject::new([dir.clone()]);
+    let m = Module::parse_file(main, &dir.join("train.py"));
+    let cx = Analysis::new(Some(&project));
+    let got = Collectives::new(&cx).sites(&m);
+    assert_eq!(got.iter().map(|s| s.line).collect::<Vec<_>>(), [4, 7]);
+    assert!(got[1].describe().contains("`sync`"), "{}", got[1].describe());
+    assert!(got[0].describe().contains("common.py"), "{}", got[0].describe());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn wrapped_models_forward_and_backward() {
+    let src = "\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.distributed.fsdp import fully_shard
+
+def build(local_rank, net):
+    return DDP(net.cuda(local_rank), device_ids=[local_rank])
+
+def epoch(model, loader, criterion):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()  # <ddp>
+
+def main(net, loader, probe):
+    model = build(0, net)
+    epoch(model, loader, torch.nn.CrossEntropyLoss())
+    fully_shard(net)
+    out = net(torch.ones(1))  # <fsdp>
+    probe(torch.ones(1)).sum().backward()
+";
+    let got = sites(src);
+    // `epoch(...)` is a site too: its body runs the DDP backward.
+    let epoch = line(src, "    epoch(model");
+    assert_eq!(
+        got.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [line(src, "<ddp>"), epoch, line(src, "<fsdp>")]
+    );
+    assert_eq!(got[0].2, "backward torch.nn.parallel.DistributedDataParallel");
+    assert_eq!(got[1].2, "helper epoch");
+    assert_eq!(got[2].1, ["all_gather"]);
+}
+
+#[test]
+fn deepspeed_engines_and_accelerate() {
+    let src = "\
+import deepspeed
+from accelerate import Accelerator
+
+def main(args, model):
+    engine, _, loader, _ = deepspeed.initialize(args=args, model=model)
+    engine.backward(engine(1))
+    engine.save_checkpoint('d')
+    acc = Accelerator()
+    acc.wait_for_everyone()
+    acc.gather(model)
+    acc.print('x')
+";
+    assert_eq!(lines(src), [5, 6, 7, 9, 10]);
+}
+
+#[test]
+fn rank_only_decorators_and_spawned_process_indexes() {
+    let src = "\
+import torch.multiprocessing as mp
+from lightning.pytorch.utilities import rank_zero_only
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+
+@rank_zero_only
+def log_dir(trainer):
+    return trainer.log_dir
+
+@accelerator.on_main_process
+def save(x):
+    pass
+
+def worker(rank, world, cfg):
+    pass
+
+def helper(flag):
+    pass
+
+if __name__ == '__main__':
+    mp.spawn(worker, args=(4, 'c'), nprocs=4)
+    helper(True)
+";
+    let m = Module::parse(src);
+    let cx = Analysis::default();
+    let c = Collectives::new(&cx);
+    let guarded: Vec<(String, u32)> =
+        c.rank_only(&m).into_iter().map(|r| (r.name, r.decorator_line)).collect();
+    assert_eq!(guarded, [("log_dir".to_owned(), 7), ("save".to_owned(), 11)]);
+    let rank = c.arguments_for(&m, line(src, "def worker"), "rank");
+    assert_eq!(rank.len(), 1);
+    assert!(rank[0].process_index);
+    let world = c.arguments_for(&m, line(src, "def worker"), "world");
+    assert_eq!((world[0].text.as_str(), world[0].process_index), ("4", false));
+    let flag = c.arguments_for(&m, line(src, "def helper"), "flag");
+    assert_eq!(flag[0].text, "True");
+}
+
+fn size(src: &str, marker: &str, expr: &str) -> Vec<DependenceKind> {
+    let m = Module::parse(src);
+    let cx = Analysis::default();
+    let f = Collectives::new(&cx).size_dependence(&m, line(src, marker), expr);
+    f.dependence.iter().map(|d| d.kind).filter(|k| *k != DependenceKind::Unknown).collect()
+}
+
+const SHARDS: &str = "\
+import os
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+def shard_batches(rank, steps, batch=16):
+    fault = int(os.environ.get('FAULT', '-1'))
+    for step in range(steps):
+        x = torch.randn(batch, 8)
+        if fault == rank:
+            x = x[: batch // 2]
+        yield step, x
+
+def even_batches(steps, batch=16):
+    for step in range(steps):
+        yield step, torch.randn(batch, 8)
+
+def gather(model, x):
+    preds = model(x).argmax(-1).float()
+    out = torch.empty(preds.numel() * 4)
+    dist.all_gather_into_tensor(out, preds)  # <gather>
+
+def main(model, val_x, labels):
+    rank = dist.get_rank()
+    for step, x in shard_batches(rank, 10):
+        gather(model, x)
+        n = len(x)  # <shard>
+    for step, y in even_batches(10):
+        k = y  # <even>
+    shard = TensorDataset(val_x[rank::4])
+    for xb in DataLoader(shard, batch_size=8):
+        b = xb  # <loader>
+    picked = labels[labels > 0]
+    count = int((labels > 0).sum().item())
+    parts = []
+    for p in range(rank):
+        parts.append(torch.ones(3))
+    flat = torch.cat(parts)  # <end>
+";
+
+#[test]
+fn sizes_follow_data_through_generators_slices_and_lists() {
+    assert!(size(SHARDS, "# <shard>", "x").contains(&RankId));
+    assert!(size(SHARDS, "# <shard>", "x").contains(&Environment));
+    assert!(size(SHARDS, "# <even>", "y").is_empty());
+    assert_eq!(size(SHARDS, "# <loader>", "xb"), [RankId]);
+    assert!(size(SHARDS, "# <end>", "picked").contains(&LocalData));
+    assert!(size(SHARDS, "# <end>", "torch.zeros(count)").contains(&LocalData));
+    assert_eq!(size(SHARDS, "# <end>", "flat"), [RankId]);
+    // Inside `gather`, `x` is the parameter: main passes the rank-resized batch.
+    assert!(size(SHARDS, "# <gather>", "preds").contains(&RankId));
+    assert!(size(SHARDS, "# <gather>", "torch.zeros(len(labels), 4)").is_empty());
+}
+
+#[test]
+fn dtypes_chosen_per_rank() {
+    let src = "\
+import os
+import torch
+import torch.distributed as dist
+
+COMM = {'fp32': torch.float32, 'bf16': torch.bfloat16}
+
+def reduce(grads, comm_dtype, device):
+    flat = torch.cat(grads).to(comm_dtype)
+    dist.all_reduce(flat.to(device))  # <reduce>
+
+def main(grads, args, step):
+    comm = COMM[os.environ.get('DTYPE', 'fp32')]
+    reduce(grads, torch.float32 if step < args.warmup else comm, 'cuda')
+    x = torch.ones(2, dtype=torch.bfloat16 if dist.get_rank() else torch.float32)
+    y = torch.ones(2).half()  # <local>
+";
+    let m = Module::parse(src);
+    let cx = Analysis::default();
+    let c = Collectives::new(&cx);
+    let kinds = |marker: &str, e: &str| -> Vec<DependenceKind> {
+        c.dtype_dependence(&m, line(src, marker), e).dependence.iter().map(|d| d.kind).collect()
+    };
+    assert_eq!(kinds("# <reduce>", "flat.to(device)"), [Environment]);
+    assert_eq!(kinds("# <local>", "x"), [RankId]);
+    assert!(kinds("# <local>", "y").is_empty());
+}
