@@ -5,6 +5,9 @@
 //! Lines are 1-based and follow Python's rules (`\n`, `\r\n` and a lone `\r` all end a line),
 //! the same numbering `CPython` puts in tracebacks and Flight Recorder puts in frames.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use ruff_python_ast::{PySourceType, Stmt};
 use ruff_python_parser::parse_unchecked_source;
 use ruff_source_file::{LineIndex, OneIndexed};
@@ -25,6 +28,26 @@ pub struct Module {
     path: Option<std::path::PathBuf>,
     /// Why the file was not parsed at all (too large, nested too deep), if it was not.
     refused: Option<String>,
+    /// How often each identifier-like word occurs in the source, counted on first use.
+    words: std::sync::OnceLock<HashMap<String, u32>>,
+    /// Per scope, what its statements say about names (see [`Module::scope_index`]): looking a name
+    /// up walked its whole scope, which made a file with many uses of one name quadratic.
+    scopes: std::sync::Mutex<HashMap<(TextSize, usize), Arc<ScopeIndex>>>,
+}
+
+/// For one scope, name -> start offsets of statements, in source order.
+pub(crate) type NameIndex = HashMap<String, Vec<TextSize>>;
+
+/// What one scope's statements say about names, indexed once: looking a name up by walking
+/// its whole scope made a file with many uses of one name quadratic.
+#[derive(Default)]
+pub(crate) struct ScopeIndex {
+    /// The statements that may bind each name.
+    pub binders: NameIndex,
+    /// The expression statements `f(name, ...)` that call something with the name first.
+    pub first_argument_calls: NameIndex,
+    /// The `continue`, `break`, `return` and `raise` statements.
+    pub jumps: Vec<TextSize>,
 }
 
 impl std::fmt::Debug for Module {
@@ -72,6 +95,8 @@ impl Module {
             errors,
             path: None,
             refused: None,
+            scopes: std::sync::Mutex::default(),
+            words: std::sync::OnceLock::new(),
         }
     }
 
@@ -96,7 +121,33 @@ impl Module {
             errors: vec![why.clone()],
             path: None,
             refused: Some(why),
+            scopes: std::sync::Mutex::default(),
+            words: std::sync::OnceLock::new(),
         }
+    }
+
+    /// How many times `word` occurs in the source as a whole identifier-like word (comments
+    /// and strings included: an upper bound on its uses).
+    pub(crate) fn word_count(&self, word: &str) -> u32 {
+        let words = self.words.get_or_init(|| {
+            let mut counts: HashMap<String, u32> = HashMap::new();
+            let is_word = |c: char| c.is_alphanumeric() || c == '_';
+            for w in self.source.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {
+                *counts.entry(w.to_owned()).or_default() += 1;
+            }
+            counts
+        });
+        words.get(word).copied().unwrap_or(0)
+    }
+
+    /// The index of the scope `suite` (a function body or the module body), built on first use.
+    pub(crate) fn scope_index(&self, suite: &[Stmt]) -> Arc<ScopeIndex> {
+        let Some(first) = suite.first() else { return Arc::default() };
+        let key = (first.start(), suite.len());
+        let mut cache = self.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let index =
+            cache.entry(key).or_insert_with(|| Arc::new(crate::dependence::bindings::index(suite)));
+        Arc::clone(index)
     }
 
     /// Why the file was not parsed (its tree is empty), when it was not.

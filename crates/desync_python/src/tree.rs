@@ -236,6 +236,45 @@ fn walk_suite<'a>(
     }
 }
 
+/// The statement of `suite` (or of a block nested in it, `def`/`class` bodies included) that
+/// starts at `at`: a binary search per level, as statements of a suite are ordered.
+pub(crate) fn stmt_starting_at(suite: &[Stmt], at: TextSize) -> Option<&Stmt> {
+    let mut suite = suite;
+    for _ in 0..=MAX_DEPTH {
+        let stmt = suite.get(suite.partition_point(|s| s.end() <= at))?;
+        if stmt.start() == at {
+            return Some(stmt);
+        }
+        if stmt.start() > at {
+            return None;
+        }
+        suite =
+            blocks(stmt).into_iter().find(|b| b.suite.last().is_some_and(|l| l.end() > at))?.suite;
+    }
+    None
+}
+
+/// The statement of the scope `suite` that starts at `at`, with the blocks around it
+/// (outermost first) as [`walk_scope`] gives them; `None` inside a nested `def`/`class`.
+pub(crate) fn scope_path_to(suite: &[Stmt], at: TextSize) -> Option<(&Stmt, Vec<Frame<'_>>)> {
+    let mut suite = suite;
+    let mut frames = Vec::new();
+    for _ in 0..=MAX_DEPTH {
+        let stmt = suite.get(suite.partition_point(|s| s.end() <= at))?;
+        if stmt.start() == at {
+            return Some((stmt, frames));
+        }
+        if stmt.start() > at || matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
+            return None;
+        }
+        let block =
+            blocks(stmt).into_iter().find(|b| b.suite.last().is_some_and(|l| l.end() > at))?;
+        frames.push(Frame { owner: stmt, slot: block.slot });
+        suite = block.suite;
+    }
+    None
+}
+
 /// Visits every statement of `suite` in source order, nested `def` and `class` bodies
 /// included (to find a definition by its position).
 pub(crate) fn walk_all<'a>(suite: &'a [Stmt], visit: &mut dyn FnMut(&'a Stmt)) {

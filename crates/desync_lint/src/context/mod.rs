@@ -64,6 +64,12 @@ pub(crate) struct Context<'a> {
     pub collectives: &'a Collectives<'a, 'a>,
     /// Collective-issuing calls and property reads, in source order.
     pub sites: Vec<Site<'a>>,
+    /// What each parameter depends on, per (function `def` line, parameter, caller depth):
+    /// every finding in a function asks about the same parameters, and answering walks the
+    /// file's calls.
+    pub(crate) parameters: std::cell::RefCell<
+        std::collections::HashMap<(u32, String, usize), Vec<desync_python::Dependence>>,
+    >,
 }
 
 impl<'a> Context<'a> {
@@ -82,7 +88,7 @@ impl<'a> Context<'a> {
                 Site { site, call, op }
             })
             .collect();
-        Context { module, outline, collectives, sites }
+        Context { module, outline, collectives, sites, parameters: std::cell::RefCell::default() }
     }
 
     pub fn analysis(&self) -> &'a Analysis<'a> {

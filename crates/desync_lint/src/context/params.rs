@@ -66,8 +66,24 @@ pub(super) fn resolve(
     out
 }
 
-/// What the parameter `p` of `function` depends on, from its callers (or as a data source).
+/// What the parameter `p` of `function` depends on, from its callers (or as a data source);
+/// memoised in the context.
 fn parameter(ctx: &Context<'_>, function: &Function, p: &str, depth: usize) -> Vec<Dependence> {
+    let key = (function.def_line, p.to_owned(), depth);
+    if let Some(known) = ctx.parameters.borrow().get(&key) {
+        return known.clone();
+    }
+    let found = parameter_uncached(ctx, function, p, depth);
+    ctx.parameters.borrow_mut().insert(key, found.clone());
+    found
+}
+
+fn parameter_uncached(
+    ctx: &Context<'_>,
+    function: &Function,
+    p: &str,
+    depth: usize,
+) -> Vec<Dependence> {
     let args = ctx.collectives.arguments_for(ctx.module, function.def_line, p);
     if args.is_empty() {
         return data_source(ctx, function, p).into_iter().collect();

@@ -26,23 +26,27 @@ pub(super) struct Site<'a> {
 
 /// Every jump statement of `suite` (a function body), nested `def`s excluded.
 pub(super) fn sites<'a>(module: &Module, suite: &'a [Stmt]) -> Vec<Site<'a>> {
+    // The scope's jumps come from its index: walking the scope per question made a function
+    // with many collectives quadratic.
+    let index = module.scope_index(suite);
     let mut out = Vec::new();
-    tree::walk_scope(suite, &mut |stmt, frames| {
+    for &at in &index.jumps {
+        let Some((stmt, frames)) = tree::scope_path_to(suite, at) else { continue };
         let construct = match stmt {
             Stmt::Continue(_) => Construct::Continue,
             Stmt::Break(_) => Construct::Break,
             Stmt::Return(_) => Construct::Return,
             Stmt::Raise(_) => Construct::Raise,
-            _ => return,
+            _ => continue,
         };
         let loops: Vec<&Stmt> = frames
             .iter()
             .filter(|f| is_loop(f.owner) && f.slot == Slot::Body)
             .map(|f| f.owner)
             .collect();
-        let guard = guard_of(frames);
+        let guard = guard_of(&frames);
         out.push(Site { stmt, construct, line: module.line_of(stmt.start()), loops, guard });
-    });
+    }
     out
 }
 

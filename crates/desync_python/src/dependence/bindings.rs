@@ -84,19 +84,21 @@ pub(crate) fn lookup<'a>(
     name: &str,
     use_at: TextSize,
 ) -> Option<Binding<'a>> {
-    let all = bindings(scope, name);
+    let all = bindings(module, scope, name);
     let before = all.iter().filter(|b| b.effective <= use_at).max_by_key(|b| b.effective);
     if let Some(b) = before.or_else(|| all.iter().max_by_key(|b| b.effective)) {
         return Some(*b);
     }
     if scope.function.is_some() {
-        return bindings(Scope::module(module), name).into_iter().max_by_key(|b| b.effective);
+        return bindings(module, Scope::module(module), name)
+            .into_iter()
+            .max_by_key(|b| b.effective);
     }
     None
 }
 
-/// Every binding of `name` in `scope`, in no particular order.
-pub(crate) fn bindings<'a>(scope: Scope<'a>, name: &str) -> Vec<Binding<'a>> {
+/// Every binding of `name` in `scope` (a scope of `module`), in no particular order.
+pub(crate) fn bindings<'a>(module: &Module, scope: Scope<'a>, name: &str) -> Vec<Binding<'a>> {
     let mut found = Vec::new();
     if let Some(def) = scope.function {
         let p = &def.parameters;
@@ -110,11 +112,86 @@ pub(crate) fn bindings<'a>(scope: Scope<'a>, name: &str) -> Vec<Binding<'a>> {
             found.push((Source::Parameter, def.start(), def.start()));
         }
     }
-    tree::walk_scope(scope.suite, &mut |stmt, _| stmt_bindings(stmt, name, &mut found));
+    let index = module.scope_index(scope.suite);
+    for &at in index.binders.get(name).map_or(&[][..], Vec::as_slice) {
+        if let Some(stmt) = tree::stmt_starting_at(scope.suite, at) {
+            stmt_bindings(stmt, name, &mut found);
+        }
+    }
     found
         .into_iter()
         .map(|(source, effective, at)| Binding { source, effective, at, scope })
         .collect()
+}
+
+/// A scope's index for [`Module::scope_index`]: the statements that may bind each name (an
+/// over-approximation: [`stmt_bindings`] decides) and the calls that pass a name first.
+pub(crate) fn index(suite: &[Stmt]) -> crate::module::ScopeIndex {
+    let mut out = crate::module::ScopeIndex::default();
+    tree::walk_scope(suite, &mut |stmt, _| {
+        let mut names: Vec<&str> = Vec::new();
+        bound_names(stmt, &mut names);
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            out.binders.entry(name.to_owned()).or_default().push(stmt.start());
+        }
+        if let Stmt::Expr(s) = stmt
+            && let Expr::Call(c) = &*s.value
+            && let Some(Expr::Name(n)) = c.arguments.args.first()
+        {
+            out.first_argument_calls.entry(n.id.to_string()).or_default().push(stmt.start());
+        }
+        if matches!(stmt, Stmt::Continue(_) | Stmt::Break(_) | Stmt::Return(_) | Stmt::Raise(_)) {
+            out.jumps.push(stmt.start());
+        }
+    });
+    out
+}
+
+/// Every name `stmt` could bind in its own scope (targets, loop and `with` variables,
+/// handler names, `def`/`class` names, import aliases, walrus targets of its header).
+fn bound_names<'a>(stmt: &'a Stmt, out: &mut Vec<&'a str>) {
+    let targets = |e: &'a Expr, out: &mut Vec<&'a str>| {
+        expr::walk(e, &mut |sub| {
+            if let Expr::Name(n) = sub {
+                out.push(n.id.as_str());
+            }
+        });
+    };
+    match stmt {
+        Stmt::Assign(s) => s.targets.iter().for_each(|t| targets(t, out)),
+        Stmt::AnnAssign(s) => targets(&s.target, out),
+        Stmt::AugAssign(s) => targets(&s.target, out),
+        Stmt::For(s) => targets(&s.target, out),
+        Stmt::With(s) => {
+            s.items.iter().filter_map(|i| i.optional_vars.as_deref()).for_each(|v| targets(v, out))
+        }
+        Stmt::Try(s) => {
+            for ExceptHandler::ExceptHandler(h) in &s.handlers {
+                out.extend(h.name.as_ref().map(|n| n.id.as_str()));
+            }
+        }
+        Stmt::FunctionDef(s) => out.push(s.name.id.as_str()),
+        Stmt::ClassDef(s) => out.push(s.name.id.as_str()),
+        Stmt::Import(s) => out.extend(s.names.iter().map(|a| match &a.asname {
+            Some(n) => n.id.as_str(),
+            None => a.name.id.as_str().split('.').next().unwrap_or(""),
+        })),
+        Stmt::ImportFrom(s) => out.extend(
+            s.names.iter().map(|a| a.asname.as_ref().map_or(a.name.id.as_str(), |n| n.id.as_str())),
+        ),
+        _ => {}
+    }
+    for e in header_exprs(stmt) {
+        expr::walk(e, &mut |sub| {
+            if let Expr::Named(n) = sub
+                && let Expr::Name(t) = &*n.target
+            {
+                out.push(t.id.as_str());
+            }
+        });
+    }
 }
 
 /// A binding before its scope is known: source, effective offset, start.

@@ -293,7 +293,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             Source::Augmented(v) => {
                 let mut out = self.value(v, at);
                 // What it started from: the other bindings of the name in this scope.
-                for other in bindings::bindings(binding.scope, name) {
+                for other in bindings::bindings(self.module, binding.scope, name) {
                     if other.at != binding.at && !matches!(other.source, Source::Augmented(_)) {
                         let prior = self.follow(name, other);
                         out.whole.merge(prior.whole);
@@ -575,16 +575,21 @@ impl<'a, 'm> Eval<'a, 'm> {
         {
             return None;
         }
-        let mut calls: Vec<&'m ExprCall> = Vec::new();
-        crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
-            if let Stmt::Expr(s) = stmt
-                && let Expr::Call(c) = &*s.value
-                && stmt.start() >= binding.effective
-                && stmt.end() <= use_at
-            {
-                calls.push(c);
-            }
-        });
+        let index = self.module.scope_index(binding.scope.suite);
+        let starts = index.first_argument_calls.get(name).map_or(&[][..], Vec::as_slice);
+        let calls: Vec<&'m ExprCall> = starts
+            .iter()
+            .filter(|&&at| at >= binding.effective)
+            .filter_map(|&at| crate::tree::stmt_starting_at(binding.scope.suite, at))
+            .filter(|stmt| stmt.end() <= use_at)
+            .filter_map(|stmt| match stmt {
+                Stmt::Expr(s) => match &*s.value {
+                    Expr::Call(c) => Some(c),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
         for c in calls {
             let Some(first) = c.arguments.args.first() else { continue };
             if !matches!(first, Expr::Name(n) if n.id.as_str() == name) {

@@ -117,7 +117,7 @@ impl Collectives<'_, '_> {
         let name = def.name.id.as_str();
         // Most functions are never called in their own module (methods called from elsewhere):
         // a name the source spells only once, in its `def`, has no call to find.
-        if !mentioned_twice(module.source(), name) {
+        if module.word_count(name) < 2 {
             return Vec::new();
         }
         let parameters: Vec<String> = def
@@ -228,20 +228,6 @@ impl Collectives<'_, '_> {
         }
         out
     }
-}
-
-/// Whether `name` occurs at least twice in `source` as a whole word.
-fn mentioned_twice(source: &str, name: &str) -> bool {
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    source
-        .match_indices(name)
-        .filter(|(i, _)| {
-            let before = source[..*i].chars().next_back().is_none_or(|c| !is_word(c));
-            let after = source[i + name.len()..].chars().next().is_none_or(|c| !is_word(c));
-            before && after
-        })
-        .nth(1)
-        .is_some()
 }
 
 /// The scope of a function's body.
