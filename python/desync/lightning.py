@@ -8,7 +8,9 @@ The callback is constructed before ``trainer.fit`` creates the process group, so
 Lightning's script launcher re-runs the script per rank, and ``ddp_spawn`` children inherit the
 environment and enable again in ``setup``). ``setup`` arms the failure dumps as soon as the
 strategy has created the group; ``on_exception`` dumps this rank and tells the others to dump
-before Lightning tears the processes down.
+(and waits a few seconds for them) before Lightning re-raises and the process ends. Lightning
+does not kill the other ranks on such a failure: a rank stuck in data loading stays stuck
+until the launcher's environment (torchrun, the scheduler) ends it; its dump is written by then.
 
 Works with ``pytorch_lightning`` and with ``lightning.pytorch`` (whichever the script
 imported; ``pytorch_lightning`` first when both are installed and neither is imported yet).

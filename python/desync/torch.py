@@ -26,6 +26,7 @@ launcher process (or a process that never trains) costs a thread that sleeps.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import datetime as _dt
 import os
@@ -54,6 +55,8 @@ DEFAULT_DIR = "desync-dumps"
 FILE_PREFIX = "rank_"
 #: How long a failing rank waits for the others to confirm their dumps before it dies.
 PEER_WAIT_S = 5.0
+#: How often each rank looks for a peer's dump signal in the store.
+PEER_POLL_S = 1.0
 _STORE_KEY = "desync/dump_signal"
 _ACK_KEY = "desync/dumped"
 
@@ -269,6 +272,7 @@ def _install_failure_hooks() -> None:
             _on_failure(f"uncaught {kind.__name__}: {first}"[:300])
 
     sys.excepthook = excepthook
+    atexit.register(_on_exit)
     _install_abort_handler()
 
 
@@ -380,7 +384,8 @@ def _await_peer_dumps(client: Any) -> None:
     _, ack = _keys()
     me = _state.get("rank")
     others = [f"{ack}/{r}" for r in range(int(_state.get("world", 0))) if r != me]
-    deadline = time.monotonic() + PEER_WAIT_S
+    # Peers look every PEER_POLL_S, then dump: give them that and the dump itself.
+    deadline = time.monotonic() + PEER_WAIT_S + PEER_POLL_S
     try:
         while others and time.monotonic() < deadline:
             others = [k for k in others if not client.check([k])]
@@ -392,21 +397,26 @@ def _await_peer_dumps(client: Any) -> None:
 
 
 def _watch_peer_signal() -> None:
+    # Polls with `check` rather than blocking in `wait`: a thread blocked inside the C++ wait
+    # when the store goes away during interpreter shutdown (the store lived in rank 0, which
+    # is exiting) is unwound by pthread_exit through C++ frames and the process dies with
+    # "terminate called without an active exception". NCCL's own monitor thread polls the
+    # store the same way (TORCH_NCCL_COORD_CHECK_MILSEC, 1 s).
     signal_key, ack = _keys()
     try:
         client = _client(30.0)
     except Exception as exc:
         _log(f"dump-signal watcher could not reach the store: {exc}")
         return
-    while True:
+    while not _state.get("exiting"):
         try:
-            client.wait([signal_key], _dt.timedelta(hours=1))
-            break
-        except Exception as exc:
-            text = str(exc).lower()
-            if "timeout" in text or "timed out" in text:
-                continue
+            if client.check([signal_key]):
+                break
+        except Exception:
             return  # the store went away: the job is over
+        time.sleep(PEER_POLL_S)
+    else:
+        return
     try:
         who = client.get(signal_key).decode(errors="replace")
     except Exception:
@@ -416,6 +426,10 @@ def _watch_peer_signal() -> None:
         client.set(f"{ack}/{_state.get('rank')}", "1")
     except Exception:
         pass
+
+
+def _on_exit() -> None:
+    _state["exiting"] = True
 
 
 # --- arming and the debug server -------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -46,10 +47,23 @@ def _torchrun(nproc: int) -> list[str]:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)
-    (cwd / "job.log").write_text(proc.stdout + proc.stderr)
-    return proc
+    """Runs the job in its own session with its output in job.log (not a pipe: a rank that
+    outlives the launcher would hold a pipe open), then kills whatever is left of it: when
+    rank 0 fails, Lightning's launcher exits without killing a rank that is stuck in data
+    loading, as it would on a cluster."""
+    log = cwd / "job.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=TIMEOUT_S)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    return subprocess.CompletedProcess(cmd, code, log.read_text(errors="replace"), "")
 
 
 def _dump_ranks(dump_dir: Path) -> list[int]:
@@ -134,10 +148,12 @@ def test_sigabrt_in_a_native_thread_still_dumps(tmp_path: Path) -> None:
 
 def test_lightning_callback_dumps_every_rank(tmp_path: Path) -> None:
     """Lightning's own launcher (DDP, 2 CPU processes, Gloo) with DesyncCallback: rank 0 times
-    out in DDP's gradient all_reduce, on_exception signals rank 1 (stuck reading its shard)
-    before Lightning kills it."""
+    out in DDP's gradient all_reduce; on_exception dumps it and signals rank 1 (stuck reading
+    its shard), whose watcher thread dumps it."""
+    # Lightning's timeout is also its rendezvous timeout: rank 1 is a second interpreter
+    # importing Lightning, which takes a while on 2 busy cores.
     proc = _run([sys.executable, str(JOBS / "lightning_train.py"), "--devices", "2",
-                 "--stall-rank", "1", "--dump-dir", str(tmp_path / "dumps")],
+                 "--stall-rank", "1", "--pg-timeout", "45", "--dump-dir", str(tmp_path / "dumps")],
                 tmp_path, _env(tmp_path))
     log = proc.stdout + proc.stderr
     assert proc.returncode != 0, log[-3000:]

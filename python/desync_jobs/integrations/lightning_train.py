@@ -17,7 +17,8 @@ from desync.lightning import DesyncCallback
 
 
 class Shard(Dataset):
-    """One batch per step from this rank's shard (the rank is known once DDP has started)."""
+    """One batch per step from this rank's own shard, in order (the rank is known once DDP has
+    started; the trainer leaves sampling to the shard: `use_distributed_sampler=False`)."""
 
     def __init__(self, args):
         self.args = args
@@ -63,6 +64,7 @@ def main():
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
+        use_distributed_sampler=False,
         callbacks=[DesyncCallback(args.dump_dir)],
     )
     loader = DataLoader(Shard(args), batch_size=1, shuffle=False, num_workers=0)
