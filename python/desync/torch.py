@@ -48,6 +48,8 @@ ENV_DUMP_DIR = "DESYNC_DUMP_DIR"
 ENV_DEBUG_SERVER = "DESYNC_DEBUG_SERVER"
 #: Seconds between rewrites of this rank's dump while the job runs (``desync run`` sets it).
 ENV_LIVE_EVERY = "DESYNC_LIVE_EVERY"
+#: A file whose appearance makes the live-dumping thread write the final dump, with stacks.
+ENV_TRIGGER = "DESYNC_DUMP_TRIGGER"
 #: ``1`` makes ``sitecustomize`` (``desync run``'s injection) call :func:`enable`.
 ENV_AUTO = "DESYNC_AUTO_ENABLE"
 
@@ -201,7 +203,7 @@ def _dump_prefix(dump_dir: str | os.PathLike[str] | None) -> str:
     return str(Path(DEFAULT_DIR).resolve() / FILE_PREFIX)
 
 
-def _recorder_bytes(backend: str) -> bytes:
+def _recorder_bytes(backend: str, *, stacks: bool) -> bytes:
     import torch
 
     c10d = torch._C._distributed_c10d
@@ -209,30 +211,35 @@ def _recorder_bytes(backend: str) -> bytes:
     # generic one (`_dump_fr_trace`, torch >= 2.8). Dumping the wrong one writes an empty trace
     # over NCCL's own dump.
     if "nccl" in backend and hasattr(c10d, "_dump_nccl_trace"):
-        data = c10d._dump_nccl_trace()
+        dump_fn = c10d._dump_nccl_trace
     elif hasattr(c10d, "_dump_fr_trace"):
-        data = c10d._dump_fr_trace()
+        dump_fn = c10d._dump_fr_trace
     else:
         raise RuntimeError(f"this torch ({torch.__version__}) cannot dump a {backend} recorder")
+    try:
+        data = dump_fn(includeStackTraces=stacks)
+    except TypeError:  # an older signature without keywords
+        data = dump_fn()
     return data.encode() if isinstance(data, str) else bytes(data)
 
 
-def _write_dump(reason: str, *, final: bool) -> Path | None:
+def _write_dump(reason: str, *, final: bool, stacks: bool = True) -> Path | None:
     if _settings is None or "rank" not in _state:
         return None
     with _lock:
         if _state.get("final_dump"):
             return None
         try:
-            data = _recorder_bytes(_state["backend"])
+            data = _recorder_bytes(_state["backend"], stacks=stacks)
             path = Path(f"{_settings.prefix}{_state['rank']}")
             path.parent.mkdir(parents=True, exist_ok=True)
             # `.part` is what desync's loader skips as a write in progress.
             tmp = path.with_name(f".{path.name}.part")
             with open(tmp, "wb") as fh:
                 fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+                if final:  # the one that must survive the process; live rewrites come again
+                    fh.flush()
+                    os.fsync(fh.fileno())
             os.replace(tmp, path)
         except Exception as exc:  # a failed dump must never hide the real failure
             _log(f"flight recorder dump ({reason}) failed: {exc}")
@@ -244,8 +251,17 @@ def _write_dump(reason: str, *, final: bool) -> Path | None:
 
 
 def _rewrite_periodically(every_s: float) -> None:
+    # Live rewrites leave the Python stacks out: the first symbolization imports ~900 modules
+    # (torch._dynamo, sympy, ...), and doing that in this thread while the trainer's thread is
+    # importing too breaks the trainer's imports ("partially initialized module"). The stacks
+    # come with the final dump, which `desync run` asks for (DESYNC_DUMP_TRIGGER) once the job
+    # hangs, when the trainer's thread is blocked rather than importing.
+    trigger = os.environ.get(ENV_TRIGGER)
     while not _state.get("final_dump"):
-        _write_dump("live", final=False)
+        if trigger and os.path.exists(trigger):
+            dump(f"requested through {trigger}")
+            return
+        _write_dump("live", final=False, stacks=False)
         time.sleep(max(every_s, 0.2))
 
 
@@ -435,7 +451,10 @@ def _on_exit() -> None:
 # --- arming and the debug server -------------------------------------------------------------
 
 def _arm_when_ready() -> None:
-    # Polls sys.modules only: this thread never imports torch itself.
+    # Polls sys.modules only: this thread never imports torch itself. The period grows from
+    # 0.2 s to 2 s, so a process that never starts a group (a data-loader worker started with
+    # `spawn` inherits RANK) costs next to nothing.
+    period = 0.2
     while True:
         dist = _distributed()
         try:
@@ -448,7 +467,8 @@ def _arm_when_ready() -> None:
             except Exception as exc:
                 _log(f"could not arm the failure dumps: {exc}")
             return
-        time.sleep(0.2)
+        time.sleep(period)
+        period = min(period * 1.05, 2.0)
 
 
 def _start_debug_server(rank: int) -> None:

@@ -15,7 +15,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use desync_core::load::LoadOptions;
 
@@ -33,6 +33,9 @@ pub struct JobOptions {
     pub load: LoadOptions,
     /// Where NCCL's debug-info pipes appear (`TORCH_NCCL_DEBUG_INFO_PIPE_FILE`), if set.
     pub pipe_dir: Option<PathBuf>,
+    /// A file whose creation asks desync's Python side for each rank's final dump, with its
+    /// stacks (`DESYNC_DUMP_TRIGGER`), before a hung job is stopped.
+    pub trigger: Option<PathBuf>,
     /// The watch loop's settings; its `exit_on_alert` and `duration` are ignored.
     pub watch: WatchOptions,
     /// No rank issued a new collective for this long: the job is hung.
@@ -150,9 +153,16 @@ pub fn run_job(
     // The loop only stops for an exit, a cause or an error: a cause it is.
     let cause = cause.unwrap_or(StopCause::Interrupted);
     on_event(JobEvent::Stopping(&cause));
+    let asked = SystemTime::now();
+    if let Some(trigger) = &options.trigger {
+        std::fs::write(trigger, b"")
+            .map_err(|source| JobError::Io { path: trigger.clone(), source })?;
+    }
     if let Some(pipes) = &options.pipe_dir {
         poke_pipes(pipes);
-        settle(&options.dump_dir, options.grace.min(Duration::from_secs(5)));
+    }
+    if options.trigger.is_some() || options.pipe_dir.is_some() {
+        await_fresh_dumps(&options.dump_dir, asked, options.grace);
     }
     let status = stop(&mut child, options.grace).map_err(JobError::Wait)?;
     settle(&options.dump_dir, Duration::from_secs(2));
@@ -231,6 +241,26 @@ fn poke_pipes(dir: &std::path::Path) {
     }
 }
 
+/// Waits until every dump under `dir` was rewritten after `asked` (at most `limit`): a rank's
+/// final dump symbolizes its Python stacks, which takes seconds the first time. A rank that
+/// never rewrites (dead, or without desync's Python side) costs the whole `limit`.
+fn await_fresh_dumps(dir: &std::path::Path, asked: SystemTime, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let files = fingerprint(dir);
+        let stale = files.iter().any(|(path, modified, _)| {
+            let dump = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.'));
+            dump && modified.is_none_or(|m| m < asked)
+        });
+        if !files.is_empty() && !stale {
+            // The newest file may still be half renamed into place; a breath more.
+            std::thread::sleep(Duration::from_millis(250));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// Waits until the files under `dir` stop changing for a moment (at most `limit`): ranks that
 /// were told to dump are still writing.
 fn settle(dir: &std::path::Path, limit: Duration) {
@@ -293,6 +323,7 @@ mod tests {
             dump_dir: dir.path().join("dumps"),
             load: LoadOptions::default(),
             pipe_dir: None,
+            trigger: None,
             watch: WatchOptions {
                 interval: Duration::from_millis(100),
                 lag: Duration::from_secs(1),
@@ -321,6 +352,7 @@ mod tests {
             dump_dir: dir.path().join("dumps"),
             load: LoadOptions::default(),
             pipe_dir: None,
+            trigger: None,
             watch: WatchOptions {
                 interval: Duration::from_millis(100),
                 lag: Duration::from_secs(1),

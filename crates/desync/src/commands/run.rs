@@ -50,10 +50,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         bail!("{}: already holds dumps of an earlier run; give another --dir", dumps.display());
     }
     std::fs::create_dir_all(&dumps).with_context(|| format!("creating {}", dumps.display()))?;
+    // A trigger left by an earlier run would make the ranks dump for good at once.
+    let _ = std::fs::remove_file(dir.join("dump-now"));
 
     let sources = source_options(&args.path_maps, args.source_root.as_ref())?;
     let interval = seconds("--interval", args.interval)?.max(Duration::from_millis(200));
     let mut env = job_env(&dumps, &pipes, interval);
+    env.push(("DESYNC_DUMP_TRIGGER".into(), dir.join("dump-now").into()));
     if !args.no_inject {
         let python = dir.join("python");
         write_python_side(&python)?;
@@ -66,6 +69,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         dump_dir: dumps.clone(),
         load: desync_core::load::LoadOptions { prefix: Some(PREFIX.to_owned()) },
         pipe_dir: Some(pipes),
+        trigger: Some(dir.join("dump-now")),
         watch: WatchOptions {
             interval,
             lag: seconds("--lag", args.lag)?,
