@@ -5,7 +5,7 @@
 
 For each Gloo scenario: run the real job (python/desync_jobs/run.py) into a
 temp dir, check the job did what it was designed to do (which ranks dumped),
-then replace tests/scenarios/<name>/{dumps,logs,src/train.py,expected.json,
+then replace tests/scenarios/<name>/{dumps,logs,src/{train.py,desync_jobs/harness.py},expected.json,
 run.json}. The real NCCL dumps are copied from shared/fixtures/nccl-h100-world1.
 Finally checks that no committed file carries a local path (/work/, /root/)
 and that all dumps together stay well under 1 MB. Runs jobs one at a time.
@@ -91,6 +91,11 @@ def make_gloo(name: str, pg_timeout: float) -> dict:
     shutil.copytree(tmp / "logs", dest / "logs")
     (dest / "src").mkdir()
     shutil.copyfile(staged_script, dest / "src" / "train.py")
+    # The job's own harness ran too (init_distributed, the dumps): the analysis follows the
+    # rank from it into train.py, as it would for any project module next to the script.
+    (dest / "src" / "desync_jobs").mkdir()
+    for module in ("__init__.py", "harness.py"):
+        shutil.copyfile(REPO / "python" / "desync_jobs" / module, dest / "src" / "desync_jobs" / module)
     write_json(dest / "expected.json", exp)
     write_json(dest / "run.json", run_summary(result))
     shutil.rmtree(tmp, ignore_errors=True)

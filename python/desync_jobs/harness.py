@@ -18,6 +18,13 @@ does for free on a GPU job, for Gloo on CPU:
   hang); a SIGABRT handler written in C (``abort_dump.c``) takes the GIL and
   dumps before the process dies.
 * A healthy run dumps in :func:`finish`.
+* With ``DESYNC_JOBS_HANG_S`` set, a watchdog thread dumps (and signals every rank
+  to dump) once the main thread has been blocked in one native call that long —
+  NCCL's dump-on-timeout, before any framework handler can add collectives.
+* Jobs whose framework calls ``init_process_group`` itself (Lightning, Accelerate,
+  ``init_device_mesh``) get all of this from :func:`install_when_initialized`,
+  started by ``autostart/sitecustomize.py`` when ``DESYNC_JOBS_AUTO=1``; the
+  training code then holds nothing of this harness.
 
 Dumps go to ``<TORCH_FR_DUMP_TEMP_FILE><rank>`` (the same prefix convention as
 torch's own ``DebugInfoWriter``), pickle or JSON per ``DESYNC_JOBS_DUMP_FORMAT``.
@@ -29,8 +36,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import atexit
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +56,8 @@ ENV_FORMAT = "DESYNC_JOBS_DUMP_FORMAT"
 ENV_PG_TIMEOUT = "DESYNC_JOBS_PG_TIMEOUT"
 ENV_AGENT_STORE = "DESYNC_JOBS_AGENT_STORE"
 ENV_NO_ABORT_HOOK = "DESYNC_JOBS_NO_ABORT_HOOK"
+# Seconds the main thread may sit in one native call before the hang watchdog dumps.
+ENV_HANG_S = "DESYNC_JOBS_HANG_S"
 # Live sources for `desync watch`: the debug server (value: rank 0's frontend port), or
 # dumps rewritten every ENV_PERIODIC_EVERY seconds into ENV_PERIODIC_DIR.
 ENV_DEBUG_SERVER = "DESYNC_JOBS_DEBUG_SERVER"
@@ -57,6 +68,7 @@ DEFAULT_PG_TIMEOUT_S = 6.0
 
 EXIT_FAILED = 1  # this rank's collective failed; it dumped and signalled
 EXIT_ON_SIGNAL = 3  # another rank signalled; this rank dumped and left
+EXIT_HUNG = 4  # the hang watchdog found this rank's main thread blocked; it dumped and left
 
 
 @dataclass(frozen=True)
@@ -212,6 +224,13 @@ def init_distributed(backend: str = "gloo") -> DistContext:
         periodic_dump.start(os.environ[ENV_PERIODIC_DIR], rank,
                             float(os.environ.get(ENV_PERIODIC_EVERY, "2")))
 
+    _wire_dumps(rank)
+    return DistContext(rank, world_size, local_rank, timeout, store)
+
+
+def _wire_dumps(rank: int) -> None:
+    """Dump on a peer's signal, on an uncaught exception, on SIGABRT, and (when
+    ``DESYNC_JOBS_HANG_S`` is set) when the main thread hangs."""
     dumper = _Dumper(rank, os.environ.get(ENV_PREFIX, DEFAULT_PREFIX),
                      os.environ.get(ENV_FORMAT, "pickle"))
     _state.update(rank=rank, dumper=dumper)
@@ -219,7 +238,80 @@ def init_distributed(backend: str = "gloo") -> DistContext:
                      daemon=True).start()
     sys.excepthook = _excepthook
     _install_abort_hook()
-    return DistContext(rank, world_size, local_rank, timeout, store)
+    hang_s = os.environ.get(ENV_HANG_S)
+    if hang_s:
+        threading.Thread(target=_watch_main_thread, args=(dumper, float(hang_s)),
+                         name="fr-hang-watchdog", daemon=True).start()
+
+
+def _watch_main_thread(dumper: _Dumper, hang_s: float) -> None:
+    """The watchdog NCCL has and Gloo lacks: dump when the main thread is stuck.
+
+    ProcessGroupNCCL's watchdog dumps every rank's recorder the moment a collective
+    times out, before any Python handler runs. Under Gloo the timeout surfaces as a
+    Python exception, and frameworks catch it first: Lightning's
+    ``_broadcast_sigterm_tensor`` swallows a failed broadcast, its ``_interrupt``
+    runs callbacks and teardown, so the recorder would no longer hold the state of
+    the hang. This thread samples the main thread's innermost Python frame; if the
+    same frame sits at the same bytecode offset for ``hang_s`` seconds while the
+    process group exists, the main thread is blocked in native code (a collective
+    wait, or a stuck read), so it signals every rank to dump, dumps, and ends the
+    process the way an NCCL abort would.
+    """
+    main_id = threading.main_thread().ident
+    last_frame = None
+    last_lasti = -1
+    since = time.monotonic()
+    while True:
+        time.sleep(0.25)
+        frame = sys._current_frames().get(main_id)
+        if frame is None:
+            return  # the main thread is gone: the process is exiting
+        now = time.monotonic()
+        if frame is not last_frame or frame.f_lasti != last_lasti:
+            last_frame, last_lasti, since = frame, frame.f_lasti, now
+            continue
+        if now - since < hang_s or not (dist.is_available() and dist.is_initialized()):
+            continue
+        where = f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
+        reason = f"hang watchdog: main thread blocked {now - since:.0f}s in {where}"
+        del frame, last_frame
+        _signal_peers(reason)
+        if dumper.dump(reason):
+            os._exit(EXIT_HUNG)
+        return
+
+
+def install_when_initialized(poll_s: float = 0.1) -> None:
+    """Wire the dumps up as soon as some library calls ``init_process_group``.
+
+    For jobs whose framework owns the process group (Lightning, Accelerate,
+    ``init_device_mesh``): started from ``sitecustomize`` (see ``autostart``), it
+    waits on a daemon thread until ``torch.distributed`` is imported and
+    initialized, then installs what :func:`init_distributed` would. A run that ends
+    normally dumps at interpreter exit.
+    """
+
+    def wait_then_wire() -> None:
+        while True:
+            mod = sys.modules.get("torch.distributed")
+            try:
+                if mod is not None and mod.is_available() and mod.is_initialized():
+                    break
+            except AttributeError:  # imported halfway by the main thread
+                pass
+            time.sleep(poll_s)
+        rank = int(os.environ["RANK"])
+        _wire_dumps(rank)
+        atexit.register(_dump_at_exit)
+
+    threading.Thread(target=wait_then_wire, name="fr-autowire", daemon=True).start()
+
+
+def _dump_at_exit() -> None:
+    dumper = _state.get("dumper")
+    if isinstance(dumper, _Dumper):
+        dumper.dump("end of training")
 
 
 def finish() -> None:

@@ -17,6 +17,13 @@ the machine that made them: the script is copied to
 and the interpreter is reached through ``<stage>/venv`` (a symlink to the
 active virtual environment), so frames read ``<stage>/venv/lib/...``.
 ``<stage>`` is ``$DESYNC_JOBS_STAGE`` or ``/tmp/desync-jobs``.
+
+A framework job (``desync_jobs.frameworks``, cases under ``tests/frameworks``) is
+a project directory: it is staged whole as ``<stage>/<name>/`` and started with
+its entry point and arguments; its ranks get torchrun's full environment
+(GROUP_RANK, LOCAL_WORLD_SIZE, TORCHELASTIC_USE_AGENT_STORE=True, ...) split over
+the job's simulated nodes, and, when the framework creates the process group
+itself, ``<stage>/lib/desync_jobs/autostart`` on ``PYTHONPATH`` wires the dumps.
 """
 
 from __future__ import annotations
@@ -107,8 +114,13 @@ def stage(scenario: Scenario, root: Path | None = None,
     ``script_path`` replaces the scenario's own script (e.g. one patched with probes).
     """
     root = root or stage_root()
-    script = root / scenario.name / "train.py"
-    _atomic_copy(script_path or scenario.script_path, script)
+    if scenario.project is not None:
+        script = _stage_project(scenario, root / scenario.name)
+        if script_path:
+            _atomic_copy(Path(script_path), script)
+    else:
+        script = root / scenario.name / "train.py"
+        _atomic_copy(script_path or scenario.script_path, script)
     lib = root / "lib"
     for src in sorted(PACKAGE_DIR.rglob("*")):
         if src.is_file() and src.suffix in (".py", ".c") and "__pycache__" not in src.parts:
@@ -119,6 +131,38 @@ def stage(scenario: Scenario, root: Path | None = None,
     else:
         python = Path(sys.executable)
     return python, script, lib
+
+
+def _stage_project(scenario: Scenario, dest: Path) -> Path:
+    """Copy a project directory to ``dest`` (replacing an older copy); return its entry."""
+    assert scenario.project is not None
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(scenario.project, dest,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest / scenario.script
+
+
+def rank_environment(scenario: Scenario, rank: int, world: int) -> dict[str, str]:
+    """What torchrun's agent gives rank ``rank``, with ``nodes`` simulated hosts."""
+    if scenario.project is None:  # the single-script scenarios: as they always ran
+        return dict(RANK=str(rank), LOCAL_RANK=str(rank), **scenario.rank_env.get(rank, {}))
+    if world % scenario.nodes:
+        raise ValueError(f"{scenario.name}: {world} ranks do not split over {scenario.nodes} nodes")
+    per_node = world // scenario.nodes
+    node = rank // per_node
+    env = dict(
+        RANK=str(rank), LOCAL_RANK=str(rank % per_node), GROUP_RANK=str(node),
+        NODE_RANK=str(node), ROLE_RANK=str(rank), LOCAL_WORLD_SIZE=str(per_node),
+        GROUP_WORLD_SIZE=str(scenario.nodes), ROLE_WORLD_SIZE=str(world), ROLE_NAME="default",
+        TORCHELASTIC_RUN_ID=f"desync-jobs-{scenario.name}", TORCHELASTIC_RESTART_COUNT="0",
+        TORCHELASTIC_MAX_RESTARTS="0", TORCHELASTIC_USE_AGENT_STORE="True",
+        # A host name per simulated node, for code that keys configuration on it.
+        DESYNC_JOBS_NODE=f"node{node}",
+    )
+    env.update(scenario.node_env.get(node, {}))
+    env.update(scenario.rank_env.get(rank, {}))
+    return env
 
 
 def _free_store():
@@ -171,6 +215,8 @@ def run_job(
     python, script, lib = stage(scenario, script_path=Path(script_path) if script_path else None)
     native.build()  # once here, instead of N ranks racing to compile
     store, port = _free_store()
+    if scenario.deadline_s is not None and timeout_s == DEFAULT_TIMEOUT_S:
+        timeout_s = scenario.deadline_s
 
     base_env = dict(os.environ)
     for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
@@ -185,7 +231,7 @@ def run_job(
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         OMP_NUM_THREADS="1",
-        TORCH_FR_BUFFER_SIZE="2000",
+        TORCH_FR_BUFFER_SIZE=str(scenario.fr_buffer),
         **{
             harness.ENV_PREFIX: str(out / prefix),
             harness.ENV_FORMAT: fmt,
@@ -193,6 +239,11 @@ def run_job(
             harness.ENV_AGENT_STORE: "1",
         },
     )
+    if scenario.framework_init:
+        base_env["PYTHONPATH"] = f"{lib / 'desync_jobs' / 'autostart'}{os.pathsep}{lib}"
+        base_env["DESYNC_JOBS_AUTO"] = "1"
+    if scenario.hang_s is not None:
+        base_env[harness.ENV_HANG_S] = str(scenario.hang_s)
     base_env.update(env or {})
 
     procs: list[subprocess.Popen] = []
@@ -200,13 +251,12 @@ def run_job(
     start = time.monotonic()
     try:
         for rank in range(world):
-            env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank),
-                       **scenario.rank_env.get(rank, {}))
+            env = dict(base_env, **rank_environment(scenario, rank, world))
             log_path = logs / f"rank_{rank}.log"
             fh = open(log_path, "wb")
             log_files.append(fh)
             procs.append(subprocess.Popen(
-                [str(python), script.name], cwd=script.parent, env=env,
+                [str(python), script.name, *scenario.args], cwd=script.parent, env=env,
                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
             ))
 

@@ -75,6 +75,8 @@ pub struct RunArgs {
     /// Look for the training code under DIR, matching frame paths by their longest suffix.
     #[arg(long, value_name = "DIR")]
     pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub ownership: OwnershipArgs,
     /// The job's command, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND", value_parser = clap::value_parser!(std::ffi::OsString))]
     pub command: Vec<std::ffi::OsString>,
@@ -143,13 +145,38 @@ pub struct InputArgs {
     /// Look for the training code under DIR, matching frame paths by their longest suffix.
     #[arg(long, value_name = "DIR")]
     pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub ownership: OwnershipArgs,
+}
+
+/// Which frames are library code beyond where their files live (site-packages, dist-packages
+/// and the standard library are, torch's tree is found from the stacks).
+#[derive(clap::Args, Debug, Default)]
+pub struct OwnershipArgs {
+    /// Frames whose path matches GLOB are library code (repeatable; `*` matches across
+    /// slashes), e.g. '*/third_party/*'.
+    #[arg(long = "library", value_name = "GLOB")]
+    pub library: Vec<String>,
+    /// Frames whose path matches GLOB are your code even where libraries live (repeatable),
+    /// e.g. '*/site-packages/mytrainer/*'.
+    #[arg(long = "user-code", value_name = "GLOB")]
+    pub user_code: Vec<String>,
+}
+
+impl OwnershipArgs {
+    pub fn ownership(&self) -> desync_core::load::Ownership {
+        desync_core::load::Ownership { library: self.library.clone(), user: self.user_code.clone() }
+    }
 }
 
 impl InputArgs {
     pub fn config(&self) -> anyhow::Result<desync_core::Config> {
         Ok(desync_core::Config {
             input: self.path.clone(),
-            load: desync_core::load::LoadOptions { prefix: self.prefix.clone() },
+            load: desync_core::load::LoadOptions {
+                prefix: self.prefix.clone(),
+                ownership: self.ownership.ownership(),
+            },
             sources: source_options(&self.path_maps, self.source_root.as_ref())?,
         })
     }
@@ -231,6 +258,8 @@ pub struct WatchArgs {
     /// Look for the training code under DIR, matching frame paths by their longest suffix.
     #[arg(long, value_name = "DIR")]
     pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub ownership: OwnershipArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -254,6 +283,8 @@ pub struct ExportArgs {
     /// Write Chrome Trace Event JSON for Perfetto UI or Chrome's trace viewer (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub perfetto: PathBuf,
+    #[command(flatten)]
+    pub ownership: OwnershipArgs,
 }
 
 #[derive(clap::Args, Debug)]

@@ -110,7 +110,8 @@ impl Live {
     fn rediscover_if_due(&mut self) -> Result<(), SourceError> {
         let Some(store) = &self.store else { return Ok(()) };
         let period = if self.complete { REDISCOVER_EVERY } else { REDISCOVER_INCOMPLETE };
-        let due = self.workers.is_empty() || self.last_discovery.is_none_or(|t| t.elapsed() >= period);
+        let due =
+            self.workers.is_empty() || self.last_discovery.is_none_or(|t| t.elapsed() >= period);
         if !due {
             return Ok(());
         }

@@ -91,7 +91,12 @@ pub struct Judge {
 
 impl Default for Judge {
     fn default() -> Self {
-        Self { pending: None, alerted: Vec::new(), settled: Category::Inconclusive, candidate: None }
+        Self {
+            pending: None,
+            alerted: Vec::new(),
+            settled: Category::Inconclusive,
+            candidate: None,
+        }
     }
 }
 
@@ -482,7 +487,10 @@ mod tests {
         // A stall that holds alerts, and then it is what the status shows.
         judge.judge(Urgency::Progress, key(9), at(10), lag);
         assert_eq!(judge.settled(), Category::Straggler);
-        assert!(matches!(judge.judge(Urgency::Progress, key(9), at(15), lag), Judgement::Alert { .. }));
+        assert!(matches!(
+            judge.judge(Urgency::Progress, key(9), at(15), lag),
+            Judgement::Alert { .. }
+        ));
         assert_eq!(judge.settled(), Category::Stall);
         judge.judge(Urgency::None, quiet(Category::Healthy), at(16), lag);
         assert_eq!(judge.settled(), Category::Healthy);

@@ -70,7 +70,10 @@ impl Session {
         }
         let config = Config {
             input,
-            load: desync_core::load::LoadOptions { prefix: args.prefix.clone() },
+            load: desync_core::load::LoadOptions {
+                prefix: args.prefix.clone(),
+                ..Default::default()
+            },
             sources: SourceOptions { path_maps, source_root },
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;

@@ -5,15 +5,15 @@
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
-use crate::dependence::Classifier;
 use crate::dependence::bindings::{self, Scope, Source};
 use crate::dependence::patterns::{COLLECTIVES, IMPLICIT_COLLECTIVES};
 use crate::expr::{self, last_segment, root_name};
+use crate::flow::Analysis;
 use crate::module::Module;
 use crate::tree::{self, header_exprs, lines_of};
 use crate::types::{ArgOrigin, CallOrigin, CallSite};
 
-pub(crate) fn explain(module: &Module, line: u32) -> Option<CallOrigin> {
+pub(crate) fn explain(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<CallOrigin> {
     let call = call_at(module, line)?;
     let scope = Scope::at(module, line);
     let use_at = call.start();
@@ -22,10 +22,9 @@ pub(crate) fn explain(module: &Module, line: u32) -> Option<CallOrigin> {
     let arguments = positional
         .chain(keywords)
         .map(|(range, value)| {
-            let mut classifier = Classifier::new(module, scope);
-            classifier.expr(value, module.source(), use_at);
+            let deps = cx.dependence_of(module, value, use_at);
             let (defined_at, assignment) = origin(module, scope, value, use_at).unzip();
-            let (dependence, parameters) = classifier.finish_with_parameters();
+            let (dependence, parameters) = (deps.to_public(), deps.params);
             ArgOrigin {
                 text: module.text(range).to_owned(),
                 defined_at,
@@ -114,10 +113,12 @@ fn origin(
         Source::Value(_)
         | Source::Augmented(_)
         | Source::LoopItem(_)
-        | Source::LoopCounter
+        | Source::LoopElement(..)
+        | Source::Element(..)
+        | Source::LoopCounter(_)
         | Source::WithItem(_)
         | Source::Caught => Some((module.line_of(binding.at), module.trimmed_line_at(binding.at))),
-        Source::Parameter | Source::Definition => None,
+        Source::Parameter | Source::Import { .. } | Source::Function(_) | Source::Class(_) => None,
     }
 }
 
@@ -155,8 +156,8 @@ def sync_stats(shard, out):
             buf.assignment.as_deref(),
             Some("buf = torch.zeros(n_local, dtype=torch.float32)")
         );
-        assert_eq!(buf.dependence[0].kind, DependenceKind::LocalData);
-        assert!(buf.dependence[0].evidence.starts_with("`buf` (assigned from `torch.zeros("));
+        // Sized by a parameter: the caller's frame says what was passed.
+        assert_eq!(buf.dependence[0].kind, DependenceKind::Unknown);
         assert_eq!(buf.parameters, ["shard"]);
         let out = &call.arguments[0];
         assert_eq!(out.defined_at, None);

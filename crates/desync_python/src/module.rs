@@ -21,6 +21,8 @@ pub struct Module {
     index: LineIndex,
     body: Vec<Stmt>,
     errors: Vec<String>,
+    /// Where the file was read from, when it was: imports are resolved relative to it.
+    path: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Module {
@@ -44,6 +46,7 @@ impl Module {
                 index: LineIndex::from_source_text(""),
                 body: Vec::new(),
                 errors: vec!["file is larger than 4 GiB; not parsed".to_owned()],
+                path: None,
             };
         }
         let parsed = parse_unchecked_source(source, PySourceType::Python);
@@ -56,7 +59,26 @@ impl Module {
                 format!("line {line}: {}", e.error)
             })
             .collect();
-        Module { source: source.to_owned(), index, body: parsed.into_suite().into(), errors }
+        Module {
+            source: source.to_owned(),
+            index,
+            body: parsed.into_suite().into(),
+            errors,
+            path: None,
+        }
+    }
+
+    /// Parses `source`, read from `path`: the path anchors relative imports and the sibling
+    /// modules a [`Project`](crate::Project) looks for.
+    pub fn parse_file(source: &str, path: &std::path::Path) -> Module {
+        let mut module = Module::parse(source);
+        module.path = Some(path.to_path_buf());
+        module
+    }
+
+    /// The file this module was read from ([`Module::parse_file`]).
+    pub fn file_path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
     }
 
     /// Syntax errors the parser recovered from, as `line N: message`.
@@ -103,7 +125,53 @@ impl Module {
     /// is; a loop around one line only. The first candidate whose condition has a known
     /// rank-dependence wins, else the first. `None` when nothing separates the lines.
     pub fn find_branch(&self, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
-        crate::branch::find(self, line_a, line_b)
+        crate::branch::find(&crate::Analysis::default(), self, line_a, line_b)
+    }
+
+    /// Every candidate [`Module::find_branch`] considers, in its order of preference, with
+    /// the dependence computed by `cx` (which may see the rest of the project).
+    pub fn branch_candidates(
+        &self,
+        cx: &crate::Analysis<'_>,
+        line_a: u32,
+        line_b: Option<u32>,
+    ) -> Vec<Branch> {
+        crate::branch::candidates(cx, self, line_a, line_b)
+    }
+
+    /// Lines where a function or method named `name` is called (`name(...)`, `x.name(...)`),
+    /// in every scope of the file.
+    pub fn call_lines(&self, name: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        crate::tree::walk_all(self.body(), &mut |stmt| {
+            for e in crate::tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    if let ruff_python_ast::Expr::Call(c) = x
+                        && crate::expr::last_segment(&c.func) == Some(name)
+                    {
+                        out.push(self.line_of(c.start()));
+                    }
+                });
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// [`Module::guards`] with the dependence computed by `cx`.
+    pub fn guards_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Vec<Branch> {
+        crate::branch::guards(cx, self, line)
+    }
+
+    /// [`Module::find_order_branch`] with the dependence computed by `cx`.
+    pub fn find_order_branch_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Option<Branch> {
+        crate::branch::find_order(cx, self, line)
+    }
+
+    /// [`Module::explain_call`] with the dependence computed by `cx`.
+    pub fn explain_call_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Option<CallOrigin> {
+        crate::call::explain(cx, self, line)
     }
 
     /// For ranks whose stacks are identical yet deadlocked (an order inversion across process
@@ -114,19 +182,19 @@ impl Module {
     /// reordering whose condition shows a known rank-dependence wins, else the first one.
     /// `None` when the order cannot change (no loop, or only unconditional reorderings).
     pub fn find_order_branch(&self, line: u32) -> Option<Branch> {
-        crate::branch::find_order(self, line)
+        crate::branch::find_order(&crate::Analysis::default(), self, line)
     }
 
     /// The call at `line` (a collective, preferably) and where its arguments come from.
     pub fn explain_call(&self, line: u32) -> Option<CallOrigin> {
-        crate::call::explain(self, line)
+        crate::call::explain(&crate::Analysis::default(), self, line)
     }
 
     /// Every construct that decides whether `line` runs, for the linter: guarded jumps that
     /// can skip it (nearest first), then the `if`/`elif`/loops/`try` around it (innermost
     /// first), each with its condition's rank-dependence.
     pub fn guards(&self, line: u32) -> Vec<Branch> {
-        crate::branch::guards(self, line)
+        crate::branch::guards(&crate::Analysis::default(), self, line)
     }
 
     /// The collective calls of the file (nested functions included), in source order.
@@ -148,6 +216,23 @@ impl Module {
     }
 
     // ---- crate-internal accessors -------------------------------------------------------
+
+    /// The calls in the statement at `line` that start on that line (frames name the line
+    /// a call starts on), outermost first.
+    pub(crate) fn calls_at(&self, line: u32) -> Vec<&ruff_python_ast::ExprCall> {
+        let Some(stmt) = self.path(line).map(|p| p.leaf()) else { return Vec::new() };
+        let mut out = Vec::new();
+        for e in crate::tree::header_exprs(stmt) {
+            crate::expr::walk(e, &mut |x| {
+                if let ruff_python_ast::Expr::Call(c) = x
+                    && self.line_of(c.start()) == line
+                {
+                    out.push(c);
+                }
+            });
+        }
+        out
+    }
 
     pub(crate) fn source(&self) -> &str {
         &self.source

@@ -236,6 +236,22 @@ fn walk_suite<'a>(
     }
 }
 
+/// Visits every statement of `suite` in source order, nested `def` and `class` bodies
+/// included (to find a definition by its position).
+pub(crate) fn walk_all<'a>(suite: &'a [Stmt], visit: &mut dyn FnMut(&'a Stmt)) {
+    fn go<'a>(suite: &'a [Stmt], depth: usize, visit: &mut dyn FnMut(&'a Stmt)) {
+        for stmt in suite {
+            visit(stmt);
+            if depth < MAX_DEPTH {
+                for block in blocks(stmt) {
+                    go(block.suite, depth + 1, visit);
+                }
+            }
+        }
+    }
+    go(suite, 0, visit);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -142,6 +142,19 @@ pub struct Branch {
     /// Parameters of the enclosing function the condition flows from: what the caller passed
     /// for them decides too (see [`Module::explain_call`](crate::Module::explain_call)).
     pub parameters: Vec<String>,
+    /// Parameters whose *length* decides (a loop over a parameter's items).
+    pub length_parameters: Vec<String>,
+    /// Consensus the condition went through: evidence that every rank decides alike.
+    pub agreed: Vec<String>,
+    /// Configuration reads in the condition (assumed the same on every rank).
+    pub configuration: Vec<String>,
+    /// Every part of the condition was followed to its end: an empty `dependence` then means
+    /// the decision is the same on every rank.
+    pub complete: bool,
+    /// A `continue` that explains the other group being past the loop only indirectly: the
+    /// skipped pass shifted this group's collectives, so it ran out of the loop's collectives
+    /// one pass early although the loop ran as often on every rank.
+    pub indirect: bool,
 }
 
 /// A call (normally a collective) and where its arguments come from.

@@ -23,9 +23,27 @@ class Scenario:
     rank_env: dict[int, dict[str, str]] = field(default_factory=dict)
     # Ranks expected to leave no dump (the crash scenario).
     ranks_without_dump: tuple[int, ...] = ()
+    # A multi-module project (a directory staged whole; ``script`` is its entry point,
+    # relative to it) instead of one script from this folder.
+    project: Path | None = None
+    args: tuple[str, ...] = ()
+    # Simulated hosts: ranks are split into ``nodes`` equal blocks (torchrun's
+    # LOCAL_RANK, GROUP_RANK, LOCAL_WORLD_SIZE follow); ``node_env`` is added to the
+    # environment of every rank of a node (a host whose configuration differs).
+    nodes: int = 1
+    node_env: dict[int, dict[str, str]] = field(default_factory=dict)
+    # The framework (Lightning, Accelerate, init_device_mesh) calls init_process_group;
+    # the dumps are wired up by harness.install_when_initialized (autostart/).
+    framework_init: bool = False
+    # Hang watchdog (harness.ENV_HANG_S); None leaves it off (the PG timeout decides).
+    hang_s: float | None = None
+    fr_buffer: int = 2000
+    deadline_s: float | None = None
 
     @property
     def script_path(self) -> Path:
+        if self.project is not None:
+            return self.project / self.script
         return HERE / self.script
 
 
@@ -53,7 +71,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
 
 
 def get(name: str) -> Scenario:
-    try:
+    """A scenario of this folder, or a framework job of ``tests/frameworks`` (see
+    ``desync_jobs.frameworks``)."""
+    if name in SCENARIOS:
         return SCENARIOS[name]
-    except KeyError:
-        raise SystemExit(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+    from desync_jobs import frameworks
+
+    jobs = frameworks.jobs()
+    if name in jobs:
+        return jobs[name]
+    known = ", ".join([*SCENARIOS, *jobs])
+    raise SystemExit(f"unknown scenario {name!r}; known: {known}")

@@ -13,7 +13,10 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
     // No sources: the trace only needs the diagnosis's mismatch and stuck points, not code.
     let config = desync_core::Config {
         input: args.path.clone(),
-        load: desync_core::load::LoadOptions { prefix: args.prefix.clone() },
+        load: desync_core::load::LoadOptions {
+            prefix: args.prefix.clone(),
+            ownership: args.ownership.ownership(),
+        },
         sources: desync_core::bridge::SourceOptions::default(),
     };
     let bar = Bar::new(std::io::stderr().is_terminal());

@@ -54,6 +54,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     let _ = std::fs::remove_file(dir.join("dump-now"));
 
     let sources = source_options(&args.path_maps, args.source_root.as_ref())?;
+    let load = desync_core::load::LoadOptions {
+        prefix: Some(PREFIX.to_owned()),
+        ownership: args.ownership.ownership(),
+    };
     let interval = seconds("--interval", args.interval)?.max(Duration::from_millis(200));
     let mut env = job_env(&dumps, &pipes, interval);
     env.push(("DESYNC_DUMP_TRIGGER".into(), dir.join("dump-now").into()));
@@ -67,7 +71,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         command: args.command.clone(),
         env,
         dump_dir: dumps.clone(),
-        load: desync_core::load::LoadOptions { prefix: Some(PREFIX.to_owned()) },
+        load: load.clone(),
         pipe_dir: Some(pipes),
         trigger: Some(dir.join("dump-now")),
         watch: WatchOptions {
@@ -100,7 +104,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     };
     let code = desync_live::job::exit_code(status).clamp(0, 255) as u8;
     eprintln!("desync run: {headline}");
-    report(&dir, &dumps, &sources, status.success())?;
+    report(&dir, &dumps, &load, &sources, status.success())?;
     Ok(Outcome::Exit(code))
 }
 
@@ -159,6 +163,7 @@ fn prepend_path(name: &str, dir: &Path) -> (OsString, OsString) {
 fn report(
     dir: &Path,
     dumps: &Path,
+    load: &desync_core::load::LoadOptions,
     sources: &desync_core::bridge::SourceOptions,
     job_succeeded: bool,
 ) -> anyhow::Result<()> {
@@ -177,7 +182,7 @@ fn report(
     }
     let config = desync_core::Config {
         input: dumps.to_path_buf(),
-        load: desync_core::load::LoadOptions { prefix: Some(PREFIX.to_owned()) },
+        load: load.clone(),
         sources: sources.clone(),
     };
     let analysis = desync_core::analyze(&config, &desync_core::NoProgress)?;

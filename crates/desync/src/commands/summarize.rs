@@ -11,7 +11,8 @@ use crate::progress::Bar;
 
 pub fn run(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
-    let options = desync_core::load::LoadOptions { prefix: args.prefix.clone() };
+    let options =
+        desync_core::load::LoadOptions { prefix: args.prefix.clone(), ..Default::default() };
     let started = Instant::now();
     let done = desync_core::summary::summarize(&args.paths, &args.output, &options, &bar)?;
     let elapsed = started.elapsed();

@@ -36,7 +36,10 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
         if !dir.is_dir() {
             bail!("--dir {}: not a directory", dir.display());
         }
-        let load = desync_core::load::LoadOptions { prefix: args.prefix.clone() };
+        let load = desync_core::load::LoadOptions {
+            prefix: args.prefix.clone(),
+            ownership: args.ownership.ownership(),
+        };
         Box::new(desync_live::Directory::new(dir.clone(), load))
     } else {
         let workers = desync_live::workers::parse_workers(&args.workers)

@@ -1,20 +1,27 @@
-//! Stage 4: from the diagnosis to the training code. The stacks of the two sides are
-//! compared outermost-first; where they part (same function, different lines) the Python
-//! source is parsed and the construct that sends ranks different ways is named, with why its
-//! condition can differ across ranks. For a metadata mismatch (same call site) the call and
-//! the origin of its arguments are named instead.
+//! Stage 4: from the diagnosis to the training code, never leaving the user's code.
+//!
+//! Frames are the user's or a library's by where their files live
+//! ([`crate::model::Frame::is_library`]). The two sides' user stacks are compared outermost
+//! first; the candidates for the construct that sent ranks different ways come from where they
+//! part and from the frames only one side has ([`candidates`]), or, for a metadata mismatch,
+//! from the collective's call and the setup that decides what it carries ([`setup`]). Each is
+//! scored on the evidence the data shows (why its condition can differ across ranks, followed
+//! through the project's files and the calling frames; what rules it out); the best is
+//! `branch`, all are `candidates`. Stalls, crashes and hangs show the line where ranks wait.
 
+mod candidates;
 mod probes;
+mod setup;
 mod sources;
+mod stacks;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use desync_python::Module;
+use desync_python::{Analysis, FileProject, Module};
 
 use crate::align::Alignment;
 use crate::diagnose::{Category, Diagnosis, Position, short_path};
-use crate::model::{Entry, Frame, RankSet, Trace};
+use crate::model::{Entry, RankSet, Trace};
 
 pub use probes::{Probe, probes, probes_diff};
 pub use sources::{Resolved, Resolver, SourceOptions};
@@ -22,8 +29,10 @@ pub use sources::{Resolved, Resolver, SourceOptions};
 /// What the bridge found in the code.
 #[derive(Debug, Clone)]
 pub struct CodeFinding {
-    /// The deciding construct (or, for a metadata mismatch, the call).
+    /// The deciding construct (or, for a metadata mismatch, the call): the best candidate.
     pub branch: Option<BranchPoint>,
+    /// Every candidate considered, best first (the first is `branch`), with its evidence.
+    pub candidates: Vec<Candidate>,
     /// The stacks compared, one per side.
     pub stacks: Vec<SideStack>,
     pub explanation: String,
@@ -31,6 +40,20 @@ pub struct CodeFinding {
     pub snippet: Option<Snippet>,
     /// Paths looked at for files that were not found.
     pub not_found: Vec<NotFound>,
+}
+
+/// One possible answer, with why it is or is not likely.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Candidate {
+    #[serde(flatten)]
+    pub branch: BranchPoint,
+    /// Higher is more likely; only the order matters.
+    pub score: i32,
+    pub evidence_for: Vec<String>,
+    pub evidence_against: Vec<String>,
+    /// Where it was found: between the two sides' lines, around code only one side ran,
+    /// setup that decides what the collective carries, or the collective call itself.
+    pub origin: &'static str,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -100,7 +123,82 @@ pub fn find_code(
         return None;
     }
     let resolver = Resolver::new(options);
-    let stacks: Vec<SideStack> = sides
+    let project = FileProject::new(project_roots(options, &resolver, &sides));
+    let cx = Analysis::new(Some(&project));
+    let ws = candidates::Workspace { resolver: &resolver, project: &project, cx: &cx };
+    let mut finding = CodeFinding {
+        branch: None,
+        candidates: Vec::new(),
+        stacks: side_stacks(&sides),
+        explanation: String::new(),
+        snippet: None,
+        not_found: not_found(&resolver, &sides),
+    };
+    let departed = sides.iter().find(|(role, _, _)| *role == "departed").map(|s| s.2);
+    let reference = sides.iter().find(|(role, _, _)| *role != "departed").map(|s| s.2);
+    let counts = |file: &str, line: u32| -> Option<String> {
+        let per_side: Vec<(String, Vec<&Entry>)> = sides
+            .iter()
+            .map(|(_, ranks, _)| {
+                let entries = trace
+                    .rank(ranks.as_slice()[0])
+                    .map(|r| r.entries.iter().collect())
+                    .unwrap_or_default();
+                (ranks.to_string(), entries)
+            })
+            .collect();
+        candidates::line_counts(&per_side, file, line)
+    };
+    finding.candidates = match (d.category, departed, reference) {
+        (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
+            let mut found = candidates::rank(candidates::between(&ws, dep, reference), &counts);
+            // Identical stacks on both sides of a deadlock: the order of the groups, not the
+            // path, differs. Look for a conditional reordering around each frame.
+            if d.category == Category::Deadlock && found.first().is_none_or(|c| c.score < 40) {
+                found.splice(0..0, order_branch(&ws, dep));
+            }
+            found
+        }
+        (Category::MetadataMismatch, Some(dep), reference) => {
+            let entries: Vec<&Entry> = [Some(dep), reference].into_iter().flatten().collect();
+            let raws = setup::candidates(&ws, &entries, metadata_difference(d));
+            let mut found = candidates::rank(raws, &counts);
+            if let Some(call) = call_candidate(&ws, dep) {
+                let at = found.iter().position(|c| c.score < call.score).unwrap_or(found.len());
+                found.insert(at, call);
+            }
+            found
+        }
+        // Stalls, crashes and hangs: the line where the others wait is what can be shown.
+        (_, dep, reference) => {
+            reference.or(dep).and_then(|e| call_candidate(&ws, e)).into_iter().collect()
+        }
+    };
+    let Some(best) = finding.candidates.first().map(|c| c.branch.clone()) else {
+        finding.explanation = if finding.not_found.is_empty() {
+            "nothing in the user's code around the two sides' stacks was recognised as deciding"
+                .into()
+        } else {
+            let files: Vec<&str> = finding.not_found.iter().map(|n| short_path(&n.file)).collect();
+            format!(
+                "source of {} not found on this machine; pass --source-root DIR or --path-map FROM=TO",
+                files.join(", ")
+            )
+        };
+        return Some(finding);
+    };
+    if let Some(local) = &best.local_path
+        && let Some(module) = desync_python::Project::load(&project, local)
+    {
+        finding.explanation = explain(&best, &d.culprit_ranks, &module, d.category);
+        finding.snippet = Some(snippet(&module, best.line));
+    }
+    finding.branch = Some(best);
+    Some(finding)
+}
+
+fn side_stacks(sides: &Sides<'_>) -> Vec<SideStack> {
+    sides
         .iter()
         .map(|(role, ranks, e)| SideStack {
             role,
@@ -114,186 +212,181 @@ pub fn find_code(
                 })
                 .collect(),
         })
-        .collect();
-    let mut finding = CodeFinding {
-        branch: None,
-        stacks,
-        explanation: String::new(),
-        snippet: None,
-        not_found: Vec::new(),
-    };
-    let culprits = d.culprit_ranks.clone();
-    let departed = sides.iter().find(|(role, _, _)| *role == "departed").map(|s| s.2);
-    let reference = sides.iter().find(|(role, _, _)| *role != "departed").map(|s| s.2);
-    let call = |e: Option<&Entry>| e.and_then(Entry::call_site).map(|f| Target::Call(f.clone()));
-    let target = match (d.category, departed, reference) {
-        (Category::MetadataMismatch, dep, _) => call(dep),
-        (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
-            parting(dep, reference).map(Target::Part)
-        }
-        // Stalls, crashes and hangs: the line where the others wait is what can be shown.
-        (_, dep, reference) => call(reference).or_else(|| call(dep)),
-    };
-    let Some(target) = target else {
-        finding.explanation = "the stacks share no user frame to compare".into();
-        return Some(finding);
-    };
-    let file = target.file().clone();
-    let resolved = resolver.resolve(&file);
-    let Some(local) = resolved.local_path.clone() else {
-        finding.not_found.push(NotFound { file: file.to_string(), tried: resolved.tried });
-        finding.explanation = format!(
-            "source of {} not found on this machine; pass --source-root DIR or --path-map FROM=TO",
-            short_path(&file)
-        );
-        return Some(finding);
-    };
-    let Ok(text) = std::fs::read_to_string(&local) else {
-        finding.not_found.push(NotFound { file: file.to_string(), tried: resolved.tried });
-        finding.explanation = format!("cannot read {}", local.display());
-        return Some(finding);
-    };
-    let module = Module::parse(&text);
-    let branch = match &target {
-        // Identical stacks on both sides of a deadlock: the order of the groups, not the
-        // path, differs. Look for a conditional reordering around each frame, innermost first.
-        Target::Part(p) if p.line_reference.is_none() && d.category == Category::Deadlock => {
-            departed.and_then(|e| order_branch(e, &resolver))
-        }
-        Target::Part(p) => branch_at(&module, p),
-        Target::Call(f) => {
-            let callers = caller_modules(departed.or(reference), f, &resolver);
-            Some(call_at(&module, f.line, &callers))
-        }
-    };
-    if let Some(mut b) = branch {
-        if b.file.is_empty() {
-            b.file = file.to_string();
-            b.local_path = Some(local);
-        }
-        finding.explanation = explain(&b, &culprits, &module, d.category);
-        finding.snippet = Some(snippet(&module, b.line));
-        finding.branch = Some(b);
-    } else if let Target::Part(p) = &target {
-        finding.explanation = format!(
-            "the stacks part in `{}` at {}:{} vs line {}, but no branch between those lines was recognised",
-            p.function,
-            short_path(&file),
-            p.line_departed,
-            p.line_reference.map_or("?".into(), |l| l.to_string())
-        );
-        finding.snippet = Some(snippet(&module, p.line_departed));
-    }
-    Some(finding)
-}
-
-/// A conditional reordering of what a loop iterates (`if ...: reductions.reverse()`) around
-/// any user frame of `entry`, innermost first, with file and local path filled in.
-fn order_branch(entry: &Entry, resolver: &Resolver<'_>) -> Option<BranchPoint> {
-    entry.user_frames().find_map(|f| {
-        let (local, module) = parse_frame_file(resolver, &f.file)?;
-        let found = module.find_order_branch(f.line)?;
-        let mut point = branch_point(&found, None);
-        point.file = f.file.to_string();
-        point.local_path = Some(local);
-        Some(point)
-    })
-}
-
-/// A frame's file found on this machine and parsed.
-fn parse_frame_file(resolver: &Resolver<'_>, file: &str) -> Option<(PathBuf, Module)> {
-    let local = resolver.resolve(file).local_path?;
-    let module = Module::parse(&std::fs::read_to_string(&local).ok()?);
-    Some((local, module))
-}
-
-/// The user frames outside `frame` (outward, up to three), parsed, for following arguments.
-fn caller_modules(
-    entry: Option<&Entry>,
-    frame: &Frame,
-    resolver: &Resolver<'_>,
-) -> Vec<(Module, u32)> {
-    let Some(entry) = entry else { return Vec::new() };
-    entry
-        .user_frames()
-        .skip_while(|f| *f != frame)
-        .skip(1)
-        .take(3)
-        .map_while(|f| parse_frame_file(resolver, &f.file).map(|(_, module)| (module, f.line)))
         .collect()
 }
 
-enum Target {
-    Part(Parting),
-    Call(Frame),
+/// Where the project's files are: the source root, the path-map targets, and the folders of
+/// the user frames that were found (their sibling modules are imported as the job ran).
+fn project_roots(
+    options: &SourceOptions,
+    resolver: &Resolver<'_>,
+    sides: &Sides<'_>,
+) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = options.source_root.iter().cloned().collect();
+    roots.extend(options.path_maps.iter().map(|(_, to)| to.clone()));
+    for (_, _, e) in sides {
+        for f in e.user_frames() {
+            let local = resolver.resolve(&f.file).local_path;
+            if let Some(dir) = local.as_deref().and_then(std::path::Path::parent) {
+                roots.push(dir.to_path_buf());
+            }
+        }
+    }
+    roots
 }
 
-impl Target {
-    fn file(&self) -> &Arc<str> {
-        match self {
-            Self::Part(p) => &p.file,
-            Self::Call(f) => &f.file,
+/// User frames of the sides whose files were not found here.
+fn not_found(resolver: &Resolver<'_>, sides: &Sides<'_>) -> Vec<NotFound> {
+    let mut out: Vec<NotFound> = Vec::new();
+    for (_, _, e) in sides {
+        for f in e.user_frames() {
+            if out.iter().any(|n| n.file == *f.file) {
+                continue;
+            }
+            let resolved = resolver.resolve(&f.file);
+            if resolved.local_path.is_none() {
+                out.push(NotFound { file: f.file.to_string(), tried: resolved.tried });
+            }
         }
+    }
+    out
+}
+
+/// Whether the mismatch is in dtypes or in sizes.
+fn metadata_difference(d: &Diagnosis) -> setup::Difference {
+    use crate::align::Difference;
+    use crate::diagnose::Departure;
+    match d.earliest.as_ref().map(|e| e.departure) {
+        Some(Departure::Substituted { difference: Difference::Dtype }) => setup::Difference::Dtype,
+        _ => setup::Difference::Size,
     }
 }
 
-/// Where two stacks part: the deepest common function, with each side's line in it.
-#[derive(Debug, Clone)]
-struct Parting {
-    file: Arc<str>,
-    function: Arc<str>,
-    line_departed: u32,
-    line_reference: Option<u32>,
-}
-
-fn parting(departed: &Entry, reference: &Entry) -> Option<Parting> {
-    let d: Vec<&Frame> = departed.user_frames().collect::<Vec<_>>().into_iter().rev().collect();
-    let r: Vec<&Frame> = reference.user_frames().collect::<Vec<_>>().into_iter().rev().collect();
-    let mut last_common = None;
-    for (a, b) in d.iter().zip(&r) {
-        if a.file != b.file || a.function != b.function {
-            break;
-        }
-        if a.line != b.line {
-            return Some(Parting {
-                file: a.file.clone(),
-                function: a.function.clone(),
-                line_departed: a.line,
-                line_reference: Some(b.line),
-            });
-        }
-        last_common = Some(*a);
-    }
-    // Same lines all the way: look inside the departed side's innermost frame.
-    let innermost = d.last().copied().or(last_common)?;
-    Some(Parting {
-        file: innermost.file.clone(),
-        function: innermost.function.clone(),
-        line_departed: innermost.line,
-        line_reference: None,
+/// A conditional reordering of what a loop iterates (`if ...: reductions.reverse()`) around
+/// any user frame of `entry`, innermost first, its parameters followed into the callers.
+fn order_branch(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candidate> {
+    let stack = stacks::UserStack::of(entry);
+    (0..stack.frames.len()).rev().find_map(|i| {
+        let f = stack.frames[i];
+        let (local, module) = ws.module(&f.file)?;
+        let mut found = module.find_order_branch_with(ws.cx, f.line)?;
+        candidates::follow_parameters(ws, &mut found, &module, &stack, i);
+        let shown =
+            found.dependence.iter().any(|d| d.kind != desync_python::DependenceKind::Unknown);
+        let mut point = branch_point(&found, None);
+        point.file = f.file.to_string();
+        point.local_path = Some(local);
+        Some(Candidate {
+            evidence_for: vec![format!(
+                "it decides the order of the process groups the loop around {}:{} walks",
+                short_path(&f.file),
+                f.line
+            )],
+            evidence_against: Vec::new(),
+            branch: point,
+            score: if shown { 60 } else { 20 },
+            origin: "around code only the departing ranks ran",
+        })
     })
 }
 
-fn branch_at(module: &Module, p: &Parting) -> Option<BranchPoint> {
-    let found = module
-        .find_branch(p.line_departed, p.line_reference)
-        .or_else(|| p.line_reference.and_then(|r| module.find_branch(r, Some(p.line_departed))))?;
-    let mut point = branch_point(&found, p.line_reference);
-    // An `except` whose body jumps: the jump is what skips the collective; the handler is why.
-    if let Some(jump) = found.jump
-        && found.construct == desync_python::Construct::Except
-    {
-        point.handler_line = Some(found.line);
-        point.line = jump.line;
-        jump.construct.as_str().clone_into(&mut point.construct);
-        module.line_text(jump.line).unwrap_or("").trim().clone_into(&mut point.source);
-    }
-    Some(point)
+/// The collective call in the innermost user frame of `entry` and where its arguments come
+/// from, parameters followed into the calling frames.
+fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candidate> {
+    let stack = stacks::UserStack::of(entry);
+    let index = stack.frames.len().checked_sub(1)?;
+    let frame = stack.frames[index];
+    let (local, module) = ws.module(&frame.file)?;
+    let mut point = call_at(ws, &module, &stack, index);
+    point.file = frame.file.to_string();
+    point.local_path = Some(local);
+    let shown: Vec<&DependenceItem> =
+        point.dependence.iter().filter(|d| d.kind != "unknown").collect();
+    let mut evidence_for = vec!["it is the collective call itself".to_owned()];
+    evidence_for.extend(
+        shown.iter().map(|d| format!("its arguments depend on {}: {}", d.kind, d.evidence)),
+    );
+    let score = if shown.is_empty() { 25 } else { 60 };
+    Some(Candidate {
+        score,
+        evidence_for,
+        evidence_against: Vec::new(),
+        branch: point,
+        origin: "the collective call",
+    })
 }
 
-/// The collective call at `line` and where its arguments come from. When an argument flows
-/// from a parameter of the enclosing function, the caller's frame says what was passed:
-/// `callers` are the next user frames outward, read with the same resolver.
+/// The collective call at frame `index` of `stack` and where its arguments come from. An
+/// argument that flows from a parameter is followed into the calling frames while the calls
+/// are direct.
+fn call_at(
+    ws: &candidates::Workspace<'_>,
+    module: &Module,
+    stack: &stacks::UserStack<'_>,
+    index: usize,
+) -> BranchPoint {
+    let line = stack.frames[index].line;
+    let origin = module.explain_call_with(ws.cx, line);
+    let mut dependence: Vec<DependenceItem> = Vec::new();
+    let mut parameters: Vec<String> = Vec::new();
+    for a in origin.iter().flat_map(|o| &o.arguments) {
+        parameters.extend(a.parameters.iter().cloned());
+        for d in a.dependence.iter().filter(|d| d.kind != desync_python::DependenceKind::Unknown) {
+            let evidence = match a.defined_at {
+                Some(at) => format!("`{}` (line {at}): {}", a.text, d.evidence),
+                None => format!("`{}`: {}", a.text, d.evidence),
+            };
+            dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence });
+        }
+    }
+    parameters.dedup();
+    // Follow the parameters outward, one direct caller at a time.
+    let mut callee: (Option<std::rc::Rc<Module>>, u32) = (None, line);
+    for caller in stack.direct_callers(index) {
+        if parameters.is_empty() {
+            break;
+        }
+        let Some((_, caller_module)) = ws.module(&caller.file) else { break };
+        let current: &Module = callee.0.as_deref().unwrap_or(module);
+        let Some(found) =
+            ws.cx.through_caller(current, callee.1, &parameters, &[], &caller_module, caller.line)
+        else {
+            break;
+        };
+        for d in
+            found.dependence.iter().filter(|d| d.kind != desync_python::DependenceKind::Unknown)
+        {
+            dependence.push(DependenceItem {
+                kind: d.kind.as_str().to_owned(),
+                evidence: d.evidence.clone(),
+            });
+        }
+        parameters = found.parameters;
+        callee = (Some(caller_module), caller.line);
+    }
+    if dependence.is_empty() && !parameters.is_empty() {
+        let evidence =
+            format!("`{}` (parameters whose callers are not in view)", parameters.join("`, `"));
+        dependence.push(DependenceItem { kind: "unknown".into(), evidence });
+    }
+    // The most telling origins first: what differs by rank beats what merely is local.
+    dependence.sort_by_key(origin_rank);
+    dependence.dedup_by(|a, b| a.evidence == b.evidence);
+    BranchPoint {
+        file: String::new(),
+        local_path: None,
+        line,
+        function: module.function_at(line).map(|f| f.name),
+        construct: "call".into(),
+        source: module.line_text(line).unwrap_or("").trim().to_owned(),
+        condition: None,
+        condition_line: None,
+        dependence,
+        skipped_line: None,
+        handler_line: None,
+    }
+}
+
 fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) -> BranchPoint {
     BranchPoint {
         file: String::new(),
@@ -313,70 +406,6 @@ fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) ->
             })
             .collect(),
         skipped_line: found.skipped_line.or(fallback_skipped),
-        handler_line: None,
-    }
-}
-
-fn call_at(module: &Module, line: u32, callers: &[(Module, u32)]) -> BranchPoint {
-    let origin = module.explain_call(line);
-    let mut dependence: Vec<DependenceItem> = Vec::new();
-    let mut parameters: Vec<String> = Vec::new();
-    for a in origin.iter().flat_map(|o| &o.arguments) {
-        parameters.extend(a.parameters.iter().cloned());
-        for d in &a.dependence {
-            let evidence = match a.defined_at {
-                Some(at) => format!("`{}` (line {at}): {}", a.text, d.evidence),
-                None => format!("`{}`: {}", a.text, d.evidence),
-            };
-            dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence });
-        }
-    }
-    // Follow parameters outward, one frame at a time.
-    let mut inner = module.function_at(line);
-    for (caller, call_line) in callers {
-        let Some(function) = inner.take() else { break };
-        if parameters.is_empty() {
-            break;
-        }
-        let Some(call) = caller.explain_call(*call_line) else { break };
-        let mut next = Vec::new();
-        for param in std::mem::take(&mut parameters) {
-            let Some(position) = function.parameters.iter().position(|p| *p == param) else {
-                continue;
-            };
-            let keyword = format!("{param}=");
-            let arg = call
-                .arguments
-                .iter()
-                .find(|a| a.text.starts_with(&keyword))
-                .or_else(|| call.arguments.get(position));
-            let Some(arg) = arg else { continue };
-            for d in &arg.dependence {
-                let evidence = format!(
-                    "`{param}` is `{}` from the caller at line {call_line}: {}",
-                    arg.text, d.evidence
-                );
-                dependence.push(DependenceItem { kind: d.kind.as_str().to_owned(), evidence });
-            }
-            next.extend(arg.parameters.iter().cloned());
-        }
-        parameters = next;
-        inner = caller.function_at(*call_line);
-    }
-    // The most telling origins first: what differs by rank beats what merely is local.
-    dependence.sort_by_key(origin_rank);
-    dependence.dedup_by(|a, b| a.evidence == b.evidence);
-    BranchPoint {
-        file: String::new(),
-        local_path: None,
-        line,
-        function: module.function_at(line).map(|f| f.name),
-        construct: "call".into(),
-        source: module.line_text(line).unwrap_or("").trim().to_owned(),
-        condition: None,
-        condition_line: None,
-        dependence,
-        skipped_line: None,
         handler_line: None,
     }
 }

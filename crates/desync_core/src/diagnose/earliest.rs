@@ -190,12 +190,44 @@ pub(crate) fn next_by_period<T: Copy>(
     max_period: usize,
     same: impl Fn(T, T) -> bool,
 ) -> Option<T> {
+    period(history, max_period, same).map(|p| history[history.len() - p])
+}
+
+/// The smallest period (up to `max_period`) that explains the last two periods of `history`
+/// (fewer when the history is short).
+fn period<T: Copy>(history: &[T], max_period: usize, same: impl Fn(T, T) -> bool) -> Option<usize> {
     let n = history.len();
-    (1..=max_period.min(n / 2)).find_map(|p| {
+    (1..=max_period.min(n / 2)).find(|&p| {
         let span = (2 * p).min(n - p);
-        let periodic = (1..=span).all(|k| same(history[n - k], history[n - k - p]));
-        periodic.then(|| history[n - p])
+        (1..=span).all(|k| same(history[n - k], history[n - k - p]))
     })
+}
+
+/// Without frames, a rank that skipped part of a repeating step shows up as a rank whose
+/// collective at `seq` is one the pattern only issues `k` collectives later (a non-finite
+/// loss skipping backward: the peers are in the gradient buckets, it is already in the next
+/// step's loss all_reduce). When the reference continues the pattern all ranks followed, and
+/// the departed ranks' collectives from `seq` on are the pattern from `k` ahead, they skipped
+/// `k` collectives: a divergence, not a ragged size of the same call.
+fn ahead_in_pattern(
+    group: &GroupAlignment,
+    seq: u64,
+    reference: &StreamClass,
+    departed: &StreamClass,
+) -> Option<Departure> {
+    let history = history_before(reference, group.window_start, seq);
+    let p = period(&history, 64, same)?;
+    let pattern = &history[history.len() - p..];
+    if !same(pattern[0], reference.token(seq)?) {
+        return None;
+    }
+    let tail = departed.tokens_between(seq, u64::MAX);
+    if tail.is_empty() {
+        return None;
+    }
+    (1..p)
+        .find(|&k| tail.iter().enumerate().all(|(i, &t)| same(pattern[(k + i) % p], t)))
+        .map(|k| Departure::Skipped { count: k as u64 })
 }
 
 fn same(a: Token, b: Token) -> bool {
@@ -210,6 +242,9 @@ fn departure(
     departed: &StreamClass,
 ) -> Departure {
     if let Some(d) = shift(reference, departed, m.seq) {
+        return d;
+    }
+    if let Some(d) = ahead_in_pattern(group, m.seq, reference, departed) {
         return d;
     }
     let (Some(r), Some(d)) = (reference.token(m.seq), departed.token(m.seq)) else {
@@ -292,6 +327,13 @@ mod tests {
 
     fn t(sig: u64) -> Token {
         Token { sig, site: 0 }
+    }
+
+    #[test]
+    fn period_is_the_shortest_that_repeats() {
+        let h = [9, 1, 2, 3, 1, 2, 3, 1, 2, 3].map(t);
+        assert_eq!(period(&h, 64, same), Some(3));
+        assert_eq!(period(&[1, 2, 3, 4].map(t), 64, same), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod discover;
 mod groups;
 pub(crate) mod intern;
 mod json;
+mod ownership;
 mod pickle;
 
 use std::num::NonZeroI64;
@@ -17,11 +18,14 @@ use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
 pub use discover::{Candidate, split_rank, walk};
+pub use ownership::Ownership;
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Only files whose names start with this prefix; the rank follows it.
     pub prefix: Option<String>,
+    /// Which frames are library code beyond their location (`--library`, `--user-code`).
+    pub ownership: Ownership,
 }
 
 /// A decoded file plus what was odd inside it.
@@ -48,7 +52,7 @@ impl Notes {
 pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
     let (candidates, warnings) = discover(path, options)?;
     progress.start(candidates.len() as u64, "loading dumps");
-    let loader = Loader::default();
+    let loader = Loader::new(options.ownership.clone());
     candidates.into_par_iter().for_each(|c| {
         match std::fs::read(&c.path) {
             Ok(bytes) => loader.add(c.path, c.rank, &bytes),
@@ -131,6 +135,7 @@ pub fn select(
 pub struct Loader {
     rank_lists: RankLists,
     results: std::sync::Mutex<Vec<Attempt>>,
+    ownership: Ownership,
 }
 
 /// One file's outcome; the rank is what the name said (`None`: read as rank 0). For a
@@ -185,6 +190,11 @@ impl Attempt {
 }
 
 impl Loader {
+    /// A loader that applies `ownership` to the frames it decodes.
+    pub fn new(ownership: Ownership) -> Self {
+        Self { ownership, ..Self::default() }
+    }
+
     /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
     /// `rank` is the rank its name carries.
     pub fn add(&self, path: PathBuf, rank: Option<u32>, bytes: &[u8]) {
@@ -230,6 +240,7 @@ impl Loader {
         let mut trace = Trace { ranks, warnings, files_seen, ..Trace::default() };
         groups::infer(&mut trace);
         check_versions(&mut trace);
+        ownership::apply(&mut trace, &self.ownership);
         Ok(trace)
     }
 }

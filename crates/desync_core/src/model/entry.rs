@@ -28,19 +28,54 @@ impl Frame {
         Self { function, file, line, library }
     }
 
-    /// Frames inside torch itself (the `all_reduce` wrapper, `c10d_logger`) say nothing about
-    /// the user's control flow; they are skipped when comparing call sites.
+    /// Library code: frames whose file lives where installed packages and the interpreter's
+    /// own modules live (see [`is_library_file`]). The user's code is everything else; a
+    /// collective issued inside a library is shown at the innermost user frame that led to it.
     pub fn is_library(&self) -> bool {
         self.library
     }
+
+    /// The same frame, with its library/user decision overridden (`--library`/`--user-code`).
+    #[must_use]
+    pub fn with_library(mut self, library: bool) -> Self {
+        self.library = library;
+        self
+    }
 }
 
-fn is_library_file(f: &str) -> bool {
-    f.contains("/torch/distributed/")
-        || f.contains("/torch/nn/parallel/")
-        || f.contains("/torch/utils/")
-        || f.contains("/torch/_dynamo/")
-        || f.starts_with('<')
+/// Whether a frame's file is library code, by where it lives: under `site-packages` or
+/// `dist-packages` (every pip, conda and Debian install), in the interpreter's standard library
+/// (`…/lib/python3.11/…`, `…/lib64/python3.X/…`), or not a file at all (`<frozen …>`,
+/// `<string>`). A source checkout of torch or a framework is found by the loader instead, from
+/// the innermost frame of each stack (which is always torch's own code).
+pub fn is_library_file(f: &str) -> bool {
+    if f.starts_with('<') {
+        return true;
+    }
+    let mut previous = "";
+    for segment in f.split(['/', '\\']) {
+        if segment == "site-packages" || segment == "dist-packages" {
+            return true;
+        }
+        if (previous == "lib" || previous == "lib64") && is_python_dir(segment) {
+            return true;
+        }
+        previous = segment;
+    }
+    false
+}
+
+/// `python3.11`, `python3.13t`, `python2.7`.
+fn is_python_dir(segment: &str) -> bool {
+    segment.strip_prefix("python").is_some_and(|v| {
+        let mut parts = v.trim_end_matches(['t', 'd', 'm']).splitn(2, '.');
+        let major = parts.next().unwrap_or("");
+        let minor = parts.next().unwrap_or("");
+        !major.is_empty()
+            && major.bytes().all(|b| b.is_ascii_digit())
+            && !minor.is_empty()
+            && minor.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// Completion state as FR records it. Gloo and hook-recorded entries stay `Scheduled`.
@@ -191,6 +226,30 @@ impl Entry {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn library_files_are_known_by_where_they_live() {
+        for f in [
+            "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py",
+            "/usr/lib/python3/dist-packages/numpy/core.py",
+            "/usr/lib/python3.11/threading.py",
+            "/root/.pyenv/versions/3.11.7/lib/python3.11/contextlib.py",
+            "/opt/conda/lib64/python3.13t/functools.py",
+            "<frozen importlib._bootstrap>",
+            "C:\\Python311\\Lib\\site-packages\\torch\\x.py",
+        ] {
+            assert!(super::is_library_file(f), "{f}");
+        }
+        for f in [
+            "/workspace/trainer/train.py",
+            "/tmp/desync-jobs/early_stop/train.py",
+            "/home/me/lib/python_utils/x.py",
+            "/srv/lib/pythonic/x.py",
+            "train.py",
+        ] {
+            assert!(!super::is_library_file(f), "{f}");
+        }
+    }
+
     /// Entries dominate memory (93% of the peak at 4,096 ranks when they were 232 bytes,
     /// BENCHMARKS.md): 16,384 ranks x 2,000 entries is 32M of them, and every 8 bytes here is
     /// 260 MB there. 80 = four u64 ids, the `Call` pointer, three times, the duration, the state

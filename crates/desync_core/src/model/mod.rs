@@ -12,7 +12,7 @@ mod ranks;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State};
+pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State, is_library_file};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
 

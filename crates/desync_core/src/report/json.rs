@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::Analysis;
 use crate::align::{Alignment, GroupAlignment, Mismatch, MismatchKind, P2pMismatch, Progress};
-use crate::bridge::{BranchPoint, NotFound, Probe, SideStack, Snippet};
+use crate::bridge::{BranchPoint, Candidate, NotFound, Probe, SideStack, Snippet};
 use crate::diagnose::{Departure, Position};
 use crate::model::{Entry, ProcessGroup, Trace, Warning, format_ranks};
 
@@ -150,6 +150,7 @@ struct P2pView<'a> {
 #[derive(Serialize)]
 struct Code<'a> {
     branch: Option<&'a BranchPoint>,
+    candidates: &'a [Candidate],
     explanation: &'a str,
     snippet: Option<&'a Snippet>,
     stacks: &'a [SideStack],
@@ -221,6 +222,7 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             .collect(),
         code: a.code.as_ref().map(|c| Code {
             branch: c.branch.as_ref(),
+            candidates: &c.candidates,
             explanation: &c.explanation,
             snippet: c.snippet.as_ref(),
             stacks: &c.stacks,

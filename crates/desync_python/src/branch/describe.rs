@@ -5,28 +5,34 @@ use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtTry};
 use ruff_text_size::Ranged;
 
 use super::{Candidate, Decider, Guard};
-use crate::dependence::{Classifier, enclosing_handler};
+use crate::dependence::enclosing_handler;
 use crate::expr::snippet;
+use crate::flow::Analysis;
 use crate::module::Module;
 use crate::types::{Branch, Construct, Dependence, DependenceKind, Jump};
 
-pub(super) fn branch(module: &Module, candidate: &Candidate<'_>) -> Branch {
+pub(super) fn branch(cx: &Analysis<'_>, module: &Module, candidate: &Candidate<'_>) -> Branch {
     let parts = match candidate.decider {
         Decider::If { stmt, clause } => {
             let clause = clause.and_then(|i| stmt.elif_else_clauses.get(i));
             match clause.and_then(|c| c.test.as_ref().map(|t| (c, t))) {
-                Some((c, test)) => Parts::new(module, Construct::Elif, c.start(), Some(test)),
-                None => Parts::new(module, Construct::If, stmt.start(), Some(&stmt.test)),
+                Some((c, test)) => Parts::new(cx, module, Construct::Elif, c.start(), Some(test)),
+                None => Parts::new(cx, module, Construct::If, stmt.start(), Some(&stmt.test)),
             }
         }
         Decider::Loop(stmt) => match stmt {
-            Stmt::For(s) => Parts::new(module, Construct::For, s.start(), Some(&s.iter)),
-            Stmt::While(s) => Parts::new(module, Construct::While, s.start(), Some(&s.test)),
-            _ => Parts::new(module, Construct::For, stmt.start(), None),
+            Stmt::For(s) => {
+                // How many times the loop runs is what differs, not what its items hold.
+                let mut parts = Parts::new(cx, module, Construct::For, s.start(), None);
+                parts.set_length_condition(cx, module, s.start(), &s.iter);
+                parts
+            }
+            Stmt::While(s) => Parts::new(cx, module, Construct::While, s.start(), Some(&s.test)),
+            _ => Parts::new(cx, module, Construct::For, stmt.start(), None),
         },
-        Decider::Except { stmt, handler } => except(module, stmt, handler),
+        Decider::Except { stmt, handler } => except(cx, module, stmt, handler),
         Decider::With(stmt) => {
-            let mut parts = Parts::new(module, Construct::With, stmt.start(), None);
+            let mut parts = Parts::new(cx, module, Construct::With, stmt.start(), None);
             let items: Vec<&str> =
                 stmt.items.iter().map(|i| module.text(i.context_expr.range())).collect();
             parts.condition = Some(items.join(", "));
@@ -39,27 +45,34 @@ pub(super) fn branch(module: &Module, candidate: &Candidate<'_>) -> Branch {
         }
         Decider::Jump(target) => match target.guard {
             Guard::If { stmt, clause } => {
-                let mut parts = Parts::new(module, target.construct, target.stmt.start(), None);
+                let mut parts = Parts::new(cx, module, target.construct, target.stmt.start(), None);
                 let clause = clause.and_then(|i| stmt.elif_else_clauses.get(i));
                 let (start, test) = match clause.and_then(|c| c.test.as_ref().map(|t| (c, t))) {
                     Some((c, test)) => (c.start(), test),
                     // The body and the `else` of an `if` are both decided by its own test.
                     None => (stmt.start(), &*stmt.test),
                 };
-                parts.set_condition(module, start, test);
+                parts.set_condition(cx, module, start, test);
                 parts
             }
-            Guard::Handler { stmt, index } => except(module, stmt, index),
+            Guard::Handler { stmt, index } => except(cx, module, stmt, index),
         },
     };
-    finish(module, parts, candidate.skipped_line)
+    let mut branch = finish(module, parts, candidate.skipped_line);
+    branch.indirect = candidate.indirect;
+    branch
 }
 
 /// A conditional expression (`order = [a, b] if c else [b, a]`) decides like an `if` written
 /// at its statement.
-pub(super) fn conditional_expression(module: &Module, stmt: &Stmt, test: &Expr) -> Branch {
-    let mut parts = Parts::new(module, Construct::If, stmt.start(), None);
-    parts.set_condition(module, stmt.start(), test);
+pub(super) fn conditional_expression(
+    cx: &Analysis<'_>,
+    module: &Module,
+    stmt: &Stmt,
+    test: &Expr,
+) -> Branch {
+    let mut parts = Parts::new(cx, module, Construct::If, stmt.start(), None);
+    parts.set_condition(cx, module, stmt.start(), test);
     finish(module, parts, None)
 }
 
@@ -81,6 +94,11 @@ fn finish(module: &Module, mut parts: Parts, skipped_line: Option<u32>) -> Branc
         skipped_line,
         jump: parts.jump,
         parameters: parts.parameters,
+        length_parameters: parts.length_parameters,
+        agreed: parts.agreed,
+        configuration: parts.configuration,
+        complete: parts.complete,
+        indirect: false,
     }
 }
 
@@ -92,12 +110,17 @@ struct Parts {
     condition_line: Option<u32>,
     dependence: Vec<Dependence>,
     parameters: Vec<String>,
+    length_parameters: Vec<String>,
+    agreed: Vec<String>,
+    configuration: Vec<String>,
+    complete: bool,
     jump: Option<Jump>,
 }
 
 impl Parts {
     /// A construct at `start`, decided by `condition` evaluated there.
     fn new(
+        cx: &Analysis<'_>,
         module: &Module,
         construct: Construct,
         start: ruff_text_size::TextSize,
@@ -110,30 +133,62 @@ impl Parts {
             condition_line: None,
             dependence: Vec::new(),
             parameters: Vec::new(),
+            length_parameters: Vec::new(),
+            agreed: Vec::new(),
+            configuration: Vec::new(),
+            complete: false,
             jump: None,
         };
         if let Some(test) = condition {
-            parts.set_condition(module, start, test);
+            parts.set_condition(cx, module, start, test);
         }
         parts
     }
 
-    fn set_condition(&mut self, module: &Module, start: ruff_text_size::TextSize, test: &Expr) {
+    fn set_length_condition(
+        &mut self,
+        cx: &Analysis<'_>,
+        module: &Module,
+        start: ruff_text_size::TextSize,
+        iterable: &Expr,
+    ) {
+        self.condition = Some(module.text(iterable.range()).to_owned());
+        self.condition_line = Some(module.line_of(iterable.start()));
+        let deps = cx.length_of(module, iterable, start);
+        self.set_dependence(deps);
+    }
+
+    fn set_dependence(&mut self, deps: crate::flow::Deps) {
+        self.dependence = deps.to_public();
+        self.complete =
+            deps.opaque.is_none() && deps.params.is_empty() && deps.length_params.is_empty();
+        self.parameters = deps.params;
+        self.length_parameters = deps.length_params;
+        self.agreed = deps.agreed;
+        self.configuration = deps.config;
+    }
+
+    fn set_condition(
+        &mut self,
+        cx: &Analysis<'_>,
+        module: &Module,
+        start: ruff_text_size::TextSize,
+        test: &Expr,
+    ) {
         self.condition = Some(module.text(test.range()).to_owned());
         self.condition_line = Some(module.line_of(test.start()));
-        let mut classifier = Classifier::at_line(module, module.line_of(start));
-        classifier.expr(test, module.source(), start);
-        (self.dependence, self.parameters) = classifier.finish_with_parameters();
+        let deps = cx.dependence_of(module, test, start);
+        self.set_dependence(deps);
     }
 }
 
 /// An `except` clause: only the ranks that raised run it; its jump, if any, says where they go.
-fn except(module: &Module, stmt: &StmtTry, index: usize) -> Parts {
+fn except(cx: &Analysis<'_>, module: &Module, stmt: &StmtTry, index: usize) -> Parts {
     let Some(handler) = stmt.handlers.get(index) else {
-        return Parts::new(module, Construct::Try, stmt.start(), None);
+        return Parts::new(cx, module, Construct::Try, stmt.start(), None);
     };
     let ExceptHandler::ExceptHandler(h) = handler;
-    let mut parts = Parts::new(module, Construct::Except, h.start(), None);
+    let mut parts = Parts::new(cx, module, Construct::Except, h.start(), None);
     let clause = match &h.type_ {
         Some(ty) => {
             parts.condition = Some(module.text(ty.range()).to_owned());

@@ -87,13 +87,19 @@ pub(super) fn skipping<'a>(
         }
         let before = site.line < skipped.line;
         let innermost = site.loops.last().copied();
+        let mut indirect = false;
         let weak = match site.construct {
             Construct::Continue => {
                 let Some(lp) = innermost.filter(|lp| encloses(lp) && before) else { continue };
                 match other {
                     None => true,
                     Some(o) if in_loop_body(o, lp) => false,
-                    Some(_) => continue,
+                    // The other group is past the loop: a skipped pass explains that only if it
+                    // shifted this group's collectives (the loop ran as often everywhere).
+                    Some(_) => {
+                        indirect = true;
+                        true
+                    }
                 }
             }
             Construct::Break => {
@@ -113,7 +119,9 @@ pub(super) fn skipping<'a>(
         };
         let distance = site.line.abs_diff(skipped.line);
         let target = Target { stmt: site.stmt, construct: site.construct, guard };
-        ranked.push(((weak, !before, distance), Candidate::jump(target, skipped.line)));
+        let mut candidate = Candidate::jump(target, skipped.line);
+        candidate.indirect = indirect;
+        ranked.push(((weak, !before, distance), candidate));
     }
     ranked.sort_by_key(|(key, _)| *key);
     ranked.into_iter().map(|(_, c)| c).collect()

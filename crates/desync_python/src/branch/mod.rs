@@ -23,6 +23,7 @@ mod structure;
 use ruff_python_ast::{ExceptHandler, Stmt, StmtIf, StmtTry, StmtWith};
 use ruff_text_size::Ranged;
 
+use crate::flow::Analysis;
 use crate::module::Module;
 use crate::tree::Path;
 use crate::types::{Branch, Construct, DependenceKind, Jump};
@@ -74,16 +75,25 @@ pub(super) enum Decider<'a> {
 pub(super) struct Candidate<'a> {
     pub decider: Decider<'a>,
     pub skipped_line: Option<u32>,
+    /// See [`Branch::indirect`](crate::Branch::indirect).
+    pub indirect: bool,
 }
 
 impl<'a> Candidate<'a> {
     pub(super) fn jump(target: Target<'a>, skipped: u32) -> Self {
-        Candidate { decider: Decider::Jump(target), skipped_line: Some(skipped) }
+        Candidate { decider: Decider::Jump(target), skipped_line: Some(skipped), indirect: false }
     }
 }
 
-pub(crate) fn find(module: &Module, line_a: u32, line_b: Option<u32>) -> Option<Branch> {
-    let path_a = module.path(line_a)?;
+/// Every construct that can send the ranks at `line_a` and `line_b` different ways, most
+/// specific first (see the module's doc), each described with its condition's dependence.
+pub(crate) fn candidates(
+    cx: &Analysis<'_>,
+    module: &Module,
+    line_a: u32,
+    line_b: Option<u32>,
+) -> Vec<Branch> {
+    let Some(path_a) = module.path(line_a) else { return Vec::new() };
     let sites = jumps::sites(module, scope_suite(module, &path_a));
     let path_b = line_b
         .filter(|b| *b != line_a)
@@ -104,32 +114,35 @@ pub(crate) fn find(module: &Module, line_a: u32, line_b: Option<u32>) -> Option<
         candidates.extend(structure::enclosing(module, &path_a));
     }
 
-    let mut first = None;
-    for candidate in candidates.iter().take(MAX_CANDIDATES) {
-        let branch = describe::branch(module, candidate);
-        if informative(&branch) {
-            return Some(branch);
-        }
-        first.get_or_insert(branch);
-    }
-    first
+    candidates.iter().take(MAX_CANDIDATES).map(|c| describe::branch(cx, module, c)).collect()
+}
+
+/// The first candidate whose condition shows a reason to differ across ranks, else the first.
+pub(crate) fn find(
+    cx: &Analysis<'_>,
+    module: &Module,
+    line_a: u32,
+    line_b: Option<u32>,
+) -> Option<Branch> {
+    let all = candidates(cx, module, line_a, line_b);
+    all.iter().find(|b| informative(b)).or(all.first()).cloned()
 }
 
 /// Every construct that decides whether `line` runs: guarded jumps that can skip it (nearest
 /// first), then the statements around it (innermost first).
-pub(crate) fn guards(module: &Module, line: u32) -> Vec<Branch> {
+pub(crate) fn guards(cx: &Analysis<'_>, module: &Module, line: u32) -> Vec<Branch> {
     let Some(path) = module.path(line) else { return Vec::new() };
     let sites = jumps::sites(module, scope_suite(module, &path));
     jumps::skipping(&sites, &path, None)
         .into_iter()
         .chain(structure::enclosing(module, &path))
-        .map(|c| describe::branch(module, &c))
+        .map(|c| describe::branch(cx, module, &c))
         .collect()
 }
 
 /// The `if` that reorders the list a loop around `line` walks (see [`order`]).
-pub(crate) fn find_order(module: &Module, line: u32) -> Option<Branch> {
-    order::find(module, line)
+pub(crate) fn find_order(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Branch> {
+    order::find(cx, module, line)
 }
 
 /// The first jump directly in an `except` body (the `continue` of `except E: log(); continue`).

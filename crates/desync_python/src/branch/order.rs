@@ -26,6 +26,7 @@ use ruff_text_size::{Ranged, TextRange};
 use super::{Candidate, Decider, describe, informative, scope_suite};
 use crate::call::call_at;
 use crate::expr::{self, last_segment, root_name};
+use crate::flow::Analysis;
 use crate::module::Module;
 use crate::tree::{self, Frame, Slot};
 use crate::types::Branch;
@@ -43,7 +44,7 @@ enum Decision<'a> {
     Expression { test: &'a Expr, stmt: &'a Stmt },
 }
 
-pub(crate) fn find(module: &Module, line: u32) -> Option<Branch> {
+pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Branch> {
     let path = module.path(line)?;
     let function = scope_suite(module, &path);
     let call = call_at(module, line);
@@ -81,7 +82,7 @@ pub(crate) fn find(module: &Module, line: u32) -> Option<Branch> {
 
     let mut first = None;
     for decision in decisions {
-        let branch = describe_decision(module, decision);
+        let branch = describe_decision(cx, module, decision);
         if informative(&branch) {
             return Some(branch);
         }
@@ -243,7 +244,7 @@ fn assigned_value(stmt: &Stmt) -> Option<&Expr> {
     }
 }
 
-fn describe_decision(module: &Module, decision: Decision<'_>) -> Branch {
+fn describe_decision(cx: &Analysis<'_>, module: &Module, decision: Decision<'_>) -> Branch {
     match decision {
         Decision::Clause { stmt, slot } => {
             let clause = match slot {
@@ -254,9 +255,15 @@ fn describe_decision(module: &Module, decision: Decision<'_>) -> Branch {
                 }
                 _ => None,
             };
-            let candidate = Candidate { decider: Decider::If { stmt, clause }, skipped_line: None };
-            describe::branch(module, &candidate)
+            let candidate = Candidate {
+                decider: Decider::If { stmt, clause },
+                skipped_line: None,
+                indirect: false,
+            };
+            describe::branch(cx, module, &candidate)
         }
-        Decision::Expression { test, stmt } => describe::conditional_expression(module, stmt, test),
+        Decision::Expression { test, stmt } => {
+            describe::conditional_expression(cx, module, stmt, test)
+        }
     }
 }

@@ -66,12 +66,16 @@ fn inside<'a>(module: &Module, path: &Path<'a>, from: usize) -> Vec<Candidate<'a
     let offset = path.levels.len() - levels.len();
     let mut out = Vec::new();
     if let Some(leaf) = levels.last().filter(|l| is_loop(l.stmt()) && path.levels.len() > from) {
-        out.push(Candidate { decider: Decider::Loop(leaf.stmt()), skipped_line: Some(path.line) });
+        out.push(Candidate {
+            decider: Decider::Loop(leaf.stmt()),
+            skipped_line: Some(path.line),
+            indirect: false,
+        });
     }
     for pair in path.levels.windows(2).skip(from.max(offset)).rev() {
         let (outer, inner): (&Level<'a>, &Level<'a>) = (&pair[0], &pair[1]);
         if let Some(decider) = decider_for(outer.stmt(), inner.slot) {
-            out.push(Candidate { decider, skipped_line: Some(path.line) });
+            out.push(Candidate { decider, skipped_line: Some(path.line), indirect: false });
         }
     }
     out
@@ -116,7 +120,7 @@ fn between_blocks(owner: &Stmt, a: Slot, b: Slot) -> Option<Candidate<'_>> {
         _ if is_loop(owner) => Decider::Loop(owner),
         _ => return None,
     };
-    Some(Candidate { decider, skipped_line: None })
+    Some(Candidate { decider, skipped_line: None, indirect: false })
 }
 
 fn earlier(a: Slot, b: Slot) -> Slot {

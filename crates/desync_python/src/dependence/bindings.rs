@@ -4,7 +4,7 @@
 //! from the previous loop iteration) the last binding in the scope. Names a function never
 //! binds are looked up at module level (`RANK = int(os.environ["RANK"])` at the top of a file).
 
-use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtFunctionDef};
+use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use crate::expr;
@@ -41,16 +41,28 @@ pub(crate) enum Source<'a> {
     Augmented(&'a Expr),
     /// `for x in iter`.
     LoopItem(&'a Expr),
-    /// The index of `enumerate(...)` or `range(...)`: equal on every rank in the same iteration.
-    LoopCounter,
+    /// One name of a tuple target, `for step, x in iter`: element `usize` of each item.
+    LoopElement(&'a Expr, usize),
+    /// The index of `enumerate(iter)` or the variable of `range(...)`: it counts iterations, so
+    /// it can differ across ranks only where the number of iterations can (the expression is
+    /// the iterable counted: the `range(...)` call, or `enumerate`'s argument).
+    LoopCounter(&'a Expr),
+    /// One name of a tuple target unpacking a value that is not a tuple display:
+    /// `rank, world = setup()` binds element `usize` of the value.
+    Element(&'a Expr, usize),
     /// `with ctx as x`.
     WithItem(&'a Expr),
     /// `except T as x`.
     Caught,
     /// A parameter of the scope's function.
     Parameter,
-    /// `def`, `class` or `import`: code and modules, the same on every rank.
-    Definition,
+    /// `import a.b as c` (module `a.b`), `from m import n` (module `m`, name `n`); `level`
+    /// counts the dots of a relative import.
+    Import { module: &'a str, name: Option<&'a str>, level: u32 },
+    /// A `def` of the scope.
+    Function(&'a StmtFunctionDef),
+    /// A `class` of the scope.
+    Class(&'a StmtClassDef),
 }
 
 /// One binding of a name.
@@ -143,13 +155,26 @@ fn stmt_bindings<'a>(stmt: &'a Stmt, name: &str, out: &mut Vec<Found<'a>>) {
                 }
             }
         }
-        Stmt::FunctionDef(s) if s.name.id.as_str() == name => push(Source::Definition, s.end()),
-        Stmt::ClassDef(s) if s.name.id.as_str() == name => push(Source::Definition, s.end()),
-        Stmt::Import(s) if s.names.iter().any(|a| alias_binds(a, name)) => {
-            push(Source::Definition, s.end());
+        Stmt::FunctionDef(s) if s.name.id.as_str() == name => push(Source::Function(s), s.end()),
+        Stmt::ClassDef(s) if s.name.id.as_str() == name => push(Source::Class(s), s.end()),
+        Stmt::Import(s) => {
+            for alias in s.names.iter().filter(|a| alias_binds(a, name)) {
+                let full = alias.name.id.as_str();
+                // `import torch.distributed` binds `torch`, the package itself.
+                let module = if alias.asname.is_some() {
+                    full
+                } else {
+                    full.split('.').next().unwrap_or(full)
+                };
+                push(Source::Import { module, name: None, level: 0 }, s.end());
+            }
         }
-        Stmt::ImportFrom(s) if s.names.iter().any(|a| alias_binds(a, name)) => {
-            push(Source::Definition, s.end());
+        Stmt::ImportFrom(s) => {
+            for alias in s.names.iter().filter(|a| alias_binds(a, name)) {
+                let module = s.module.as_ref().map_or("", |m| m.id.as_str());
+                let name = Some(alias.name.id.as_str());
+                push(Source::Import { module, name, level: s.level }, s.end());
+            }
         }
         _ => {}
     }
@@ -186,16 +211,21 @@ fn bind_target<'a>(
 ) {
     match target {
         Expr::Name(n) if n.id.as_str() == name => {
-            if let Some(v) = value {
-                push(Source::Value(v));
-            } else {
-                push(Source::Definition);
-            }
+            // Without a value (`with ... as x`), the caller says what binds.
+            push(Source::Value(value.unwrap_or(target)));
         }
         Expr::Tuple(_) | Expr::List(_) | Expr::Starred(_) => {
             let targets = elements(target);
             let values = value.map(elements).filter(|v| v.len() == targets.len());
             for (i, t) in targets.into_iter().enumerate() {
+                if values.is_none()
+                    && let Some(v) = value
+                    && matches!(t, Expr::Name(n) if n.id.as_str() == name)
+                {
+                    // `rank, world = setup()`: element i of what the call returns.
+                    push(Source::Element(v, i));
+                    continue;
+                }
                 let v = values.as_ref().map_or(value, |vs| Some(vs[i]));
                 bind_target(t, v, name, push);
             }
@@ -231,14 +261,19 @@ fn loop_bindings<'a>(
         }
     };
     match call {
-        Some((Some("range"), _)) => each(target, Source::LoopCounter),
+        Some((Some("range"), _)) => each(target, Source::LoopCounter(iter)),
         Some((Some("enumerate"), args)) if targets.len() == 2 && !args.is_empty() => {
-            each(targets[0], Source::LoopCounter);
+            each(targets[0], Source::LoopCounter(&args[0]));
             each(targets[1], Source::LoopItem(&args[0]));
         }
         Some((Some("zip"), args)) if targets.len() == args.len() => {
             for (t, a) in targets.into_iter().zip(args.iter()) {
                 each(t, Source::LoopItem(a));
+            }
+        }
+        _ if targets.len() > 1 && matches!(target, Expr::Tuple(_) | Expr::List(_)) => {
+            for (i, t) in targets.into_iter().enumerate() {
+                each(t, Source::LoopElement(iter, i));
             }
         }
         _ => each(target, Source::LoopItem(iter)),
@@ -287,11 +322,15 @@ def train(model, loader, steps):
             Some(Source::Value(_)) => "value",
             Some(Source::Augmented(_)) => "aug",
             Some(Source::LoopItem(_)) => "item",
-            Some(Source::LoopCounter) => "counter",
+            Some(Source::LoopElement(..)) => "element of item",
+            Some(Source::Element(..)) => "element",
+            Some(Source::LoopCounter(_)) => "counter",
             Some(Source::WithItem(_)) => "with",
             Some(Source::Caught) => "caught",
             Some(Source::Parameter) => "param",
-            Some(Source::Definition) => "def",
+            Some(Source::Import { .. }) => "import",
+            Some(Source::Function(_)) => "function",
+            Some(Source::Class(_)) => "class",
             None => "none",
         }
     }
@@ -310,7 +349,7 @@ def train(model, loader, steps):
         assert_eq!(kind(find(&m, "nxt", 17)), "value");
         assert_eq!(kind(find(&m, "steps", 7)), "param");
         assert_eq!(kind(find(&m, "RANK", 7)), "value");
-        assert_eq!(kind(find(&m, "dist", 7)), "def");
+        assert_eq!(kind(find(&m, "dist", 7)), "import");
         assert_eq!(kind(find(&m, "nothing", 7)), "none");
     }
 

@@ -140,11 +140,13 @@ pub(crate) fn trace(module: &Module, line: u32, expr_source: &str) -> Vec<ValueS
             Source::Augmented(v) => (StepKind::Augmented, Some(v)),
             Source::LoopItem(v) => (StepKind::LoopItem, Some(v)),
             Source::WithItem(v) => (StepKind::WithItem, Some(v)),
-            Source::LoopCounter => (StepKind::LoopCounter, None),
+            Source::LoopElement(v, _) => (StepKind::LoopItem, Some(v)),
+            Source::Element(v, _) => (StepKind::Value, Some(v)),
+            Source::LoopCounter(_) => (StepKind::LoopCounter, None),
             Source::Caught => (StepKind::Caught, None),
             Source::Parameter => (StepKind::Parameter, None),
             // Imports, functions and classes: code, the same on every rank.
-            Source::Definition => continue,
+            Source::Import { .. } | Source::Function(_) | Source::Class(_) => continue,
         };
         steps.push(ValueStep {
             name: Some(name.clone()),

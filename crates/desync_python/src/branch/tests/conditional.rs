@@ -6,8 +6,8 @@ use crate::{Construct, DependenceKind, Module};
 const RANK_ZERO_LOGGING: &str = "\
 import torch
 import torch.distributed as dist
-
-def train(model, loader, opt, rank):
+rank = dist.get_rank()
+def train(model, loader, opt):
     for step, batch in enumerate(loader):
         loss = model(batch)
         loss.backward()
@@ -27,7 +27,7 @@ fn extra_collective_under_rank_condition() {
     assert_eq!(b.source, "if rank == 0:");
     assert_eq!(b.skipped_line, Some(line(src, "# <A>")));
     assert_eq!(kinds(&b), [DependenceKind::RankId]);
-    assert_eq!(b.dependence[0].evidence, "`rank`");
+    assert_eq!(b.dependence[0].evidence, "`rank` = `dist.get_rank()` (line 3) ← `dist.get_rank()`");
     // Same answer whichever group is called A, and when B left the function.
     assert_eq!(branch_swapped(src).unwrap().line, 9);
     let m = Module::parse(src);
@@ -37,6 +37,7 @@ fn extra_collective_under_rank_condition() {
 #[test]
 fn elif_on_get_rank() {
     let src = "\
+import torch.distributed as dist
 def train_step(model, batch, step, x):
     if step % 100 == 0:
         save(model)
@@ -69,8 +70,11 @@ def exchange(a, out):
 #[test]
 fn else_and_elif_blocks_pick_the_first_deciding_test() {
     let src = "\
-def f(x, loss):
-    if is_main_process():
+from accelerate import PartialState
+from torch.utils.data import DataLoader
+def f(x, ds):
+    loss = next(iter(DataLoader(ds))).sum()
+    if PartialState().is_main_process:
         dist.broadcast(x, 0)
     elif loss.item() > 3:
         dist.all_reduce(x)  # <A>
@@ -81,15 +85,17 @@ def f(x, loss):
     assert_branch(&b, Construct::Elif, src, "elif", "loss.item() > 3");
     assert_eq!(kinds(&b), [DependenceKind::LocalData]);
     let m = Module::parse(src);
-    let b = m.find_branch(3, Some(7)).unwrap();
-    assert_branch(&b, Construct::If, src, "if is_main", "is_main_process()");
+    let b = m.find_branch(6, Some(10)).unwrap();
+    assert_branch(&b, Construct::If, src, "if PartialState", "PartialState().is_main_process");
     assert_eq!(kinds(&b), [DependenceKind::RankId]);
 }
 
 #[test]
-fn consensus_flag_is_still_reported() {
-    // The all_reduce(MIN) makes the flag identical everywhere; reporting the `if` is fine.
+fn an_agreed_flag_is_still_the_branch_but_depends_on_nothing() {
+    // The all_reduce(MIN) makes the flag identical everywhere: the `if` is still where the
+    // paths part, and the analysis says the decision is agreed.
     let src = "\
+import torch.distributed as dist
 def step(loss, grad):
     flag = torch.tensor([float(torch.isfinite(loss))])
     dist.all_reduce(flag, op=dist.ReduceOp.MIN)
@@ -99,7 +105,8 @@ def step(loss, grad):
 ";
     let b = branch(src).unwrap();
     assert_branch(&b, Construct::If, src, "if flag", "flag.item() > 0");
-    assert_eq!(kinds(&b), [DependenceKind::LocalData]);
+    assert!(b.dependence.is_empty(), "{:?}", b.dependence);
+    assert!(b.agreed[0].contains("dist.all_reduce(flag"), "{:?}", b.agreed);
 }
 
 #[test]
@@ -141,7 +148,6 @@ fn condition_kinds_time_randomness_environment() {
         ("time.perf_counter() - t0 > budget", DependenceKind::Time),
         ("os.path.exists(ckpt_path)", DependenceKind::Environment),
         ("socket.gethostname().startswith('gpu')", DependenceKind::Environment),
-        ("cfg.log_every > 0", DependenceKind::Environment),
         ("torch.rand(1).item() < p", DependenceKind::Randomness),
     ];
     for (cond, kind) in cases {
@@ -166,7 +172,7 @@ def f(x, use_fast_path):
     let b = branch(src).unwrap();
     assert_eq!(b.construct, Construct::If);
     assert_eq!(kinds(&b), [DependenceKind::Unknown]);
-    assert_eq!(b.dependence[0].evidence, "`use_fast_path` (parameter of `f`)");
+    assert_eq!(b.dependence[0].evidence, "`use_fast_path` (a parameter: the caller decides)");
     assert_eq!(b.parameters, ["use_fast_path"]);
 }
 

@@ -6,29 +6,33 @@ use crate::{Construct, DependenceKind, Module};
 #[test]
 fn ragged_loader_for_loop() {
     let src = "\
-def train(model, loader, opt):
-    for batch in loader:
+from torch.utils.data import DataLoader
+def train(model, dataset, opt):
+    for batch in DataLoader(dataset[dist.get_rank()::4]):
         loss = model(batch)
         loss.backward()  # <A>
         opt.step()
     dist.barrier()  # <B>
 ";
     let b = branch(src).unwrap();
-    assert_branch(&b, Construct::For, src, "for batch", "loader");
-    assert_eq!(b.source, "for batch in loader:");
-    assert_eq!(kinds(&b), [DependenceKind::LocalData]);
-    assert_eq!(b.dependence[0].evidence, "`loader`");
-    assert_eq!(b.skipped_line, Some(4));
+    let iterable = "DataLoader(dataset[dist.get_rank()::4])";
+    assert_branch(&b, Construct::For, src, "for batch", iterable);
+    assert_eq!(b.source, format!("for batch in {iterable}:"));
+    // The length of the rank's slice of the dataset: the rank id, and the dataset's length.
+    assert_eq!(kinds(&b), [DependenceKind::RankId]);
+    assert_eq!(b.dependence[0].evidence, "`dist.get_rank()`");
+    assert_eq!(b.length_parameters, ["dataset"]);
+    assert_eq!(b.skipped_line, Some(5));
     assert_eq!(branch_swapped(src).unwrap().construct, Construct::For);
     // B already returned from the function.
-    assert_eq!(Module::parse(src).find_branch(4, None).unwrap().construct, Construct::For);
+    assert_eq!(Module::parse(src).find_branch(5, None).unwrap().construct, Construct::For);
 }
 
 #[test]
 fn while_on_a_rank_local_limit() {
     let src = "\
-def train(shard, batch_size, x):
-    max_steps_local = len(shard) // batch_size
+def train(shard_dir, batch_size, x):
+    max_steps_local = len(os.listdir(shard_dir)) // batch_size
     step = 0
     while step < max_steps_local:
         dist.all_reduce(x)  # <A>
@@ -37,10 +41,10 @@ def train(shard, batch_size, x):
 ";
     let b = branch(src).unwrap();
     assert_branch(&b, Construct::While, src, "while", "step < max_steps_local");
-    assert_eq!(kinds(&b), [DependenceKind::LocalData]);
+    assert_eq!(kinds(&b), [DependenceKind::Environment]);
     assert_eq!(
         b.dependence[0].evidence,
-        "`max_steps_local` (assigned from `len(shard) // batch_size` at line 2)"
+        "`max_steps_local` = `len(os.listdir(shard_dir)) // batch_size` (line 2) ← `os.listdir(shard_dir)`"
     );
 }
 
@@ -55,7 +59,8 @@ def train(loader, x):
 ";
     let b = branch(src).unwrap();
     assert_branch(&b, Construct::For, src, "for i", "range(n)");
-    assert_eq!(b.dependence[0].evidence, "`n` (assigned from `len(loader)` at line 2)");
+    assert_eq!(kinds(&b), [DependenceKind::Unknown]);
+    assert_eq!(b.parameters, ["loader"]);
 }
 
 #[test]
@@ -74,16 +79,17 @@ def f(x):
 #[test]
 fn inner_loop_break_for_a_group_after_it() {
     let src = "\
-def f(loader, rank):
+from torch.utils.data import DataLoader
+def f(ds):
     for epoch in range(10):
-        for batch in loader:
-            if rank == 0 and batch is None:
+        for batch in DataLoader(ds):
+            if dist.get_rank() == 0 and batch is None:
                 break
             dist.all_reduce(batch)  # <A>
         dist.barrier()  # <B>
 ";
     let b = branch(src).unwrap();
-    assert_branch(&b, Construct::Break, src, "break", "rank == 0 and batch is None");
+    assert_branch(&b, Construct::Break, src, "break", "dist.get_rank() == 0 and batch is None");
     assert_eq!(kinds(&b), [DependenceKind::RankId, DependenceKind::LocalData]);
 }
 

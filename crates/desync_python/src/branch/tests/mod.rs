@@ -87,7 +87,7 @@ for batch in loader:
     let b = branch(src).unwrap();
     assert_branch(&b, Construct::If, src, "if rank", "rank == 0");
     assert_eq!(b.function, None);
-    assert_eq!(b.dependence[0].evidence, "`rank` (assigned from `dist.get_rank()` at line 2)");
+    assert_eq!(b.dependence[0].evidence, "`rank` = `dist.get_rank()` (line 2) ← `dist.get_rank()`");
 }
 
 #[test]
@@ -109,12 +109,12 @@ def train(loss):
 #[test]
 fn guards_list_every_deciding_construct() {
     let src = "\
-def train(loader, rank):
+def train(loader):
     for batch in loader:
         loss = model(batch)
         if not torch.isfinite(loss):
             continue
-        if rank == 0:
+        if dist.get_rank() == 0:
             dist.all_reduce(loss)
 ";
     let m = Module::parse(src);

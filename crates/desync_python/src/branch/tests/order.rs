@@ -44,7 +44,8 @@ fn pg_order_scenario_names_the_reversing_if() {
     assert_eq!(b.condition_line, Some(b.line));
     assert_eq!(b.function.as_deref(), Some("reduce_gradients"));
     assert_eq!(b.skipped_line, None);
-    assert!(kinds(&b).contains(&DependenceKind::RankId), "{b:#?}");
+    // The ranks are parameters: the caller's frame says where they come from.
+    assert_eq!(kinds(&b), [DependenceKind::Unknown], "{b:#?}");
     assert!(b.parameters.contains(&"tp_rank".to_owned()));
     // The innermost frame (the collective inside the helper) has no loop: nothing to say.
     let m = Module::parse(PG_ORDER);
@@ -116,10 +117,10 @@ def reduce(tp, dp, x, cfg):
         dist.all_reduce(x, group=g)  # <A>
 ";
     let b = order(src).unwrap();
-    // The configuration test comes first in source order, but the rank test is informative
-    // too; the first informative decision wins.
-    assert_eq!(b.construct, Construct::If);
-    assert_eq!(b.condition.as_deref(), Some("cfg.fast"));
+    // The configuration test comes first in source order, but only the rank test shows a
+    // reason to differ across ranks: the first informative decision wins.
+    assert_eq!(b.construct, Construct::Elif);
+    assert_eq!(b.condition.as_deref(), Some("dist.get_rank() < 4"));
     let m = Module::parse(src);
     assert!(m.find_order_branch(9).is_some());
 }
@@ -162,12 +163,12 @@ def reduce(groups, x, rank):
 #[test]
 fn group_loop_beats_inner_tensor_loop_and_loop_carried_reversal_counts() {
     let src = "\
-def train(loader, groups, tensors, rank):
-    for batch in loader:
+def train(ds, groups, tensors):
+    for batch in torch.utils.data.DataLoader(ds):
         for g in groups:
             for t in tensors:
                 dist.all_reduce(t, group=g)  # <A>
-        if rank % 2 and batch.sum() > 0:
+        if dist.get_rank() % 2 and batch.sum() > 0:
             groups.reverse()
 ";
     let b = order(src).unwrap();
@@ -219,8 +220,8 @@ fn direct_form_is_found_by_find_branch() {
     // `if c: f(a); f(b) else: f(b); f(a)`: the deadlocked ranks sit on different lines, so
     // their stacks part and `find_branch` already names the `if`.
     let src = "\
-def reduce(x, tp, dp, rank):
-    if rank % 2 == 0:
+def reduce(x, tp, dp):
+    if dist.get_rank() % 2 == 0:
         dist.all_reduce(x, group=tp)  # <A>
         dist.all_reduce(x, group=dp)
     else:
@@ -244,6 +245,6 @@ fn the_real_pg_order_job() {
     let b = m.find_order_branch(call).unwrap();
     assert_eq!((b.construct, b.line), (Construct::If, line(&src, "if step > args.warmup_steps")));
     assert_eq!(b.function.as_deref(), Some("reduce_gradients"));
-    assert!(kinds(&b).contains(&DependenceKind::RankId), "{b:#?}");
+    assert!(b.parameters.contains(&"tp_rank".to_owned()), "{b:#?}");
     assert_eq!(m.find_order_branch(line(&src, "reduce_gradients(model, step, args")), None);
 }

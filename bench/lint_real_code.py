@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Real-code benchmark for `desync lint`: precision, findings per kLOC and speed.
+
+Downloads pinned wheels/sdists from PyPI at bench time (never committed; cached outside the
+repo in $DESYNC_LINT_BENCH_CACHE, default ~/.cache/desync/lint-bench), verifies their
+sha256, unpacks them, and lints each with the release binary. It also lints torch's own
+`torch/distributed` from the test venv (`scripts/venv.sh`), the repository's scenario jobs
+(`tests/scenarios/*/src`) and the external cases (`../shared/external-cases/cases/*/src`).
+
+Findings are compared with the reviewed list `bench/lint_reviewed.csv` (package, version,
+file, line, rule, verdict, seen, reason). A verdict is `true` (a real risk that some ranks
+issue a collective the others don't, or a different one), `safe` (an intentional, paired or
+agreed construct: the rule describes the code but there is no desync) or `false` (the rule
+misread the code). `seen` says whether the finding was reported when the list was last
+updated. The run prints precision (true / reviewed) per rule and overall, findings per
+kLOC, lines/s per core (lines over the linter's user+system CPU time) and the unreviewed
+findings, and exits 1 when
+- a reviewed `true` finding disappears (recall on reviewed real risks must not drop), or
+- a reviewed `false` finding with seen=no comes back (a fixed false alarm must stay fixed).
+A `false` (or `safe`) finding that disappears is progress: `--update` records it (seen=no)
+so that it cannot come back unnoticed.
+
+    python3 bench/lint_real_code.py                      # download (once), lint, compare
+    python3 bench/lint_real_code.py --sample 60 --seed 12  # print a seeded sample to review
+    python3 bench/lint_real_code.py --update             # record `seen` from this run
+    python3 bench/lint_real_code.py --json out.json      # machine-readable results
+
+Run by hand, like scripts/bench.sh; it is not part of the test command or CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import hashlib
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REVIEWED = REPO / "bench" / "lint_reviewed.csv"
+FIELDS = ["package", "version", "file", "line", "rule", "verdict", "seen", "reason"]
+VERDICTS = ("true", "safe", "false")
+INDEX = "https://pypi.org/simple/{name}/"
+
+# Pinned downloads: (package, version, file name on PyPI, sha256). Wheels and sdists are only
+# unpacked, never installed or built, so a platform wheel (megatron-core) is fine anywhere.
+PINNED = [
+    ("pytorch-lightning", "2.6.6", "pytorch_lightning-2.6.6-py3-none-any.whl",
+     "71f95c7b22f25c4f91cc659e1734bcdc6c69c8b66543f2ed2d78dbe29ce2f167"),
+    ("lightning-fabric", "2.6.6", "lightning_fabric-2.6.6-py3-none-any.whl",
+     "58244e08eddb4bbd2787fe91cc6e14499fee06ee0e22a43b45772204c75e2627"),
+    ("accelerate", "1.15.0", "accelerate-1.15.0-py3-none-any.whl",
+     "97eacca0b73e45cb867dbf8c5d5d4dc32219544300e0c8992c7334dc2ef33cec"),
+    ("transformers", "5.23.0", "transformers-5.23.0-py3-none-any.whl",
+     "018e82fd07490ad5bb58414f65e31576033dc7f36bed10c574843f69b90991bf"),
+    ("torchtitan", "0.3.0", "torchtitan-0.3.0-py3-none-any.whl",
+     "5563ccf9a295b24e00a36087149e9c2d0686cecbd3972c31e67227029293af42"),
+    ("deepspeed", "0.19.8", "deepspeed-0.19.8.tar.gz",
+     "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"),
+    ("torchtune", "0.6.1", "torchtune-0.6.1-py3-none-any.whl",
+     "bcbc4ee9774b5c5829a5ff13df851e0b0e32416c018af8db53faa3472ac256e7"),
+    ("pytorch-ignite", "0.5.5", "pytorch_ignite-0.5.5-py3-none-any.whl",
+     "9a397b0899968612efd00ac75bad64f20a9a91a8244f37bdcb8888af61455cf9"),
+    ("megatron-core", "0.16.1", "megatron_core-0.16.1-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+     "38f6bef63cd4ebc4c39c1eccbaf578596accba5c47d012faffa0670913aec131"),
+    # Projects with their own training loops, trainers and checkpointing around the
+    # frameworks above (what users' code looks like).
+    ("litgpt", "0.5.13", "litgpt-0.5.13-py3-none-any.whl",
+     "da044b76c52cd44fc0564f6177ed6cf186dde24f711ce8e71e1fd9e9da5f02b2"),
+    ("trl", "1.16.0", "trl-1.16.0-py3-none-any.whl", "c4726e139dd40e1a41661511c639c8a68416782b2e3e8c0befebd77bb7ba0396"),
+    ("mosaicml", "0.32.1", "mosaicml-0.32.1-py3-none-any.whl", "d5dc601cec7af281d6a30ab8baccb7c495ee0044237893a991081f54617f8919"),
+    ("colossalai", "0.5.0", "colossalai-0.5.0.tar.gz", "883913dfd1165937f444f2673752475efdc63506c4bc3d00af33c7c8fac6d39d"),
+    ("fairscale", "0.4.13", "fairscale-0.4.13.tar.gz", "1b797825c427f5dba92253fd0d8daa574e8bd651a2423497775fab1b30cfb768"),
+    ("torchrec", "1.9.2", "torchrec-1.9.2-py311-none-any.whl", "bb038a9ba9772f63cddc2faa5fdd7150be436d51c5655567769cda6abd719bfb"),
+    ("nanotron", "0.4", "nanotron-0.4-py3-none-any.whl", "0c1834e91c17c651f430d46a1e779bc49991c33bda26cc237beae7d12b383ad9"),
+    ("open-clip-torch", "3.3.0", "open_clip_torch-3.3.0-py3-none-any.whl", "c549ad5ed6bfc119cc11105033c0a2b9d7a2a4afeb40a58a09aab3da1a0043ce"),
+]
+
+# Directories `desync lint` skips when walking (docs/lint.md), so line counts match its work.
+SKIPPED_DIRS = {".git", "venv", ".venv", "site-packages", "__pycache__", "node_modules", ".tox", ".nox",
+                ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+@dataclass
+class Source:
+    package: str
+    version: str
+    root: Path            # the directory linted; finding paths are relative to it
+    targets: list[str]    # paths under root given to `desync lint`
+
+
+@dataclass
+class Run:
+    source: Source
+    findings: list[dict]
+    files: int
+    lines: int
+    cpu_s: float
+    wall_s: float
+
+
+# ---------------------------------------------------------------------------- sources
+
+def cache_dir() -> Path:
+    env = os.environ.get("DESYNC_LINT_BENCH_CACHE")
+    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "desync" / "lint-bench"
+
+
+def download(name: str, filename: str, sha256: str, dest: Path) -> Path:
+    """The archive `filename` of PyPI project `name`, fetched once into `dest` and verified."""
+    path = dest / filename
+    if path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+        return path
+    req = urllib.request.Request(INDEX.format(name=name), headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        files = {f["filename"]: f for f in json.load(resp)["files"]}
+    if filename not in files:
+        raise SystemExit(f"{filename} is not on PyPI's index for {name}")
+    print(f"  downloading {filename}", file=sys.stderr)
+    with urllib.request.urlopen(files[filename]["url"], timeout=300) as resp:
+        data = resp.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise SystemExit(f"{filename}: sha256 {digest} does not match the pinned {sha256}")
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    """Unpacks a wheel or sdist once; only regular files, no paths outside `into`."""
+    done = into / ".unpacked"
+    if done.exists():
+        return into
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    if archive.name.endswith(".whl"):
+        with zipfile.ZipFile(archive) as zf:
+            for member in zf.infolist():
+                target = (into / member.filename).resolve()
+                if member.is_dir() or not target.is_relative_to(into.resolve()):
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(zf.read(member))
+    else:
+        with tarfile.open(archive) as tf:
+            tf.extractall(into, filter="data")
+    done.touch()
+    return into
+
+
+def torch_distributed() -> Source | None:
+    try:
+        venv = subprocess.run([str(REPO / "scripts" / "venv.sh")], capture_output=True, text=True,
+                              check=True, timeout=3600).stdout.strip()
+    except (subprocess.CalledProcessError, OSError) as err:
+        print(f"  skipping torch.distributed: scripts/venv.sh failed ({err})", file=sys.stderr)
+        return None
+    torch_dir = next(Path(venv).glob("lib/python3*/site-packages/torch"), None)
+    if torch_dir is None:
+        return None
+    version = "unknown"
+    for line in (torch_dir / "version.py").read_text().splitlines():
+        if line.startswith("__version__"):
+            version = line.split("=", 1)[1].strip().strip("'\"")
+    # Lint from site-packages so paths read torch/distributed/..., like the other packages.
+    return Source("torch", version, torch_dir.parent, ["torch/distributed"])
+
+
+def local_sources() -> list[Source]:
+    out = []
+    scenarios = sorted(p.relative_to(REPO / "tests" / "scenarios").as_posix()
+                       for p in (REPO / "tests" / "scenarios").glob("*/src"))
+    if scenarios:
+        out.append(Source("desync-scenarios", "local", REPO / "tests" / "scenarios", scenarios))
+    ext = Path(os.environ.get("DESYNC_EXTERNAL_CASES", REPO.parent / "shared" / "external-cases" / "cases"))
+    cases = sorted(p.relative_to(ext).as_posix() for p in ext.glob("*/src")) if ext.is_dir() else []
+    if cases:
+        out.append(Source("external-cases", "local", ext, cases))
+    else:
+        print(f"  no external cases at {ext} (set DESYNC_EXTERNAL_CASES)", file=sys.stderr)
+    return out
+
+
+def sources(only: set[str] | None, local: bool = True) -> list[Source]:
+    cache = cache_dir()
+    out = []
+    for name, version, filename, sha256 in PINNED:
+        if only and name not in only:
+            continue
+        archive = download(name, filename, sha256, cache / "archives")
+        out.append(Source(name, version, unpack(archive, cache / f"{name}-{version}"), ["."]))
+    if not only or "torch" in only:
+        if (src := torch_distributed()) is not None:
+            out.append(src)
+    if local:
+        out += [s for s in local_sources() if not only or s.package in only]
+    return out
+
+
+# ---------------------------------------------------------------------------- linting
+
+def count_lines(root: Path, targets: list[str]) -> int:
+    total = 0
+    for target in targets:
+        for dirpath, dirnames, filenames in os.walk(root / target):
+            dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")]
+            for f in filenames:
+                if f.endswith(".py"):
+                    with open(os.path.join(dirpath, f), "rb") as fh:
+                        total += fh.read().count(b"\n")
+    return total
+
+
+def lint(binary: Path, source: Source) -> Run:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(binary), "lint", "--format", "json", *source.targets], cwd=source.root,
+                          capture_output=True, text=True, timeout=1800, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"desync lint on {source.package} exited {proc.returncode}: {proc.stderr[:2000]}")
+    doc = json.loads(proc.stdout)
+    findings = [dict(f, file=os.path.normpath(f["file"])) for f in doc["findings"]]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(source, findings, doc["files_checked"], count_lines(source.root, source.targets), cpu, wall)
+
+
+# ---------------------------------------------------------------------------- reviews
+
+def load_reviews(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("package") and not r["package"].startswith("#")]
+    for r in rows:
+        r["line"] = int(r["line"])
+        if r["verdict"] not in VERDICTS:
+            raise SystemExit(f"{path}: verdict {r['verdict']!r} for {r['file']}:{r['line']} is not one of {VERDICTS}")
+        if r["seen"] not in ("yes", "no"):
+            raise SystemExit(f"{path}: seen {r['seen']!r} for {r['file']}:{r['line']} is not yes/no")
+    return rows
+
+
+def save_reviews(path: Path, rows: list[dict]) -> None:
+    rows = sorted(rows, key=lambda r: (r["package"], r["file"], r["line"], r["rule"]))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r[k] for k in FIELDS})
+
+
+def review_of(reviews: dict, package: str, finding: dict) -> dict | None:
+    """The review of a finding: same file, line and rule, else the same file and line under
+    another rule (the verdict is about the construct on that line, and rules get renamed)."""
+    exact = reviews.get((package, finding["file"], finding["line"], finding["rule"]))
+    if exact:
+        return exact
+    return next((r for (p, f, ln, _), r in reviews.items()
+                 if p == package and f == finding["file"] and ln == finding["line"]), None)
+
+
+def context(root: Path, file: str, line: int, radius: int = 6) -> str:
+    try:
+        lines = (root / file).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    lo, hi = max(1, line - radius), min(len(lines), line + radius)
+    return "\n".join(f"{'>' if n == line else ' '}{n:6d}  {lines[n - 1]}" for n in range(lo, hi + 1))
+
+
+# ---------------------------------------------------------------------------- report
+
+def pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "n/a"
+
+
+def report(runs: list[Run], reviews: list[dict]) -> tuple[dict, list[str]]:
+    by_key = {(r["package"], r["file"], r["line"], r["rule"]): r for r in reviews}
+    current = {(run.source.package, f["file"], f["line"], f["rule"]): (run, f) for run in runs for f in run.findings}
+    present_at = {(p, f, ln) for (p, f, ln, _) in current}
+    linted = {run.source.package: run.source.version for run in runs}
+
+    # Precision is reported for real code (downloaded packages and torch) apart from the local
+    # sources (the repository's scenarios and the external cases), whose findings are mostly
+    # the bugs injected on purpose.
+    per_rule = collections.defaultdict(collections.Counter)
+    local = collections.Counter()
+    unreviewed = []
+    for (package, _, _, rule), (run, f) in sorted(current.items()):
+        rev = review_of(by_key, package, f)
+        verdict = "unreviewed" if rev is None else rev["verdict"]
+        if rev is None:
+            unreviewed.append((run, f))
+        (local if run.source.version == "local" else per_rule[rule])[verdict] += 1
+
+    failures, fixed_false, stale = [], [], []
+    for r in reviews:
+        if r["package"] not in linted:
+            continue
+        if r["version"] != linted[r["package"]]:
+            stale.append(r)
+            continue
+        here = (r["package"], r["file"], r["line"]) in present_at
+        if r["verdict"] == "true" and not here:
+            failures.append(f"reviewed true finding disappeared: {r['package']} {r['file']}:{r['line']} "
+                            f"{r['rule']} ({r['reason']})")
+        if r["verdict"] == "false" and r["seen"] == "no" and here:
+            failures.append(f"reviewed false finding came back: {r['package']} {r['file']}:{r['line']} "
+                            f"{r['rule']} ({r['reason']})")
+        if r["verdict"] != "true" and r["seen"] == "yes" and not here:
+            fixed_false.append(r)
+
+    lines = sum(run.lines for run in runs)
+    cpu = sum(run.cpu_s for run in runs)
+    total = collections.Counter()
+    for c in per_rule.values():
+        total.update(c)
+    reviewed = total["true"] + total["safe"] + total["false"]
+    summary = {
+        "packages": [{"package": run.source.package, "version": run.source.version, "files": run.files,
+                      "lines": run.lines, "findings": len(run.findings),
+                      "per_kloc": round(1000 * len(run.findings) / run.lines, 4) if run.lines else None,
+                      "cpu_s": round(run.cpu_s, 3), "wall_s": round(run.wall_s, 3)} for run in runs],
+        "rules": {rule: dict(c) for rule, c in sorted(per_rule.items())},
+        "local": dict(local),
+        "findings": sum(len(run.findings) for run in runs), "reviewed": reviewed,
+        "true": total["true"], "safe": total["safe"], "false": total["false"],
+        "precision": round(total["true"] / reviewed, 4) if reviewed else None,
+        "lines": lines, "cpu_s": round(cpu, 3), "lines_per_s_per_core": round(lines / cpu) if cpu else None,
+        "unreviewed": [{"package": run.source.package, "file": f["file"], "line": f["line"], "rule": f["rule"]}
+                       for run, f in unreviewed],
+        "fixed_false_alarms": [{k: r[k] for k in ("package", "file", "line", "rule", "verdict")} for r in fixed_false],
+        "stale_reviews": len(stale), "failures": failures,
+    }
+    return summary, failures
+
+
+def print_report(summary: dict) -> None:
+    print(f"{'package':<18} {'version':<22} {'files':>6} {'lines':>9} {'findings':>8} {'/kLOC':>7} {'cpu s':>7}")
+    for p in summary["packages"]:
+        print(f"{p['package']:<18} {p['version']:<22} {p['files']:>6} {p['lines']:>9} {p['findings']:>8} "
+              f"{p['per_kloc'] if p['per_kloc'] is not None else '-':>7} {p['cpu_s']:>7}")
+    print(f"\ntotal: {summary['lines']} lines, {summary['findings']} findings "
+          f"({1000 * summary['findings'] / summary['lines']:.3f} per kLOC), "
+          f"{summary['lines_per_s_per_core']} lines/s per core ({summary['cpu_s']} s CPU)\n")
+    print(f"{'rule':<8} {'true':>5} {'safe':>5} {'false':>6} {'unrev':>6} {'precision':>10}")
+    for rule, c in summary["rules"].items():
+        rev = c.get("true", 0) + c.get("safe", 0) + c.get("false", 0)
+        print(f"{rule:<8} {c.get('true', 0):>5} {c.get('safe', 0):>5} {c.get('false', 0):>6} "
+              f"{c.get('unreviewed', 0):>6} {pct(c.get('true', 0), rev):>10}")
+    print(f"{'all':<8} {summary['true']:>5} {summary['safe']:>5} {summary['false']:>6} "
+          f"{sum(c.get('unreviewed', 0) for c in summary['rules'].values()):>6} "
+          f"{pct(summary['true'], summary['reviewed']):>10}")
+    print("(real code only; precision = true / reviewed findings of this run)")
+    loc = summary["local"]
+    if loc:
+        rev = loc.get("true", 0) + loc.get("safe", 0) + loc.get("false", 0)
+        print(f"local sources (scenarios, external cases): {loc.get('true', 0)} true, {loc.get('safe', 0)} safe, "
+              f"{loc.get('false', 0)} false, {loc.get('unreviewed', 0)} unreviewed ({pct(loc.get('true', 0), rev)} true)")
+    if summary["unreviewed"]:
+        print(f"\n{len(summary['unreviewed'])} findings are not reviewed yet (--sample N to review some), e.g.:")
+        for u in summary["unreviewed"][:10]:
+            print(f"  {u['package']} {u['file']}:{u['line']} {u['rule']}")
+    if summary["fixed_false_alarms"]:
+        print(f"\n{len(summary['fixed_false_alarms'])} reviewed safe/false findings are gone; run --update to record it")
+    if summary["stale_reviews"]:
+        print(f"\n{summary['stale_reviews']} reviews are for another version of their package (ignored)")
+    for f in summary["failures"]:
+        print(f"FAIL: {f}")
+
+
+def print_sample(runs: list[Run], reviews: list[dict], n: int, seed: int, include_reviewed: bool) -> None:
+    by_key = {(r["package"], r["file"], r["line"], r["rule"]): r for r in reviews}
+    pool = sorted(((run, f) for run in runs for f in run.findings
+                   if include_reviewed or review_of(by_key, run.source.package, f) is None),
+                  key=lambda rf: (rf[0].source.package, rf[1]["file"], rf[1]["line"], rf[1]["rule"]))
+    picked = random.Random(seed).sample(pool, min(n, len(pool)))
+    for i, (run, f) in enumerate(picked, 1):
+        print(f"=== [{i}] {run.source.package} {run.source.version} {f['file']}:{f['line']} {f['rule']}")
+        print(f"    {f['message']}")
+        print(context(run.source.root, f["file"], f["line"]))
+        print()
+
+
+def update(runs: list[Run], reviews: list[dict]) -> list[dict]:
+    present = {(run.source.package, f["file"], f["line"]) for run in runs for f in run.findings}
+    linted = {run.source.package for run in runs}
+    for r in reviews:
+        if r["package"] in linted and r["verdict"] != "true":
+            r["seen"] = "yes" if (r["package"], r["file"], r["line"]) in present else "no"
+    return reviews
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bin", type=Path, default=Path(os.environ.get("DESYNC_BIN", REPO / "target/release/desync")))
+    parser.add_argument("--reviewed", type=Path, default=REVIEWED)
+    parser.add_argument("--only", help="comma-separated package names to run")
+    parser.add_argument("--no-local", action="store_true",
+                        help="leave out the local sources (desync-scenarios, external-cases), e.g. to sample real code")
+    parser.add_argument("--sample", type=int, metavar="N", help="print N seeded random findings with context")
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--all", action="store_true", help="with --sample, draw from reviewed findings too")
+    parser.add_argument("--update", action="store_true", help="record `seen` from this run in the reviewed list")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args()
+
+    if not args.bin.exists():
+        print(f"no desync binary at {args.bin}: cargo build --release -p desync (or --bin)", file=sys.stderr)
+        return 2
+    only = set(args.only.split(",")) if args.only else None
+    runs = [lint(args.bin, s) for s in sources(only, local=not args.no_local)]
+    reviews = load_reviews(args.reviewed)
+    if args.sample:
+        print_sample(runs, reviews, args.sample, args.seed, args.all)
+        return 0
+    if args.update:
+        save_reviews(args.reviewed, update(runs, reviews))
+        reviews = load_reviews(args.reviewed)
+    summary, failures = report(runs, reviews)
+    print_report(summary)
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1) + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

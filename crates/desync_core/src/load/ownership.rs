@@ -1,0 +1,151 @@
+//! Which frames are the user's code and which a library's, beyond what a file's location says
+//! ([`crate::model::Frame::is_library`]: site-packages, dist-packages, the standard library).
+//!
+//! Two things move frames after decoding:
+//! - torch run from a source checkout (`/opt/pytorch/torch/…`) is not under site-packages. The
+//!   innermost frame of every Flight Recorder stack is torch's own Python code (the collective's
+//!   wrapper, or autograd's engine call for DDP's reducer), so the `torch` folder that frame
+//!   lives in is torch's tree, and every frame under it is library code;
+//! - the user says so: `--library GLOB` makes matching frames library code (a vendored package
+//!   inside the repo), `--user-code GLOB` makes them the user's (their own package installed
+//!   into site-packages). `--user-code` wins over both.
+//!
+//! Globs match the whole frame path: `*` any run of characters (slashes included), `?` one.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{Call, Frame, Stack, Trace};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ownership {
+    /// Frames matching these are library code.
+    pub library: Vec<String>,
+    /// Frames matching these are the user's code (wins over everything).
+    pub user: Vec<String>,
+}
+
+/// Reclassifies the trace's frames; a no-op (no allocation) in the common case of torch in
+/// site-packages and no globs.
+pub(crate) fn apply(trace: &mut Trace, ownership: &Ownership) {
+    let roots = torch_roots(trace);
+    let moved_roots: Vec<&str> = roots
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !crate::model::is_library_file(&format!("{r}x.py")))
+        .collect();
+    if moved_roots.is_empty() && ownership.library.is_empty() && ownership.user.is_empty() {
+        return;
+    }
+    let decide = |f: &Frame| -> bool {
+        if ownership.user.iter().any(|g| glob_match(g, &f.file)) {
+            return false;
+        }
+        if ownership.library.iter().any(|g| glob_match(g, &f.file)) {
+            return true;
+        }
+        moved_roots.iter().any(|r| f.file.starts_with(r)) || f.is_library()
+    };
+    for rank in &mut trace.ranks {
+        let mut stacks: FxHashMap<*const Frame, Stack> = FxHashMap::default();
+        let mut calls: FxHashMap<*const Call, Arc<Call>> = FxHashMap::default();
+        for entry in &mut rank.entries {
+            let Some(stack) = entry.call.stack.clone() else { continue };
+            if stack.iter().all(|f| decide(f) == f.is_library()) {
+                continue;
+            }
+            let key = Arc::as_ptr(&entry.call);
+            if let Some(call) = calls.get(&key) {
+                entry.call = call.clone();
+                continue;
+            }
+            let new_stack = stacks
+                .entry(stack.as_ptr())
+                .or_insert_with(|| {
+                    stack.iter().map(|f| f.clone().with_library(decide(f))).collect()
+                })
+                .clone();
+            let mut call = (*entry.call).clone();
+            call.stack = Some(new_stack);
+            let call = Arc::new(call);
+            calls.insert(key, call.clone());
+            entry.call = call;
+        }
+    }
+}
+
+/// The folders torch's own code runs from: the `torch` folder around each stack's innermost
+/// frame (a few distinct ones at most).
+fn torch_roots(trace: &Trace) -> Vec<String> {
+    let mut roots: Vec<String> = Vec::new();
+    let mut seen_stacks: Vec<*const Frame> = Vec::new();
+    for rank in &trace.ranks {
+        for entry in &rank.entries {
+            let Some(stack) = entry.stack() else { continue };
+            if seen_stacks.len() < 64 && !seen_stacks.contains(&stack.as_ptr()) {
+                seen_stacks.push(stack.as_ptr());
+            } else if seen_stacks.len() >= 64 {
+                // Enough stacks looked at: the roots are known.
+                return roots;
+            } else {
+                continue;
+            }
+            let Some(innermost) = stack.first() else { continue };
+            if let Some(end) = innermost.file.rfind("/torch/") {
+                let root = &innermost.file[..end + "/torch/".len()];
+                if !roots.iter().any(|r| r == root) {
+                    roots.push(root.to_owned());
+                }
+            }
+        }
+    }
+    roots
+}
+
+/// `*` matches any run of characters (slashes included), `?` exactly one.
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(
+            "*/site-packages/mytrainer/*",
+            "/v/lib/python3.11/site-packages/mytrainer/loop.py"
+        ));
+        assert!(!glob_match(
+            "*/site-packages/mytrainer/*",
+            "/v/lib/python3.11/site-packages/torch/x.py"
+        ));
+        assert!(glob_match("*/vendor/*", "/job/vendor/apex/x.py"));
+        assert!(glob_match("/job/train?.py", "/job/train2.py"));
+        assert!(!glob_match("/job/train?.py", "/job/train.py"));
+        assert!(glob_match("*", ""));
+    }
+}

@@ -1,0 +1,57 @@
+"""Pose-estimation training with a CSV-logging callback, Lightning DDP.
+
+The model logs its validation loss with `sync_dist=True`. The callback reads
+`trainer.callback_metrics` inside `if trainer.is_global_zero:`; at that point the epoch
+metrics are not computed yet, so the property computes them, and computing a
+`sync_dist=True` metric all_reduces it. Rank 0 issues that all_reduce alone while the
+other ranks are already in the next barrier (ALLREDUCE vs BARRIER).
+"""
+import csv
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import Callback
+
+
+class CSVLoggerCallback(Callback):
+    def __init__(self, path, keys=("val_loss", "val_oks")):
+        self.path = Path(path)
+        self.keys = keys
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if trainer.is_global_zero:  # BUG: callback_metrics below all_reduces sync_dist metrics
+            metrics = trainer.callback_metrics
+            row = {"epoch": trainer.current_epoch}
+            row.update({k: float(metrics[k]) for k in self.keys if k in metrics})
+            new = not self.path.exists()
+            with self.path.open("a", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=["epoch", *self.keys])
+                if new:
+                    writer.writeheader()
+                writer.writerow(row)
+
+
+class PoseModel(L.LightningModule):
+    def __init__(self, backbone, head):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+    def validation_step(self, batch, batch_idx):
+        heatmaps = self.head(self.backbone(batch["image"]))
+        loss = torch.nn.functional.mse_loss(heatmaps, batch["confmaps"])
+        self.log("val_loss", loss, on_epoch=True, sync_dist=True)
+        self.log("val_oks", batch["oks"].mean(), on_epoch=True, sync_dist=True)
+
+    def training_step(self, batch, batch_idx):
+        loss = torch.nn.functional.mse_loss(self.head(self.backbone(batch["image"])), batch["confmaps"])
+        self.log("train_loss", loss, sync_dist=False)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-4)
+
+
+def main(backbone, head, datamodule, out_dir):
+    trainer = L.Trainer(devices=2, strategy="ddp", max_epochs=100, callbacks=[CSVLoggerCallback(Path(out_dir) / "metrics.csv")])
+    trainer.fit(PoseModel(backbone, head), datamodule=datamodule)

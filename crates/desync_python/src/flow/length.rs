@@ -1,0 +1,234 @@
+//! Lengths: why the number of items of an iterable can differ across ranks. A loop counter,
+//! an accumulator incremented once per iteration and the number of times a loop body issues
+//! its collectives all depend on this, not on what the items hold: `range(steps)` counts alike
+//! everywhere unless `steps` differs; a `DistributedSampler` gives every rank the same number
+//! of indices by construction; a list built from a rank's own files does not.
+
+use ruff_python_ast::{Expr, ExprCall};
+use ruff_text_size::{Ranged, TextSize};
+
+use super::resolve::Sym;
+use super::value::Eval;
+use super::{Deps, MAX_HOPS};
+use crate::dependence::bindings::{self, Source};
+use crate::knowledge::{Role, knowledge};
+
+/// Builtins and methods whose result has the length of their (first) argument.
+const SAME_LENGTH: &[&str] = &["enumerate", "reversed", "sorted", "list", "tuple", "iter", "set"];
+
+impl Eval<'_, '_> {
+    pub(crate) fn length(&mut self, e: &Expr, at: TextSize) -> Deps {
+        match e {
+            Expr::List(l) => self.starred_lengths(&l.elts, at),
+            Expr::Tuple(t) => self.starred_lengths(&t.elts, at),
+            Expr::Set(s) => self.starred_lengths(&s.elts, at),
+            Expr::Dict(_)
+            | Expr::StringLiteral(_)
+            | Expr::BytesLiteral(_)
+            | Expr::NumberLiteral(_) => Deps::default(),
+            Expr::ListComp(c) => self.comprehension_length(&c.generators, at),
+            Expr::SetComp(c) => self.comprehension_length(&c.generators, at),
+            Expr::Generator(c) => self.comprehension_length(&c.generators, at),
+            Expr::DictComp(c) => self.comprehension_length(&c.generators, at),
+            Expr::Name(n) => self.name_length(n.id.as_str(), e, at),
+            Expr::Call(c) => self.call_length(e, c, at),
+            // `x @ w + 0.1 * noise`: elementwise arithmetic keeps (broadcasts) its operands'
+            // lengths, whatever their values are.
+            Expr::BinOp(b) => {
+                let mut d = self.length(&b.left, at);
+                d.merge(self.length(&b.right, at));
+                d
+            }
+            Expr::UnaryOp(u) => self.length(&u.operand, at),
+            // `items[:n]`: as long as the bound says, at most.
+            Expr::Subscript(s) => {
+                let mut d = self.length(&s.value, at);
+                d.merge(self.value(&s.slice, at).whole);
+                d
+            }
+            _ => self.value(e, at).whole,
+        }
+    }
+
+    fn starred_lengths(&mut self, elements: &[Expr], at: TextSize) -> Deps {
+        let mut out = Deps::default();
+        for e in elements {
+            if let Expr::Starred(s) = e {
+                out.merge(self.length(&s.value, at));
+            }
+        }
+        out
+    }
+
+    fn comprehension_length(
+        &mut self,
+        generators: &[ruff_python_ast::Comprehension],
+        at: TextSize,
+    ) -> Deps {
+        let mut out = Deps::default();
+        for g in generators {
+            out.merge(self.length(&g.iter, at));
+            for cond in &g.ifs {
+                out.merge(self.value(cond, at).whole);
+            }
+        }
+        out
+    }
+
+    fn name_length(&mut self, name: &str, e: &Expr, at: TextSize) -> Deps {
+        let Some(binding) = bindings::lookup(self.module, self.scope, name, at) else {
+            return self.value(e, at).whole;
+        };
+        match binding.source {
+            Source::Parameter => Deps::length_param(name),
+            // `x, y = make_shard(n)`: the length of what the project function returns there.
+            Source::Element(Expr::Call(c), i) if !self.tracing.contains(&binding.at) => {
+                let outer = std::mem::replace(&mut self.scope, binding.scope);
+                let foreign = self.foreign.take();
+                self.tracing.push(binding.at);
+                let d = match self.resolve(&c.func, binding.at) {
+                    Sym::Function(f) => match self.summary(&f) {
+                        Some(s) => {
+                            let picked = s
+                                .element_lengths
+                                .as_ref()
+                                .and_then(|es| es.get(i))
+                                .cloned()
+                                .unwrap_or_else(|| s.length.clone());
+                            self.substitute(picked, &s, &f, c, binding.at)
+                        }
+                        None => self.value(e, at).whole,
+                    },
+                    _ => self.call_length(&Expr::Call(c.clone()), c, binding.at),
+                };
+                self.tracing.pop();
+                self.foreign = foreign;
+                self.scope = outer;
+                let hop = format!(
+                    "`{name}` = element {i} of {} (line {})",
+                    super::quote(self.module.text(c.range())),
+                    self.line_of(binding.at)
+                );
+                d.hop(&hop)
+            }
+            Source::Value(v)
+                if !self.tracing.contains(&binding.at) && self.tracing.len() < MAX_HOPS =>
+            {
+                let hop = format!(
+                    "`{name}` = {} (line {})",
+                    super::quote(self.module.text(v.range())),
+                    self.line_of(binding.at)
+                );
+                let outer = std::mem::replace(&mut self.scope, binding.scope);
+                let foreign = self.foreign.take();
+                self.tracing.push(binding.at);
+                let d = self.length(v, binding.at);
+                self.tracing.pop();
+                self.foreign = foreign;
+                self.scope = outer;
+                d.hop(&hop)
+            }
+            _ => self.value(e, at).whole,
+        }
+    }
+
+    fn call_length(&mut self, e: &Expr, c: &ExprCall, at: TextSize) -> Deps {
+        let first = c.arguments.args.first();
+        // `range(n)` yields n items: its length is the value of its bounds.
+        if matches!(&*c.func, Expr::Name(n) if n.id.as_str() == "range") {
+            return self.value(e, at).whole;
+        }
+        match self.resolve(&c.func, at) {
+            Sym::Function(f) => {
+                if let Some(s) = self.summary(&f) {
+                    let length = s.length.clone();
+                    return self.substitute(length, &s, &f, c, at);
+                }
+                self.value(e, at).whole
+            }
+            Sym::Path(p) => match knowledge().api(&p).map(|a| (a.role, a.uniform_length())) {
+                Some((Role::Data, uniform)) => self.data_length(uniform, c, at),
+                // What a clock, a host read or the rank says is data, not a size.
+                Some((Role::Environment | Role::Time | Role::Rank | Role::Exception, _)) => {
+                    self.value(e, at).whole
+                }
+                // `torch.randn(n, 8)` has n rows whatever it draws; a library function the
+                // table does not name keeps the sizes of what it is given.
+                _ => self.arguments_length(c, at),
+            },
+            Sym::Class(_) => self.arguments_length(c, at),
+            _ => {
+                let name = crate::expr::last_segment(&c.func).unwrap_or_default();
+                match (name, first) {
+                    ("range", _) => self.value(e, at).whole,
+                    (n, Some(arg))
+                        if SAME_LENGTH.contains(&n) && matches!(*c.func, Expr::Name(_)) =>
+                    {
+                        self.length(arg, at)
+                    }
+                    ("zip", _) => {
+                        let mut out = Deps::default();
+                        for a in &c.arguments.args {
+                            out.merge(self.length(a, at));
+                        }
+                        out
+                    }
+                    // A method of a value (`x.view(-1)`, `model(x)`): the receiver's length,
+                    // reshaped by the arguments.
+                    _ => {
+                        let mut d = match &*c.func {
+                            Expr::Attribute(a) => self.length(&a.value, at),
+                            func => self.value(func, at).whole,
+                        };
+                        for arg in c
+                            .arguments
+                            .args
+                            .iter()
+                            .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                        {
+                            d.merge(self.length(arg, at));
+                        }
+                        d
+                    }
+                }
+            }
+        }
+    }
+
+    /// The sizes a call is given: its positional arguments (sizes of a tensor constructor, the
+    /// tensors of a dataset), each by its length (a scalar's "length" is its value). Keywords
+    /// (`generator=`, `dtype=`, `device=`) do not size anything.
+    fn arguments_length(&mut self, c: &ExprCall, at: TextSize) -> Deps {
+        let mut d = Deps::default();
+        for arg in &c.arguments.args {
+            d.merge(self.length(arg, at));
+        }
+        d
+    }
+
+    /// A data loader has as many batches as its sampler gives indices (or its dataset holds
+    /// items); a sampler the table says is uniform makes it uniform.
+    fn data_length(&mut self, uniform: bool, c: &ExprCall, at: TextSize) -> Deps {
+        if uniform {
+            return Deps::default();
+        }
+        for kw in &c.arguments.keywords {
+            let Some(name) = kw.arg.as_ref().map(|a| a.id.as_str()) else { continue };
+            if name == "sampler" || name == "batch_sampler" {
+                return self.length(&kw.value, at);
+            }
+        }
+        match c.arguments.args.first() {
+            Some(dataset) => {
+                let mut d = self.length(dataset, at);
+                for kw in &c.arguments.keywords {
+                    if kw.arg.as_ref().is_some_and(|a| a.id.as_str() == "batch_size") {
+                        d.merge(self.value(&kw.value, at).whole);
+                    }
+                }
+                d
+            }
+            None => Deps::default(),
+        }
+    }
+}

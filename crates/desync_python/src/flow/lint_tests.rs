@@ -1,0 +1,67 @@
+//! Shapes the lint relies on: properties of the project's classes, table return types
+//! (`deepspeed.initialize`), and the legacy launcher's `--local_rank` argument.
+
+use super::Analysis;
+use crate::Module;
+use crate::types::DependenceKind::{self, RankId};
+
+fn kinds(src: &str, marker: &str, expr: &str) -> Vec<DependenceKind> {
+    let line = src.lines().position(|l| l.contains(marker)).expect("marker") as u32 + 1;
+    let m = Module::parse(src);
+    Analysis::default().dependence(&m, line, expr).dependence.iter().map(|d| d.kind).collect()
+}
+
+#[test]
+fn a_property_reads_what_its_method_returns() {
+    let src = "\
+import torch.distributed as dist
+from accelerate import Accelerator
+
+class Trainer:
+    def __init__(self):
+        self.accelerator = Accelerator()
+
+    @property
+    def is_main(self):
+        return self.accelerator.is_main_process
+
+    @property
+    def rank(self):
+        return dist.get_rank() if dist.is_initialized() else 0
+
+    def step(self):
+        pass  # <use>
+";
+    assert_eq!(kinds(src, "# <use>", "self.is_main"), [RankId]);
+    assert_eq!(kinds(src, "# <use>", "self.rank != 0"), [RankId]);
+}
+
+#[test]
+fn table_return_types_resolve_tuple_elements() {
+    let src = "\
+import deepspeed
+
+def main(args, model):
+    engine, _, loader, _ = deepspeed.initialize(args=args, model=model)
+    engine.save_checkpoint('x')  # <use>
+";
+    let m = Module::parse(src);
+    let line = src.lines().position(|l| l.contains("# <use>")).unwrap() as u32 + 1;
+    let q = Analysis::default().qualified_name(&m, line, "engine.save_checkpoint");
+    assert_eq!(q.as_deref(), Some("deepspeed.DeepSpeedEngine.save_checkpoint"));
+    assert_eq!(kinds(src, "# <use>", "engine.global_rank == 0"), [RankId]);
+}
+
+#[test]
+fn the_legacy_launchers_local_rank_argument_is_the_rank() {
+    let src = "\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--local_rank', type=int, default=-1)
+args = parser.parse_args()
+x = 1  # <use>
+";
+    assert_eq!(kinds(src, "# <use>", "args.local_rank == 0"), [RankId]);
+    assert!(kinds(src, "# <use>", "args.lr > 0").is_empty());
+}

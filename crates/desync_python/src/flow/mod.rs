@@ -1,0 +1,584 @@
+//! Rank-dependence you can show: why the value of an expression can differ from one rank to
+//! another, found by following the data, never by how a variable is spelled.
+//!
+//! A value depends on the rank when it flows from a source the knowledge table names
+//! (`torch.distributed.get_rank()`, `trainer.is_global_zero`, `os.environ["LOCAL_RANK"]`, a
+//! clock, a random draw, a host read, the batches of a data loader, a caught exception) through
+//! assignments, tuple unpacking, calls of the project's own functions (summarised once: what
+//! their result depends on, in terms of their parameters), returns and yields, attributes of
+//! `self` set elsewhere in the class, and the conditions that decide whether an assignment
+//! runs at all (`bad_epochs += 1` under `if val > best`). Loop counters depend on how many
+//! times their loop runs, which is the *length* of what it iterates: `for step in range(60)`
+//! counts alike on every rank even when the items differ.
+//!
+//! A value that went through a collective that leaves it identical everywhere (an
+//! `all_reduce` in place, `strategy.reduce_boolean_decision`, a helper that does either) is
+//! agreed, and depends on nothing. Configuration reads (`args.lr`) are assumed to be the same
+//! on every rank and are noted as such. Library calls the table does not name are taken as
+//! functions of their arguments.
+//!
+//! The analysis never claims what it cannot follow: a parameter whose callers are unknown, an
+//! attribute set nowhere in view, or a call too deep to summarise is `opaque`, and the caller
+//! decides what to do with that (the bridge follows parameters into the caller's frame).
+
+mod length;
+mod project;
+mod property;
+mod resolve;
+mod summary;
+mod value;
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use ruff_python_ast::{Expr, Mod};
+use ruff_python_parser::{Mode, ParseOptions, parse_unchecked};
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
+use crate::dependence::bindings::Scope;
+use crate::module::Module;
+use crate::types::{Dependence, DependenceKind};
+
+pub use project::{FileProject, Project};
+
+pub(crate) use resolve::Sym;
+pub(crate) use summary::Summary;
+
+/// How many bindings deep a value is followed before it is left opaque.
+const MAX_HOPS: usize = 10;
+/// How many calls deep function summaries nest.
+const MAX_CALL_DEPTH: usize = 4;
+/// Hops shown in one piece of evidence; longer chains keep their ends.
+const MAX_SHOWN_HOPS: usize = 4;
+
+/// One reason a value can differ, with the way it reaches the expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reason {
+    pub kind: DependenceKind,
+    /// The source itself, e.g. "`dist.get_rank()`".
+    pub origin: String,
+    /// How the value gets from the expression to the source, outermost first.
+    pub hops: Vec<String>,
+}
+
+impl Reason {
+    fn evidence(&self) -> String {
+        let hops: Vec<&str> = if self.hops.len() > MAX_SHOWN_HOPS {
+            let mut kept: Vec<&str> =
+                self.hops[..MAX_SHOWN_HOPS - 1].iter().map(String::as_str).collect();
+            kept.push("…");
+            kept.push(self.hops.last().map_or("", String::as_str));
+            kept
+        } else {
+            self.hops.iter().map(String::as_str).collect()
+        };
+        if hops.is_empty() {
+            self.origin.clone()
+        } else {
+            format!("{} ← {}", hops.join(" ← "), self.origin)
+        }
+    }
+}
+
+/// What a value depends on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Deps {
+    /// At most one per kind: the first found is the most direct.
+    pub reasons: Vec<Reason>,
+    /// Parameters of the function the value flows from: the caller decides them.
+    pub params: Vec<String>,
+    /// Parameters whose *length* the value flows from (a counter over a parameter).
+    pub length_params: Vec<String>,
+    /// Something that was not followed, when nothing more specific was found.
+    pub opaque: Option<String>,
+    /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
+    pub agreed: Vec<String>,
+    /// Configuration reads, assumed the same on every rank.
+    pub config: Vec<String>,
+}
+
+impl Deps {
+    pub(crate) fn reason(kind: DependenceKind, origin: String) -> Deps {
+        Deps { reasons: vec![Reason { kind, origin, hops: Vec::new() }], ..Deps::default() }
+    }
+
+    pub(crate) fn opaque(evidence: String) -> Deps {
+        Deps { opaque: Some(evidence), ..Deps::default() }
+    }
+
+    pub(crate) fn param(name: &str) -> Deps {
+        Deps { params: vec![name.to_owned()], ..Deps::default() }
+    }
+
+    pub(crate) fn length_param(name: &str) -> Deps {
+        Deps { length_params: vec![name.to_owned()], ..Deps::default() }
+    }
+
+    pub(crate) fn merge(&mut self, other: Deps) {
+        for r in other.reasons {
+            if !self.reasons.iter().any(|x| x.kind == r.kind) {
+                self.reasons.push(r);
+            }
+        }
+        for p in other.params {
+            if !self.params.contains(&p) {
+                self.params.push(p);
+            }
+        }
+        for p in other.length_params {
+            if !self.length_params.contains(&p) {
+                self.length_params.push(p);
+            }
+        }
+        if self.opaque.is_none() {
+            self.opaque = other.opaque;
+        }
+        for a in other.agreed {
+            if !self.agreed.contains(&a) && self.agreed.len() < 4 {
+                self.agreed.push(a);
+            }
+        }
+        for c in other.config {
+            if !self.config.contains(&c) && self.config.len() < 4 {
+                self.config.push(c);
+            }
+        }
+    }
+
+    /// The same dependence seen one step further out (`hop` describes the step).
+    pub(crate) fn hop(mut self, hop: &str) -> Deps {
+        for r in &mut self.reasons {
+            r.hops.insert(0, hop.to_owned());
+        }
+        if let Some(o) = &mut self.opaque {
+            *o = format!("{hop} ← {o}");
+        }
+        self
+    }
+
+    /// The public form: one [`Dependence`] per kind, or a lone `Unknown` when only opaque
+    /// parts were seen.
+    pub(crate) fn to_public(&self) -> Vec<Dependence> {
+        let mut out: Vec<Dependence> = self
+            .reasons
+            .iter()
+            .map(|r| Dependence { kind: r.kind, evidence: r.evidence() })
+            .collect();
+        out.sort_by_key(|d| d.kind);
+        if out.is_empty()
+            && let Some(o) = self.opaque.clone().or_else(|| {
+                self.params
+                    .first()
+                    .map(|p| format!("`{p}` (a parameter: the caller decides)"))
+                    .or_else(|| {
+                        self.length_params.first().map(|p| {
+                            format!("the length of `{p}` (a parameter: the caller decides)")
+                        })
+                    })
+            })
+        {
+            out.push(Dependence { kind: DependenceKind::Unknown, evidence: o });
+        }
+        out
+    }
+}
+
+/// A value, with its elements when it is a tuple whose parts are known apart
+/// (`return rank, world`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Value {
+    pub whole: Deps,
+    pub elements: Option<Vec<Deps>>,
+    /// An object built by the project's own class (`DistContext(rank, world_size)`), field by
+    /// field, so `ctx.world_size` does not inherit what `ctx.rank` depends on.
+    pub fields: Option<Vec<(String, Deps)>>,
+}
+
+impl Value {
+    pub(crate) fn of(whole: Deps) -> Value {
+        Value { whole, elements: None, fields: None }
+    }
+
+    pub(crate) fn field(&self, name: &str) -> Option<Deps> {
+        self.fields.as_ref()?.iter().find(|(n, _)| n == name).map(|(_, d)| d.clone())
+    }
+
+    pub(crate) fn element(&self, i: usize) -> Deps {
+        match &self.elements {
+            Some(elements) => elements.get(i).cloned().unwrap_or_default(),
+            None => self.whole.clone(),
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: Value) {
+        self.elements = match (self.elements.take(), other.elements) {
+            (Some(mut a), Some(b)) if a.len() == b.len() => {
+                for (x, y) in a.iter_mut().zip(b) {
+                    x.merge(y);
+                }
+                Some(a)
+            }
+            _ => None,
+        };
+        self.fields = match (self.fields.take(), other.fields) {
+            (Some(mut a), Some(b)) => {
+                for (name, d) in b {
+                    match a.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, x)) => x.merge(d),
+                        None => a.push((name, d)),
+                    }
+                }
+                Some(a)
+            }
+            _ => None,
+        };
+        self.whole.merge(other.whole);
+    }
+
+    pub(crate) fn hop(self, hop: &str) -> Value {
+        self.map(|d| d.hop(hop))
+    }
+
+    /// The same transformation applied to the whole, each element and each field.
+    pub(crate) fn map(self, mut f: impl FnMut(Deps) -> Deps) -> Value {
+        Value {
+            whole: f(self.whole),
+            elements: self.elements.map(|es| es.into_iter().map(&mut f).collect()),
+            fields: self.fields.map(|fs| fs.into_iter().map(|(n, d)| (n, f(d))).collect()),
+        }
+    }
+}
+
+/// Identifies a module for caches: its address while the analysis holds it.
+pub(crate) type ModuleKey = usize;
+
+pub(crate) fn key_of(module: &Module) -> ModuleKey {
+    std::ptr::from_ref(module) as usize
+}
+
+/// One analysis: the project it may look into and what it learned so far (function
+/// summaries, followed bindings). Build one per report or per linted file; it is cheap.
+pub struct Analysis<'p> {
+    project: Option<&'p dyn Project>,
+    /// Modules loaded through the project, kept alive so their keys stay valid.
+    loaded: RefCell<Vec<Rc<Module>>>,
+    summaries: RefCell<HashMap<(ModuleKey, TextSize), Rc<Summary>>>,
+    in_progress: RefCell<HashSet<(ModuleKey, TextSize)>>,
+    memo: RefCell<HashMap<(ModuleKey, TextSize, String), Value>>,
+}
+
+impl std::fmt::Debug for Analysis<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analysis")
+            .field("summaries", &self.summaries.borrow().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Analysis<'_> {
+    fn default() -> Self {
+        Analysis::new(None)
+    }
+}
+
+/// What [`Analysis::dependence`] found out about one expression.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Finding {
+    /// Why the value can differ across ranks, one item per kind (a lone `Unknown` when only
+    /// opaque parts were found); empty when it is the same on every rank.
+    pub dependence: Vec<Dependence>,
+    /// Parameters of the enclosing function the value flows from (their callers decide).
+    pub parameters: Vec<String>,
+    /// Parameters whose length the value counts.
+    pub length_parameters: Vec<String>,
+    /// Consensus seen on the way (the value was agreed across ranks there).
+    pub agreed: Vec<String>,
+    /// Configuration reads, assumed the same on every rank.
+    pub configuration: Vec<String>,
+    /// Whether every part of the expression was followed to its end: an empty
+    /// `dependence` then means "the same on every rank", not "unknown".
+    pub complete: bool,
+}
+
+impl Finding {
+    fn from_deps(deps: &Deps) -> Finding {
+        Finding {
+            dependence: deps.to_public(),
+            parameters: deps.params.clone(),
+            length_parameters: deps.length_params.clone(),
+            agreed: deps.agreed.clone(),
+            configuration: deps.config.clone(),
+            complete: deps.opaque.is_none()
+                && deps.params.is_empty()
+                && deps.length_params.is_empty(),
+        }
+    }
+
+    /// True when a reason other than `Unknown` was shown.
+    pub fn is_shown(&self) -> bool {
+        self.dependence.iter().any(|d| d.kind != DependenceKind::Unknown)
+    }
+}
+
+impl<'p> Analysis<'p> {
+    pub fn new(project: Option<&'p dyn Project>) -> Self {
+        Analysis {
+            project,
+            loaded: RefCell::default(),
+            summaries: RefCell::default(),
+            in_progress: RefCell::default(),
+            memo: RefCell::default(),
+        }
+    }
+
+    /// Why the value of `expr_source`, written at 1-based `line` of `module`, can differ
+    /// across ranks. Names are read as they are bound at the start of that line; a line inside
+    /// an `except` body adds a caught exception.
+    pub fn dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        let deps = self.parsed(module, line, expr_source, |e, expr, at| e.value(expr, at).whole);
+        Finding::from_deps(&deps)
+    }
+
+    /// Why the *number of items* of the iterable `expr_source` at `line` can differ across
+    /// ranks (`range(steps)`: only if `steps` can; a `DistributedSampler`: never).
+    pub fn length_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        let deps = self.parsed(module, line, expr_source, |e, expr, at| e.length(expr, at));
+        Finding::from_deps(&deps)
+    }
+
+    /// The dependence of an expression node of `module` itself.
+    pub(crate) fn dependence_of(&self, module: &Module, expr: &Expr, at: TextSize) -> Deps {
+        let scope = Scope::at(module, module.line_of(at));
+        value::Eval::new(self, module, scope, 0).value(expr, at).whole
+    }
+
+    /// The length dependence of an iterable node of `module`.
+    pub(crate) fn length_of(&self, module: &Module, expr: &Expr, at: TextSize) -> Deps {
+        let scope = Scope::at(module, module.line_of(at));
+        value::Eval::new(self, module, scope, 0).length(expr, at)
+    }
+
+    /// The qualified name a callee or attribute at `line` resolves to
+    /// (`dist.all_reduce` → `torch.distributed.all_reduce`), through imports, class bases
+    /// and the table's attribute types.
+    pub fn qualified_name(&self, module: &Module, line: u32, expr_source: &str) -> Option<String> {
+        let mut out = None;
+        self.parsed(module, line, expr_source, |e, expr, at| {
+            if let Sym::Path(p) = e.resolve(expr, at) {
+                out = Some(p);
+            }
+            Deps::default()
+        });
+        out
+    }
+
+    /// Parses `expr_source` as an expression standing at `line` and runs `f` on it.
+    fn parsed(
+        &self,
+        module: &Module,
+        line: u32,
+        expr_source: &str,
+        f: impl FnOnce(&mut value::Eval<'_, '_>, &Expr, TextSize) -> Deps,
+    ) -> Deps {
+        if expr_source.trim().is_empty() {
+            return Deps::default();
+        }
+        let parsed = parse_unchecked(expr_source, ParseOptions::from(Mode::Expression));
+        let Mod::Expression(expr) = parsed.into_syntax() else { return Deps::default() };
+        let end = TextSize::try_from(module.source().len()).unwrap_or_default();
+        let at = module.line_range(line).map_or(end, TextRange::start);
+        let scope = Scope::at(module, line);
+        let mut eval = value::Eval::new(self, module, scope, 0);
+        eval.foreign = Some(expr_source.to_owned());
+        let mut deps = f(&mut eval, &expr.body, at);
+        if let Some(evidence) = crate::dependence::enclosing_handler(module, line) {
+            deps.merge(Deps::reason(DependenceKind::Exception, evidence));
+        }
+        deps
+    }
+
+    /// What `params` (by value) and `length_params` (by length) of the function around
+    /// `callee_line` of `callee` depend on at the call of that function at `caller_line` of
+    /// `caller` (the next frame out). `None` when no call of that function is on that line.
+    pub fn through_caller(
+        &self,
+        callee: &Module,
+        callee_line: u32,
+        params: &[String],
+        length_params: &[String],
+        caller: &Module,
+        caller_line: u32,
+    ) -> Option<Finding> {
+        let def = callee.path(callee_line)?.innermost_function(callee)?;
+        let name = def.name.id.as_str();
+        let is_method = resolve::class_of(callee, def).is_some();
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        let call = caller
+            .calls_at(caller_line)
+            .into_iter()
+            .find(|c| crate::expr::last_segment(&c.func) == Some(name))?;
+        let through_instance = is_method && matches!(&*call.func, Expr::Attribute(_));
+        let scope = Scope::at(caller, caller_line);
+        let mut eval = value::Eval::new(self, caller, scope, 0);
+        let mut deps = Deps::default();
+        let at = call.start();
+        let site = format!("`{name}(…)` called at line {caller_line}");
+        for p in params {
+            if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
+                let hop = format!("`{p}` = {} ({site})", quote(caller.text(arg.range())));
+                deps.merge(eval.value(arg, at).whole.hop(&hop));
+            }
+        }
+        for p in length_params {
+            if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
+                let hop =
+                    format!("the length of `{p}` = {} ({site})", quote(caller.text(arg.range())));
+                deps.merge(eval.length(arg, at).hop(&hop));
+            }
+        }
+        Some(Finding::from_deps(&deps))
+    }
+
+    /// The collective a line calls directly (`dist.all_reduce(x)`, `self.all_gather(t)`,
+    /// `accelerator.gather(t)`): its qualified name and table row.
+    pub fn collective_at(
+        &self,
+        module: &Module,
+        line: u32,
+    ) -> Option<(String, &'static crate::knowledge::Api)> {
+        let scope = Scope::at(module, line);
+        let mut eval = value::Eval::new(self, module, scope, 0);
+        module.calls_at(line).into_iter().find_map(|c| match eval.resolve(&c.func, c.start()) {
+            Sym::Path(p) => {
+                let api = crate::knowledge::knowledge().api(&p)?;
+                (api.role == crate::knowledge::Role::Collective).then_some((p, api))
+            }
+            _ => None,
+        })
+    }
+
+    /// Calls of `module` that change what later collectives carry (the table's `payload` rows:
+    /// comm hooks, autocast, mixed-precision policies, device meshes), with the line of each.
+    pub fn setup_calls(&self, module: &Module) -> Vec<SetupCall> {
+        let mut calls: Vec<&ruff_python_ast::ExprCall> = Vec::new();
+        crate::tree::walk_all(module.body(), &mut |stmt| {
+            for e in crate::tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    if let Expr::Call(c) = x {
+                        calls.push(c);
+                    }
+                });
+            }
+        });
+        let mut out = Vec::new();
+        for c in calls {
+            let line = module.line_of(c.start());
+            let mut eval = value::Eval::new(self, module, Scope::at(module, line), 0);
+            if let Sym::Path(p) = eval.resolve(&c.func, c.start())
+                && let Some(api) = crate::knowledge::knowledge().api(&p)
+                && api.role == crate::knowledge::Role::Payload
+            {
+                let arguments = eval.value(&Expr::Call(c.clone()), c.start()).whole;
+                out.push(SetupCall {
+                    line,
+                    qualified: p,
+                    affects: api.affects.clone().unwrap_or_default(),
+                    source: module.text(c.range()).to_owned(),
+                    arguments: Finding::from_deps(&arguments),
+                });
+            }
+        }
+        out
+    }
+
+    /// The project modules `module` imports (at any level of the file), as the project
+    /// resolves them.
+    pub fn imports(&self, module: &Module) -> Vec<Rc<Module>> {
+        let Some(project) = self.project else { return Vec::new() };
+        let mut out: Vec<Rc<Module>> = Vec::new();
+        let mut push = |m: Option<Rc<Module>>| {
+            if let Some(m) = m
+                && !out.iter().any(|o| Rc::ptr_eq(o, &m))
+            {
+                out.push(self.keep(m));
+            }
+        };
+        crate::tree::walk_all(module.body(), &mut |stmt| match stmt {
+            ruff_python_ast::Stmt::Import(s) => {
+                for alias in &s.names {
+                    push(project.import(module, alias.name.id.as_str(), 0));
+                }
+            }
+            ruff_python_ast::Stmt::ImportFrom(s) => {
+                let base = s.module.as_ref().map_or("", |m| m.id.as_str());
+                push(project.import(module, base, s.level));
+                for alias in &s.names {
+                    let sub = if base.is_empty() {
+                        alias.name.id.to_string()
+                    } else {
+                        format!("{base}.{}", alias.name.id)
+                    };
+                    push(project.import(module, &sub, s.level));
+                }
+            }
+            _ => {}
+        });
+        out
+    }
+
+    /// Keeps a project module alive for the analysis.
+    pub(crate) fn keep(&self, module: Rc<Module>) -> Rc<Module> {
+        let mut loaded = self.loaded.borrow_mut();
+        if let Some(m) = loaded.iter().find(|m| Rc::ptr_eq(m, &module)) {
+            return m.clone();
+        }
+        loaded.push(module.clone());
+        module
+    }
+
+    pub(crate) fn project(&self) -> Option<&'p dyn Project> {
+        self.project
+    }
+}
+
+/// A call that changes what later collectives carry ([`Analysis::setup_calls`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupCall {
+    pub line: u32,
+    /// Its qualified name (`torch.nn.parallel.DistributedDataParallel.register_comm_hook`).
+    pub qualified: String,
+    /// What it changes, as the table says (`dtype`, `size`, `group`).
+    pub affects: String,
+    /// The call's source text.
+    pub source: String,
+    /// What its arguments depend on.
+    pub arguments: Finding,
+}
+
+/// Source text of a node, from the module or, for an expression parsed on its own, from that
+/// text.
+pub(crate) fn node_text<'s>(
+    module: &'s Module,
+    foreign: Option<&'s str>,
+    range: TextRange,
+) -> &'s str {
+    match foreign {
+        Some(text) => text.get(range.start().to_usize()..range.end().to_usize()).unwrap_or(""),
+        None => module.text(range),
+    }
+}
+
+/// `text` as evidence: one line, cut short.
+pub(crate) fn quote(text: &str) -> String {
+    format!("`{}`", crate::expr::snippet(text))
+}
+
+#[cfg(test)]
+mod lint_tests;
+#[cfg(test)]
+mod tests;

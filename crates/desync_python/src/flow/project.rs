@@ -1,0 +1,124 @@
+//! The project: the user's own Python files, so that a call of `shard_batches` imported from
+//! the job's `common.py` can be followed into it. Only files under the project's roots count
+//! (the `--source-root`, the `--path-map` targets, the directories of the frames' files, or
+//! the paths given to `desync lint`); an import that resolves elsewhere is a library, known
+//! only through the knowledge table.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::module::Module;
+
+/// Finds and parses the project's modules.
+pub trait Project {
+    /// The project module an import in `importer` names: `module` as written (`trainer.metrics`,
+    /// empty for `from . import x`), `level` the number of leading dots.
+    fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Rc<Module>>;
+
+    /// The project module read from `path` (parsed once).
+    fn load(&self, path: &Path) -> Option<Rc<Module>>;
+}
+
+/// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
+pub struct FileProject {
+    roots: Vec<PathBuf>,
+    cache: RefCell<HashMap<PathBuf, Option<Rc<Module>>>>,
+}
+
+/// Larger files are not training code worth following (and would slow every analysis).
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
+impl FileProject {
+    /// A project made of the Python files under `roots` (canonicalised; missing ones dropped).
+    pub fn new(roots: impl IntoIterator<Item = PathBuf>) -> FileProject {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for root in roots {
+            if let Ok(canonical) = std::fs::canonicalize(&root)
+                && !out.contains(&canonical)
+            {
+                out.push(canonical);
+            }
+        }
+        FileProject { roots: out, cache: RefCell::default() }
+    }
+
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// Whether `path` lies under one of the roots (after resolving links and `..`).
+    pub fn contains(&self, path: &Path) -> bool {
+        std::fs::canonicalize(path).is_ok_and(|p| self.roots.iter().any(|r| p.starts_with(r)))
+    }
+
+    fn candidates(&self, importer: &Module, module: &str, level: u32) -> Vec<PathBuf> {
+        let relative: PathBuf = module.split('.').filter(|s| !s.is_empty()).collect();
+        let mut bases: Vec<PathBuf> = Vec::new();
+        let here = importer.file_path().and_then(Path::parent).map(Path::to_path_buf);
+        if level > 0 {
+            let mut base = here;
+            for _ in 1..level {
+                base = base.and_then(|b| b.parent().map(Path::to_path_buf));
+            }
+            bases.extend(base);
+        } else {
+            // Absolute imports: the importer's directory (a script's own folder is on
+            // sys.path) and its parents up to a root, then the roots themselves.
+            let mut dir = here;
+            while let Some(d) = dir {
+                bases.push(d.clone());
+                if self.roots.iter().any(|r| d == *r) {
+                    break;
+                }
+                dir = d.parent().map(Path::to_path_buf);
+                if dir.as_ref().is_some_and(|p| !self.roots.iter().any(|r| p.starts_with(r))) {
+                    break;
+                }
+            }
+            bases.extend(self.roots.iter().cloned());
+        }
+        let mut out = Vec::new();
+        for base in bases {
+            if module.is_empty() {
+                out.push(base.join("__init__.py"));
+            } else {
+                out.push(base.join(&relative).with_extension("py"));
+                out.push(base.join(&relative).join("__init__.py"));
+            }
+        }
+        out
+    }
+}
+
+impl Project for FileProject {
+    fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Rc<Module>> {
+        self.candidates(importer, module, level)
+            .into_iter()
+            .find_map(|path| if path.is_file() { self.load(&path) } else { None })
+    }
+
+    fn load(&self, path: &Path) -> Option<Rc<Module>> {
+        let canonical = std::fs::canonicalize(path).ok()?;
+        if !self.roots.iter().any(|r| canonical.starts_with(r)) {
+            return None;
+        }
+        if let Some(hit) = self.cache.borrow().get(&canonical) {
+            return hit.clone();
+        }
+        let parsed =
+            read_python(&canonical).map(|text| Rc::new(Module::parse_file(&text, &canonical)));
+        self.cache.borrow_mut().insert(canonical, parsed.clone());
+        parsed
+    }
+}
+
+/// A regular file's text, when it is small enough and UTF-8.
+fn read_python(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}

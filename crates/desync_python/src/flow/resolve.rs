@@ -1,0 +1,363 @@
+//! Qualified names: what a callee or attribute in user code *is*, whatever the user called it.
+//! `dist.all_reduce` after `import torch.distributed as dist` is `torch.distributed.all_reduce`;
+//! `self.trainer.is_global_zero` in a subclass of `pl.LightningModule` is
+//! `lightning.pytorch.Trainer.is_global_zero` (the table gives `LightningModule.trainer` its
+//! type); `shard_batches` imported from the project's `common.py` is that function.
+
+use std::rc::Rc;
+
+use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_text_size::{Ranged, TextSize};
+
+use super::value::Eval;
+use crate::dependence::bindings::{self, Scope, Source};
+use crate::knowledge::{Role, knowledge};
+use crate::module::Module;
+use crate::tree::MAX_DEPTH;
+
+/// A function of the project: where its `def` is.
+#[derive(Clone)]
+pub(crate) struct FnRef {
+    /// `None`: the module being evaluated.
+    pub module: Option<Rc<Module>>,
+    pub def: TextSize,
+    /// Called through an instance (`self.helper(x)`): the first parameter is the receiver.
+    pub is_method: bool,
+}
+
+/// A class: a framework class by qualified name, or one of the project's own.
+#[derive(Clone, Default)]
+pub(crate) struct ClassRef {
+    pub qualified: Option<String>,
+    /// Start of the project class's `class` statement.
+    pub local: Option<TextSize>,
+    /// The module holding `local`; `None`: the module being evaluated.
+    pub module: Option<Rc<Module>>,
+}
+
+#[derive(Clone)]
+pub(crate) enum Sym {
+    /// A library module, function, class or attribute by canonical qualified name.
+    Path(String),
+    /// A module of the project.
+    Module(Rc<Module>),
+    Function(FnRef),
+    Class(ClassRef),
+    Instance(ClassRef),
+    Unknown,
+}
+
+impl Eval<'_, '_> {
+    pub(crate) fn resolve(&mut self, e: &Expr, at: TextSize) -> Sym {
+        self.resolve_depth(e, at, 0)
+    }
+
+    fn resolve_depth(&mut self, e: &Expr, at: TextSize, depth: usize) -> Sym {
+        if depth > MAX_DEPTH / 4 {
+            return Sym::Unknown;
+        }
+        match e {
+            Expr::Name(n) => self.resolve_name(n.id.as_str(), at, depth),
+            Expr::Attribute(a) => {
+                let base = self.resolve_depth(&a.value, at, depth + 1);
+                self.member(base, a.attr.id.as_str(), depth)
+            }
+            Expr::Call(c) => match self.resolve_depth(&c.func, at, depth + 1) {
+                Sym::Class(class) => Sym::Instance(class),
+                Sym::Path(p) if is_class_path(&p) => {
+                    Sym::Instance(ClassRef { qualified: Some(p), ..ClassRef::default() })
+                }
+                Sym::Path(p) => returned(&p, 0),
+                _ => Sym::Unknown,
+            },
+            _ => Sym::Unknown,
+        }
+    }
+
+    fn resolve_name(&mut self, name: &str, at: TextSize, depth: usize) -> Sym {
+        let Some(binding) = bindings::lookup(self.module, self.scope, name, at) else {
+            // A builtin (`open`, `len`), or a module a star import or the snippet's context
+            // brings in: taken as the name it is written as.
+            return Sym::Path(knowledge().unbound(name));
+        };
+        match binding.source {
+            Source::Import { module, name: imported, level } => {
+                self.import(module, imported, level)
+            }
+            Source::Function(def) => {
+                Sym::Function(FnRef { module: None, def: def.start(), is_method: false })
+            }
+            Source::Class(class) => {
+                Sym::Class(ClassRef { local: Some(class.start()), ..ClassRef::default() })
+            }
+            Source::Parameter => self.parameter_type(name, binding.scope),
+            Source::Value(v) | Source::WithItem(v) => {
+                let outer = std::mem::replace(&mut self.scope, binding.scope);
+                let sym = self.resolve_depth(v, binding.at, depth + 1);
+                self.scope = outer;
+                sym
+            }
+            // `engine, _, loader, _ = deepspeed.initialize(...)`: what the table says the
+            // call returns in that position.
+            Source::Element(Expr::Call(c), i) => {
+                let outer = std::mem::replace(&mut self.scope, binding.scope);
+                let sym = self.resolve_depth(&c.func, binding.at, depth + 1);
+                self.scope = outer;
+                match sym {
+                    Sym::Path(p) => returned(&p, i),
+                    _ => Sym::Unknown,
+                }
+            }
+            _ => Sym::Unknown,
+        }
+    }
+
+    /// An imported name: a module or definition of the project, else a library path.
+    fn import(&mut self, module: &str, imported: Option<&str>, level: u32) -> Sym {
+        if let Some(project) = self.cx.project() {
+            if let Some(m) = project.import(self.module, module, level) {
+                let m = self.cx.keep(m);
+                return match imported {
+                    None => Sym::Module(m),
+                    Some(name) => top_level(&m, name).unwrap_or_else(|| {
+                        // `from trainer import metrics`: a submodule.
+                        let sub = if module.is_empty() {
+                            name.to_owned()
+                        } else {
+                            format!("{module}.{name}")
+                        };
+                        project
+                            .import(self.module, &sub, level)
+                            .map_or(Sym::Unknown, |s| Sym::Module(self.cx.keep(s)))
+                    }),
+                };
+            }
+            if let Some(name) = imported {
+                let sub =
+                    if module.is_empty() { name.to_owned() } else { format!("{module}.{name}") };
+                if let Some(m) = project.import(self.module, &sub, level) {
+                    return Sym::Module(self.cx.keep(m));
+                }
+            }
+        }
+        if level > 0 {
+            // A relative import outside the project's view.
+            return Sym::Unknown;
+        }
+        let full = match imported {
+            Some(name) if !module.is_empty() => format!("{module}.{name}"),
+            Some(name) => name.to_owned(),
+            None => module.to_owned(),
+        };
+        Sym::Path(knowledge().canonical(&full))
+    }
+
+    /// `self` in a method, an annotated parameter, or a parameter a framework hook fills.
+    fn parameter_type(&mut self, name: &str, scope: Scope<'_>) -> Sym {
+        let Some(def) = scope.function else { return Sym::Unknown };
+        let params: Vec<&ruff_python_ast::Parameter> =
+            def.parameters.iter_non_variadic_params().map(|p| &p.parameter).collect();
+        let Some(index) = params.iter().position(|p| p.name.id.as_str() == name) else {
+            return Sym::Unknown;
+        };
+        let class = class_of(self.module, def);
+        if index == 0
+            && let Some(class) = class
+            && !is_static(def)
+        {
+            return Sym::Instance(ClassRef { local: Some(class.start()), ..ClassRef::default() });
+        }
+        if let Some(annotation) = &params[index].annotation {
+            let at = annotation.start();
+            match self.resolve(annotation, at) {
+                Sym::Class(c) => return Sym::Instance(c),
+                Sym::Path(p) => {
+                    return Sym::Instance(ClassRef { qualified: Some(p), ..ClassRef::default() });
+                }
+                _ => {}
+            }
+        }
+        if let Some(class) = class
+            && index > 0
+        {
+            let bases = self.class_bases(class);
+            for base in &bases {
+                for hook in knowledge().hooks(base, def.name.id.as_str()) {
+                    if let Some(t) = hook.positional.get(index - 1) {
+                        return Sym::Instance(ClassRef {
+                            qualified: Some(t.clone()),
+                            ..ClassRef::default()
+                        });
+                    }
+                }
+            }
+        }
+        Sym::Unknown
+    }
+
+    /// `base.attr`.
+    fn member(&mut self, base: Sym, attr: &str, depth: usize) -> Sym {
+        match base {
+            Sym::Path(p) => Sym::Path(knowledge().canonical(&format!("{p}.{attr}"))),
+            Sym::Module(m) => top_level(&m, attr).unwrap_or(Sym::Unknown),
+            Sym::Class(c) | Sym::Instance(c) => self.class_member(&c, attr, depth),
+            Sym::Function(_) | Sym::Unknown => Sym::Unknown,
+        }
+    }
+
+    fn class_member(&mut self, class: &ClassRef, attr: &str, depth: usize) -> Sym {
+        if let Some(q) = &class.qualified {
+            return framework_member(q, attr);
+        }
+        let (Some(at), None) = (class.local, &class.module) else {
+            // A class of another project module: its methods, without following its bases.
+            if let (Some(at), Some(m)) = (class.local, &class.module)
+                && let Some(def) = class_at(m, at).and_then(|c| method(c, attr))
+            {
+                return Sym::Function(FnRef {
+                    module: Some(m.clone()),
+                    def: def.start(),
+                    is_method: true,
+                });
+            }
+            return Sym::Unknown;
+        };
+        let Some(cls) = class_at(self.module, at) else { return Sym::Unknown };
+        if let Some(def) = method(cls, attr) {
+            return Sym::Function(FnRef { module: None, def: def.start(), is_method: true });
+        }
+        for base in self.class_bases(cls) {
+            let sym = framework_member(&base, attr);
+            if !matches!(sym, Sym::Unknown) {
+                return sym;
+            }
+        }
+        // `self.accelerator = Accelerator(...)` in `__init__`.
+        for stmt in cls.body.iter() {
+            let Stmt::FunctionDef(m) = stmt else { continue };
+            let Some(self_name) = m.parameters.iter_non_variadic_params().next() else { continue };
+            let self_name = self_name.parameter.name.id.as_str();
+            let mut values: Vec<&Expr> = Vec::new();
+            crate::tree::walk_scope(&m.body, &mut |s, _| {
+                if let Stmt::Assign(a) = s
+                    && a.targets.iter().any(|t| matches!(t, Expr::Attribute(ta) if ta.attr.id.as_str() == attr && matches!(&*ta.value, Expr::Name(n) if n.id.as_str() == self_name)))
+                {
+                    values.push(&a.value);
+                }
+            });
+            for v in values {
+                let outer =
+                    std::mem::replace(&mut self.scope, Scope { function: Some(m), suite: &m.body });
+                let sym = self.resolve_depth(v, v.start(), depth + 1);
+                self.scope = outer;
+                if !matches!(sym, Sym::Unknown) {
+                    return sym;
+                }
+            }
+        }
+        Sym::Unknown
+    }
+}
+
+/// A member of a framework class: a row of the table, or an attribute whose type it gives.
+fn framework_member(class: &str, attr: &str) -> Sym {
+    let k = knowledge();
+    let path = format!("{class}.{attr}");
+    if k.api(&path).is_some() {
+        return Sym::Path(path);
+    }
+    if let Some(t) = k.attribute_type(class, attr) {
+        return Sym::Instance(ClassRef { qualified: Some(t.to_owned()), ..ClassRef::default() });
+    }
+    Sym::Unknown
+}
+
+/// The instance a call of `path` returns (element `index` of a returned tuple), when the table
+/// gives its type.
+fn returned(path: &str, index: usize) -> Sym {
+    match knowledge().api(path).and_then(|a| a.returns.get(index)) {
+        Some(t) if !t.is_empty() => {
+            Sym::Instance(ClassRef { qualified: Some(t.clone()), ..ClassRef::default() })
+        }
+        _ => Sym::Unknown,
+    }
+}
+
+/// Whether calling `path` makes an instance the table knows members of.
+fn is_class_path(path: &str) -> bool {
+    let k = knowledge();
+    k.knows_class(path) || k.api(path).is_some_and(|a| matches!(a.role, Role::Data | Role::Wrapper))
+}
+
+/// A module-level `def` or `class` named `name`.
+fn top_level(module: &Rc<Module>, name: &str) -> Option<Sym> {
+    for stmt in module.body() {
+        match stmt {
+            Stmt::FunctionDef(d) if d.name.id.as_str() == name => {
+                return Some(Sym::Function(FnRef {
+                    module: Some(module.clone()),
+                    def: d.start(),
+                    is_method: false,
+                }));
+            }
+            Stmt::ClassDef(c) if c.name.id.as_str() == name => {
+                return Some(Sym::Class(ClassRef {
+                    local: Some(c.start()),
+                    module: Some(module.clone()),
+                    qualified: None,
+                }));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn method<'m>(class: &'m StmtClassDef, name: &str) -> Option<&'m StmtFunctionDef> {
+    class.body.iter().find_map(|s| match s {
+        Stmt::FunctionDef(d) if d.name.id.as_str() == name => Some(d),
+        _ => None,
+    })
+}
+
+fn is_static(def: &StmtFunctionDef) -> bool {
+    def.decorator_list
+        .iter()
+        .any(|d| matches!(&d.expression, Expr::Name(n) if n.id.as_str() == "staticmethod"))
+}
+
+/// The class whose body holds `def` directly (a method), if any.
+pub(crate) fn class_of<'m>(module: &'m Module, def: &StmtFunctionDef) -> Option<&'m StmtClassDef> {
+    let path = module.path(module.line_of(def.name.start()))?;
+    let level = path.function_level(module)?;
+    match path.levels.get(level)?.owner {
+        Some(Stmt::ClassDef(c)) => Some(c),
+        _ => None,
+    }
+}
+
+/// The `class` statement starting at `at`.
+pub(crate) fn class_at(module: &Module, at: TextSize) -> Option<&StmtClassDef> {
+    let mut found = None;
+    crate::tree::walk_all(module.body(), &mut |s| {
+        if let Stmt::ClassDef(c) = s
+            && c.start() == at
+        {
+            found = Some(c);
+        }
+    });
+    found
+}
+
+/// The `def` starting at `at`.
+pub(crate) fn def_at(module: &Module, at: TextSize) -> Option<&StmtFunctionDef> {
+    let mut found = None;
+    crate::tree::walk_all(module.body(), &mut |s| {
+        if let Stmt::FunctionDef(d) = s
+            && d.start() == at
+        {
+            found = Some(d);
+        }
+    });
+    found
+}

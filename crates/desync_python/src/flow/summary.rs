@@ -1,0 +1,203 @@
+//! Function summaries: what a project function's result depends on, in terms of its
+//! parameters, computed once per analysis. For a generator, the result is what it yields and
+//! the length is how many times it yields (the loops and conditions around its `yield`s);
+//! `return rank, world` keeps its elements apart so `rank, world = setup()` gets each right.
+//! A parameter the function passes, unconditionally, to a collective that leaves it identical
+//! on every rank (an in-place `all_reduce`) is recorded: a call of the helper agrees its argument.
+
+use ruff_python_ast::{Expr, Stmt, StmtFunctionDef};
+use ruff_text_size::Ranged;
+
+use super::resolve::{FnRef, Sym, def_at};
+use super::value::Eval;
+use super::{Deps, MAX_CALL_DEPTH, Value, key_of};
+use crate::dependence::bindings::Scope;
+use crate::knowledge::{Agrees, knowledge};
+use crate::module::Module;
+use crate::tree::{self, Slot, header_exprs};
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Summary {
+    pub name: String,
+    /// Parameter names in order (`self` included).
+    pub parameters: Vec<String>,
+    /// What the result (or each yielded item) depends on.
+    pub returns: Value,
+    /// What the number of items returned or yielded depends on.
+    pub length: Deps,
+    /// For `return a, b`: the length of each element (`x, y = make_shard(n)`: `len(x)`).
+    pub element_lengths: Option<Vec<Deps>>,
+    pub is_generator: bool,
+    /// Positions of parameters the function agrees across ranks in place.
+    pub agrees_params: Vec<usize>,
+}
+
+impl Eval<'_, '_> {
+    /// The summary of `f`, computed on first use; `None` when too deep or recursive.
+    pub(crate) fn summary(&mut self, f: &FnRef) -> Option<std::rc::Rc<Summary>> {
+        if self.call_depth >= MAX_CALL_DEPTH {
+            return None;
+        }
+        let module: &Module = f.module.as_deref().unwrap_or(self.module);
+        let key = (key_of(module), f.def);
+        if let Some(s) = self.cx.summaries.borrow().get(&key) {
+            return Some(s.clone());
+        }
+        if !self.cx.in_progress.borrow_mut().insert(key) {
+            return None;
+        }
+        let summary =
+            def_at(module, f.def).map(|def| summarize(self.cx, module, def, self.call_depth + 1));
+        self.cx.in_progress.borrow_mut().remove(&key);
+        let summary = std::rc::Rc::new(summary?);
+        self.cx.summaries.borrow_mut().insert(key, summary.clone());
+        Some(summary)
+    }
+}
+
+fn summarize(
+    cx: &super::Analysis<'_>,
+    module: &Module,
+    def: &StmtFunctionDef,
+    depth: usize,
+) -> Summary {
+    let scope = Scope { function: Some(def), suite: &def.body };
+    let mut eval = Eval::new(cx, module, scope, depth);
+    let parameters: Vec<String> = def
+        .parameters
+        .iter_non_variadic_params()
+        .map(|p| p.parameter.name.id.to_string())
+        .chain(def.parameters.vararg.iter().map(|p| p.name.id.to_string()))
+        .chain(def.parameters.kwarg.iter().map(|p| p.name.id.to_string()))
+        .collect();
+    let mut summary = Summary { name: def.name.id.to_string(), parameters, ..Summary::default() };
+
+    // Returns and yields, with the statement that holds each.
+    let mut exits: Vec<(&Stmt, Option<&Expr>, bool)> = Vec::new();
+    tree::walk_scope(&def.body, &mut |stmt, _| {
+        if let Stmt::Return(r) = stmt {
+            exits.push((stmt, r.value.as_deref(), false));
+        }
+        for e in header_exprs(stmt) {
+            crate::expr::walk(e, &mut |x| match x {
+                Expr::Yield(y) => exits.push((stmt, y.value.as_deref(), true)),
+                Expr::YieldFrom(y) => exits.push((stmt, Some(&*y.value), true)),
+                _ => {}
+            });
+        }
+    });
+    summary.is_generator = exits.iter().any(|(_, _, y)| *y);
+    let mut first = true;
+    let mut first_length = true;
+    for (stmt, value, is_yield) in &exits {
+        if summary.is_generator && !is_yield {
+            continue;
+        }
+        let at = stmt.start();
+        let mut v = value.map(|e| eval.value(e, at)).unwrap_or_default();
+        // A constant returned under `if rank == 0:` still differs by rank.
+        v.whole.merge(guards(&mut eval, module, stmt));
+        if first {
+            summary.returns = v;
+            first = false;
+        } else {
+            summary.returns.merge(v);
+        }
+        if summary.is_generator {
+            summary.length.merge(enclosing_counts(&mut eval, module, stmt));
+        } else if let Some(e) = value {
+            summary.length.merge(eval.length(e, at));
+            let elements: Option<Vec<Deps>> = match e {
+                Expr::Tuple(t) => Some(t.elts.iter().map(|x| eval.length(x, at)).collect()),
+                _ => None,
+            };
+            summary.element_lengths = match (summary.element_lengths.take(), elements) {
+                (None, Some(new)) if first_length => Some(new),
+                (Some(mut old), Some(new)) if old.len() == new.len() => {
+                    for (o, n) in old.iter_mut().zip(new) {
+                        o.merge(n);
+                    }
+                    Some(old)
+                }
+                _ => None,
+            };
+            first_length = false;
+        }
+    }
+    if summary.is_generator {
+        // An early `return` (or `break` out of the yielding loop) ends the generator early.
+        let mut stops: Vec<&Stmt> = Vec::new();
+        tree::walk_scope(&def.body, &mut |stmt, _| {
+            if matches!(stmt, Stmt::Return(_) | Stmt::Break(_)) {
+                stops.push(stmt);
+            }
+        });
+        for stop in stops {
+            summary.length.merge(guards(&mut eval, module, stop));
+        }
+    }
+    summary.agrees_params = agreed_parameters(&mut eval, def, &summary.parameters);
+    summary
+}
+
+/// The tests of the `if`s around `stmt` in its function, and the `except` it sits in.
+fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
+    let mut out = Deps::default();
+    let Some(path) = module.path(module.line_of(stmt.start())) else { return out };
+    for level in path.scope_levels(module).to_vec() {
+        match (level.owner, level.slot) {
+            (Some(Stmt::If(s)), Slot::Body) => out.merge(eval.value(&s.test, s.start()).whole),
+            (Some(Stmt::If(s)), Slot::Clause(i)) => {
+                out.merge(eval.value(&s.test, s.start()).whole);
+                for c in s.elif_else_clauses.iter().take(i + 1).filter_map(|c| c.test.as_ref()) {
+                    out.merge(eval.value(c, c.start()).whole);
+                }
+            }
+            (Some(Stmt::Try(t)), Slot::Handler(_)) => out.merge(Deps::reason(
+                crate::types::DependenceKind::Exception,
+                format!("the `except` at line {}", module.line_of(t.start())),
+            )),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// How many times `stmt` runs: the lengths of the `for`s and the tests of the `while`s and
+/// `if`s around it in its function.
+fn enclosing_counts(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
+    let mut out = guards(eval, module, stmt);
+    let Some(path) = module.path(module.line_of(stmt.start())) else { return out };
+    for level in path.scope_levels(module).to_vec() {
+        match (level.owner, level.slot) {
+            (Some(Stmt::For(f)), Slot::Body) => out.merge(eval.length(&f.iter, f.start())),
+            (Some(Stmt::While(w)), Slot::Body) => out.merge(eval.value(&w.test, w.start()).whole),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Parameters passed, at the top level of the body (so on every call), as the first argument
+/// of a collective that leaves it identical on every rank.
+fn agreed_parameters(
+    eval: &mut Eval<'_, '_>,
+    def: &StmtFunctionDef,
+    parameters: &[String],
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    for stmt in def.body.iter() {
+        let Stmt::Expr(s) = stmt else { continue };
+        let Expr::Call(c) = &*s.value else { continue };
+        let Some(Expr::Name(first)) = c.arguments.args.first() else { continue };
+        let Some(index) = parameters.iter().position(|p| p == first.id.as_str()) else { continue };
+        let agrees = match eval.resolve(&c.func, c.start()) {
+            Sym::Path(p) => knowledge().api(&p).is_some_and(|a| a.agrees == Some(Agrees::Arg0)),
+            _ => false,
+        };
+        if agrees && !out.contains(&index) {
+            out.push(index);
+        }
+    }
+    out
+}

@@ -1,0 +1,310 @@
+//! The data-flow dependence analysis on the shapes real training code has.
+
+use super::{Analysis, FileProject, Finding};
+use crate::Module;
+use crate::types::DependenceKind::{
+    self, Environment, Exception, LocalData, Randomness, RankId, Time, Unknown,
+};
+
+fn line(src: &str, marker: &str) -> u32 {
+    src.lines().position(|l| l.contains(marker)).expect("marker") as u32 + 1
+}
+
+fn at(src: &str, marker: &str, expr: &str) -> Finding {
+    let m = Module::parse(src);
+    Analysis::default().dependence(&m, line(src, marker), expr)
+}
+
+fn kinds(f: &Finding) -> Vec<DependenceKind> {
+    f.dependence.iter().map(|d| d.kind).collect()
+}
+
+const TRAINER: &str = "\
+import argparse
+import os
+import time
+import torch
+import torch.distributed as dist
+
+PATIENCE = 2
+
+def setup():
+    dist.init_process_group('gloo')
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(1234 + rank)
+    return rank, world
+
+def shard_batches(rank, world, steps, batch=16):
+    g = torch.Generator().manual_seed(99 + rank)
+    for step in range(steps):
+        x = torch.randn(batch, 8, generator=g)
+        yield step, x
+
+def any_rank(flag):
+    t = torch.tensor([int(flag)])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+def main():
+    parser = argparse.ArgumentParser()
+    args = parser.parse_args()
+    rank, world = setup()
+    best, bad_epochs = float('inf'), 0
+    started = time.time()
+    for step, x in shard_batches(rank, world, steps=60):
+        val = float(x.sum())
+        if val < best:
+            best = val
+        else:
+            bad_epochs += 1
+        stop = bad_epochs >= PATIENCE  # <use>
+        agreed = any_rank(stop)
+        late = time.time() - started > args.budget
+        host = os.environ.get('NODE_FLAVOR', 'a') == 'b'
+        local = int(os.environ['LOCAL_RANK'])
+        size = int(os.environ['WORLD_SIZE'])
+";
+
+#[test]
+fn tuple_returns_keep_their_elements_apart() {
+    assert_eq!(kinds(&at(TRAINER, "# <use>", "rank")), [RankId]);
+    let world = at(TRAINER, "# <use>", "world");
+    assert!(world.dependence.is_empty() && world.complete, "{world:?}");
+    let rank = at(TRAINER, "# <use>", "rank == 0");
+    assert!(rank.dependence[0].evidence.contains("dist.get_rank()"), "{rank:?}");
+}
+
+#[test]
+fn a_counter_over_a_generator_depends_on_its_length_not_its_items() {
+    // shard_batches yields `steps` items on every rank: the step counter agrees...
+    let step = at(TRAINER, "# <use>", "step % 4 == 3");
+    assert!(step.dependence.is_empty(), "{step:?}");
+    // ...while the items come from a generator seeded by the rank.
+    let x = at(TRAINER, "# <use>", "x");
+    assert_eq!(kinds(&x), [RankId, Randomness], "{x:?}");
+    let length = Analysis::default().length_dependence(
+        &Module::parse(TRAINER),
+        line(TRAINER, "# <use>"),
+        "shard_batches(rank, world, steps=60)",
+    );
+    assert!(length.dependence.is_empty() && length.complete, "{length:?}");
+}
+
+#[test]
+fn an_update_under_a_condition_depends_on_the_condition() {
+    let f = at(TRAINER, "# <use>", "bad_epochs >= PATIENCE");
+    assert!(kinds(&f).contains(&RankId), "{f:?}");
+    let evidence = &f.dependence[0].evidence;
+    assert!(evidence.contains("bad_epochs"), "{evidence}");
+    assert!(evidence.contains("val < best"), "{evidence}");
+}
+
+#[test]
+fn consensus_through_a_helper_agrees_the_value() {
+    let f = at(TRAINER, "x = torch.randn", "t.item()");
+    // Inside the helper before the collective nothing is known; after it, agreed.
+    let m = Module::parse(TRAINER);
+    let after = Analysis::default().dependence(&m, line(TRAINER, "return bool(t.item())"), "t");
+    assert!(after.dependence.is_empty(), "{after:?}");
+    assert!(!after.agreed.is_empty());
+    let _ = f;
+    let agreed = at(TRAINER, "late =", "agreed");
+    assert!(agreed.dependence.is_empty(), "{agreed:?}");
+}
+
+#[test]
+fn clocks_hosts_and_launcher_variables() {
+    assert_eq!(kinds(&at(TRAINER, "host =", "time.time() - started")), [Time]);
+    let late = at(TRAINER, "host =", "late");
+    assert_eq!(kinds(&late), [Time]);
+    assert_eq!(late.configuration.len(), 1, "args.budget is configuration: {late:?}");
+    assert_eq!(kinds(&at(TRAINER, "size =", "host")), [Environment]);
+    assert_eq!(kinds(&at(TRAINER, "size =", "local")), [RankId]);
+    let size = at(TRAINER, "size =", "int(os.environ['WORLD_SIZE'])");
+    assert!(size.dependence.is_empty(), "{size:?}");
+}
+
+#[test]
+fn parameters_are_left_to_the_caller() {
+    let src = "def f(flag, items):\n    n = len(items)\n    return flag and n\n";
+    let f = at(src, "return", "flag and n");
+    assert_eq!(kinds(&f), [Unknown]);
+    assert_eq!(f.parameters, ["flag", "items"]);
+    assert!(!f.complete);
+}
+
+#[test]
+fn exceptions() {
+    let src = "\
+def step(batch):
+    try:
+        loss = run(batch)
+    except RuntimeError as e:
+        skipped = 1
+        return
+";
+    let f = at(src, "skipped", "1");
+    assert_eq!(kinds(&f), [Exception]);
+}
+
+const LIGHTNING: &str = "\
+import lightning.pytorch as pl
+import torch
+
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.threshold = 0.5
+
+    def training_step(self, batch, batch_idx):
+        loss = self.layer(batch).sum()
+        if loss > self.threshold:  # <train>
+            pass
+        return loss
+
+    def on_validation_epoch_end(self):
+        if self.trainer.is_global_zero:  # <hook>
+            self.all_gather(torch.ones(1))
+        if self.global_rank == 0 and self.current_epoch > 1:
+            pass
+
+class Saver(pl.Callback):
+    def on_validation_end(self, trainer, pl_module):
+        if trainer.is_global_zero:  # <cb>
+            trainer.save_checkpoint('x.ckpt')
+";
+
+#[test]
+fn lightning_rank_guards_and_batches_resolve_through_the_table() {
+    let hook = at(LIGHTNING, "# <hook>", "self.trainer.is_global_zero");
+    assert_eq!(kinds(&hook), [RankId], "{hook:?}");
+    let cb = at(LIGHTNING, "# <cb>", "trainer.is_global_zero");
+    assert_eq!(kinds(&cb), [RankId], "{cb:?}");
+    let own = at(LIGHTNING, "if self.global_rank", "self.global_rank == 0");
+    assert_eq!(kinds(&own), [RankId]);
+    let epoch = at(LIGHTNING, "if self.global_rank", "self.current_epoch > 1");
+    assert!(epoch.dependence.is_empty(), "{epoch:?}");
+    let loss = at(LIGHTNING, "# <train>", "loss > self.threshold");
+    assert_eq!(kinds(&loss), [LocalData], "{loss:?}");
+    let m = Module::parse(LIGHTNING);
+    let q = Analysis::default().qualified_name(
+        &m,
+        line(LIGHTNING, "# <cb>") + 1,
+        "trainer.save_checkpoint",
+    );
+    assert_eq!(q.as_deref(), Some("lightning.pytorch.Trainer.save_checkpoint"));
+}
+
+#[test]
+fn accelerate_and_data_loaders() {
+    let src = "\
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, DistributedSampler
+
+accelerator = Accelerator()
+
+def train(ds, n):
+    loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+    shard = DataLoader(ds[:n], batch_size=8)
+    for i, batch in enumerate(loader):
+        y = batch.sum()  # <use>
+    if accelerator.is_main_process:
+        pass
+";
+    assert_eq!(kinds(&at(src, "if accelerator", "accelerator.is_main_process")), [RankId]);
+    let y = at(src, "# <use>", "y");
+    assert_eq!(kinds(&y), [LocalData], "{y:?}");
+    let i = at(src, "# <use>", "i");
+    assert!(i.dependence.is_empty() && i.complete, "a DistributedSampler evens lengths: {i:?}");
+    let m = Module::parse(src);
+    let length = Analysis::default().length_dependence(&m, line(src, "# <use>"), "shard");
+    assert_eq!(length.length_parameters, ["ds"], "{length:?}");
+}
+
+#[test]
+fn imports_are_followed_into_the_project() {
+    let dir = tempfile_dir();
+    std::fs::write(dir.join("common.py"), "import torch.distributed as dist\n\ndef node_wants(rank):\n    return rank // 2 == 1\n\ndef setup():\n    return dist.get_rank(), dist.get_world_size()\n").unwrap();
+    let main = "from common import node_wants, setup\n\ndef main():\n    rank, world = setup()\n    if node_wants(rank):\n        pass\n";
+    std::fs::write(dir.join("train.py"), main).unwrap();
+    let project = FileProject::new([dir.clone()]);
+    let m = Module::parse_file(main, &dir.join("train.py"));
+    let cx = Analysis::new(Some(&project));
+    let f = cx.dependence(&m, 5, "node_wants(rank)");
+    assert_eq!(kinds(&f), [RankId], "{f:?}");
+    assert!(f.dependence[0].evidence.contains("dist.get_rank()"), "{f:?}");
+    // Without the project, the helper is opaque.
+    let alone = Analysis::default().dependence(&m, 5, "node_wants(rank)");
+    assert!(!alone.is_shown(), "{alone:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "desync-flow-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+#[ignore = "prints evidence for a human to read"]
+fn show_evidence() {
+    for (marker, expr) in
+        [("# <use>", "bad_epochs >= PATIENCE"), ("# <use>", "x"), ("host =", "late")]
+    {
+        println!("{expr}: {:#?}", at(TRAINER, marker, expr).dependence);
+    }
+}
+
+#[test]
+fn fields_of_the_projects_own_objects_stay_apart() {
+    let src = "\
+import os
+from dataclasses import dataclass
+
+@dataclass
+class DistContext:
+    rank: int
+    world_size: int
+
+def init_distributed():
+    rank = int(os.environ['RANK'])
+    world_size = int(os.environ['WORLD_SIZE'])
+    return DistContext(rank, world_size)
+
+def main():
+    ctx = init_distributed()
+    n = 1  # <use>
+";
+    assert_eq!(kinds(&at(src, "# <use>", "ctx.rank == 0")), [RankId]);
+    let world = at(src, "# <use>", "ctx.world_size");
+    assert!(world.dependence.is_empty() && world.complete, "{world:?}");
+}
+
+#[test]
+fn lengths_of_returned_tensors_follow_their_sizes() {
+    let src = "\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def make_shard(rank, n):
+    g = torch.Generator().manual_seed(1000 + rank)
+    x = torch.randn(n, 16, generator=g)
+    y = (x @ torch.ones(16)).unsqueeze(1) + 0.1 * torch.randn(n, 1, generator=g)
+    return x, y
+
+def main(rank, steps):
+    x, y = make_shard(rank, steps * 32)
+    loader = DataLoader(TensorDataset(x, y), batch_size=32)
+    for step, (xb, yb) in enumerate(loader):
+        pass  # <use>
+";
+    let step = at(src, "# <use>", "step");
+    assert!(!kinds(&step).contains(&RankId), "{step:?}");
+    // Only the number of steps the caller asks for decides how many batches there are.
+    assert_eq!(kinds(&step), [Unknown], "{step:?}");
+    assert_eq!(step.length_parameters, ["steps"], "{step:?}");
+}

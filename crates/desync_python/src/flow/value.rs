@@ -1,0 +1,1100 @@
+//! The evaluator: what an expression's value depends on, one rule per kind of expression.
+//! Names are followed to their bindings ([`bindings`]); calls are resolved to qualified names
+//! ([`super::resolve`]) and looked up in the knowledge table, or summarised when they are the
+//! project's own functions ([`super::summary`]).
+
+use ruff_python_ast::{Comprehension, Expr, ExprCall, Stmt};
+use ruff_text_size::{Ranged, TextSize};
+
+use super::resolve::{ClassRef, FnRef, Sym};
+use super::{Analysis, Deps, MAX_HOPS, Value, key_of, node_text, quote};
+use crate::dependence::bindings::{self, Binding, Scope, Source};
+use crate::expr::children;
+use crate::knowledge::{Agrees, RANK_ENV_VARS, Role, UNIFORM_ENV_VARS, knowledge};
+use crate::module::Module;
+use crate::tree::{MAX_DEPTH, Slot};
+use crate::types::DependenceKind::{Environment, Exception, LocalData, Randomness, RankId, Time};
+
+/// Builtins whose result depends on their arguments only.
+const BUILTINS: &[&str] = &[
+    "len",
+    "range",
+    "int",
+    "float",
+    "bool",
+    "str",
+    "abs",
+    "min",
+    "max",
+    "sum",
+    "round",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "frozenset",
+    "sorted",
+    "reversed",
+    "enumerate",
+    "zip",
+    "map",
+    "filter",
+    "isinstance",
+    "issubclass",
+    "divmod",
+    "pow",
+    "any",
+    "all",
+    "iter",
+    "next",
+    "repr",
+    "format",
+    "hash",
+    "getattr",
+    "hasattr",
+    "type",
+    "id",
+    "print",
+    "vars",
+    "slice",
+    "bytes",
+    "object",
+    "super",
+    "callable",
+    "chr",
+    "ord",
+    "hex",
+    "oct",
+    "bin",
+    "complex",
+    "None",
+    "True",
+    "False",
+    "NotImplemented",
+    "Ellipsis",
+    "__name__",
+    "__file__",
+    "ValueError",
+    "RuntimeError",
+    "TypeError",
+    "KeyError",
+    "Exception",
+    "StopIteration",
+    "property",
+    "staticmethod",
+    "classmethod",
+];
+
+/// Methods that move a tensor or module between devices (`torch.Tensor.to`, `nn.Module.to`,
+/// `.cuda`): where a value lives is not what it is. Only a dtype argument changes it.
+const PLACEMENT_METHODS: &[&str] = &["to", "cuda", "cpu", "xpu", "npu", "mps", "pin_memory"];
+
+/// Keyword arguments that only place a value on a device (`device_ids=[local_rank]` of DDP,
+/// `map_location=` of `torch.load`).
+const DEVICE_KEYWORDS: &[&str] =
+    &["device", "device_ids", "output_device", "map_location", "non_blocking", "memory_format"];
+
+/// Whether a placement argument names a device: a string (`"cuda:0"`), `torch.device(...)`, or
+/// an index that depends on nothing but the rank (the local rank is the device index).
+fn is_device(arg: &Expr, deps: &Deps) -> bool {
+    match arg {
+        Expr::StringLiteral(_) | Expr::FString(_) => true,
+        Expr::Call(c) if crate::expr::last_segment(&c.func) == Some("device") => true,
+        _ => !deps.reasons.is_empty() && deps.reasons.iter().all(|r| r.kind == RankId),
+    }
+}
+
+pub(crate) struct Eval<'a, 'm> {
+    pub(super) cx: &'a Analysis<'a>,
+    pub(super) module: &'m Module,
+    pub(super) scope: Scope<'m>,
+    /// Calls summarised around this evaluation.
+    pub(super) call_depth: usize,
+    /// Bindings being followed (cycle guard and depth limit).
+    pub(super) tracing: Vec<TextSize>,
+    /// Names bound by the comprehensions around the expression, with their items' dependence.
+    shadow: Vec<(String, Value)>,
+    /// The text of an expression parsed on its own (not part of the module), while it is the
+    /// one being evaluated.
+    pub(super) foreign: Option<String>,
+}
+
+impl<'a, 'm> Eval<'a, 'm> {
+    pub(crate) fn new(
+        cx: &'a Analysis<'a>,
+        module: &'m Module,
+        scope: Scope<'m>,
+        call_depth: usize,
+    ) -> Self {
+        Eval {
+            cx,
+            module,
+            scope,
+            call_depth,
+            tracing: Vec::new(),
+            shadow: Vec::new(),
+            foreign: None,
+        }
+    }
+
+    pub(super) fn text(&self, node: &impl Ranged) -> &str {
+        node_text(self.module, self.foreign.as_deref(), node.range())
+    }
+
+    pub(super) fn quoted(&self, node: &impl Ranged) -> String {
+        quote(self.text(node))
+    }
+
+    pub(super) fn line_of(&self, at: TextSize) -> u32 {
+        self.module.line_of(at)
+    }
+
+    pub(crate) fn value(&mut self, e: &Expr, at: TextSize) -> Value {
+        self.value_at(e, at, 0)
+    }
+
+    fn value_at(&mut self, e: &Expr, at: TextSize, depth: usize) -> Value {
+        if depth > MAX_DEPTH {
+            return Value::default();
+        }
+        match e {
+            Expr::Name(n) => self.name(n.id.as_str(), at),
+            Expr::Attribute(_) => Value::of(self.attribute(e, at, depth)),
+            Expr::Subscript(s) => self.subscript(e, s, at, depth),
+            Expr::Call(c) => self.call(e, c, at, depth),
+            Expr::Tuple(t) => {
+                let elements: Vec<Deps> =
+                    t.elts.iter().map(|x| self.value_at(x, at, depth + 1).whole).collect();
+                let mut whole = Deps::default();
+                for x in &elements {
+                    whole.merge(x.clone());
+                }
+                Value { whole, elements: Some(elements), fields: None }
+            }
+            Expr::ListComp(c) => Value::of(self.comprehension(&c.generators, &[&c.elt], at, depth)),
+            Expr::SetComp(c) => Value::of(self.comprehension(&c.generators, &[&c.elt], at, depth)),
+            Expr::Generator(c) => {
+                Value::of(self.comprehension(&c.generators, &[&c.elt], at, depth))
+            }
+            Expr::DictComp(c) => {
+                let mut parts: Vec<&Expr> = vec![&c.value];
+                parts.extend(c.key.as_deref());
+                Value::of(self.comprehension(&c.generators, &parts, at, depth))
+            }
+            // A lambda's body runs later, elsewhere.
+            Expr::Lambda(_) => Value::default(),
+            _ => {
+                let mut out = Value::default();
+                for child in children(e) {
+                    out.whole.merge(self.value_at(child, at, depth + 1).whole);
+                }
+                out
+            }
+        }
+    }
+
+    /// Comprehension: the element depends on the items of what it iterates and its filters.
+    fn comprehension(
+        &mut self,
+        generators: &[Comprehension],
+        elements: &[&Expr],
+        at: TextSize,
+        depth: usize,
+    ) -> Deps {
+        let before = self.shadow.len();
+        let mut out = Deps::default();
+        for g in generators {
+            let items = self.value_at(&g.iter, at, depth + 1);
+            out.merge(self.length(&g.iter, at));
+            let mut names = Vec::new();
+            crate::expr::walk(&g.target, &mut |x| {
+                if let Expr::Name(n) = x {
+                    names.push(n.id.to_string());
+                }
+            });
+            for name in names {
+                self.shadow.push((name, items.clone()));
+            }
+            for cond in &g.ifs {
+                out.merge(self.value_at(cond, at, depth + 1).whole);
+            }
+        }
+        for e in elements {
+            out.merge(self.value_at(e, at, depth + 1).whole);
+        }
+        self.shadow.truncate(before);
+        out
+    }
+
+    // ---- names ---------------------------------------------------------------------------
+
+    fn name(&mut self, name: &str, at: TextSize) -> Value {
+        if let Some((_, v)) = self.shadow.iter().rev().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        let Some(binding) = bindings::lookup(self.module, self.scope, name, at) else {
+            if BUILTINS.contains(&name) {
+                return Value::default();
+            }
+            return Value::of(Deps::opaque(format!("`{name}` (not assigned in this file)")));
+        };
+        if let Some(agreement) = self.agreed_between(name, &binding, at) {
+            return Value::of(Deps { agreed: vec![agreement], ..Deps::default() });
+        }
+        self.follow(name, binding)
+    }
+
+    /// Follows `name` to what `binding` assigns, memoised per binding.
+    pub(super) fn follow(&mut self, name: &str, binding: Binding<'m>) -> Value {
+        match binding.source {
+            Source::Import { .. } | Source::Function(_) | Source::Class(_) => {
+                return Value::default();
+            }
+            Source::Parameter => return Value::of(self.parameter(name, &binding)),
+            Source::Caught => {
+                let line = self.line_of(binding.at);
+                return Value::of(Deps::reason(
+                    Exception,
+                    format!("the exception caught at line {line}"),
+                ));
+            }
+            _ => {}
+        }
+        if self.tracing.contains(&binding.at) {
+            return Value::default();
+        }
+        if self.tracing.len() >= MAX_HOPS {
+            return Value::of(Deps::opaque(format!("`{name}` (followed too far)")));
+        }
+        let key = (key_of(self.module), binding.at, name.to_owned());
+        if let Some(v) = self.cx.memo.borrow().get(&key) {
+            return v.clone();
+        }
+        let hop = self.describe(name, &binding);
+        let outer_scope = std::mem::replace(&mut self.scope, binding.scope);
+        let foreign = self.foreign.take();
+        self.tracing.push(binding.at);
+        let mut value = self.bound_value(name, &binding);
+        value.whole.merge(self.control(&binding));
+        value.whole.merge(self.mutations(name, &binding));
+        self.tracing.pop();
+        self.foreign = foreign;
+        self.scope = outer_scope;
+        let value = value.hop(&hop);
+        self.cx.memo.borrow_mut().insert(key, value.clone());
+        value
+    }
+
+    fn bound_value(&mut self, name: &str, binding: &Binding<'m>) -> Value {
+        let at = binding.at;
+        match binding.source {
+            Source::Value(v) | Source::WithItem(v) => self.value(v, at),
+            Source::Element(v, i) => Value::of(self.value(v, at).element(i)),
+            Source::Augmented(v) => {
+                let mut out = self.value(v, at);
+                // What it started from: the other bindings of the name in this scope.
+                for other in bindings::bindings(binding.scope, name) {
+                    if other.at != binding.at && !matches!(other.source, Source::Augmented(_)) {
+                        let prior = self.follow(name, other);
+                        out.whole.merge(prior.whole);
+                    }
+                }
+                // An accumulator counts the iterations of the loops around it.
+                out.whole.merge(self.loops_around(binding));
+                out
+            }
+            Source::LoopItem(iter) => self.items(iter, at),
+            Source::LoopElement(iter, i) => Value::of(self.items(iter, at).element(i)),
+            Source::LoopCounter(counted) => Value::of(self.length(counted, at)),
+            Source::Caught
+            | Source::Parameter
+            | Source::Import { .. }
+            | Source::Function(_)
+            | Source::Class(_) => Value::default(),
+        }
+    }
+
+    /// What iterating `iter` yields: a data source's items are the rank's own data; a
+    /// generator of the project yields what its `yield`s say; anything else, what the
+    /// iterable itself depends on.
+    pub(super) fn items(&mut self, iter: &Expr, at: TextSize) -> Value {
+        if let Expr::Call(c) = iter {
+            match self.resolve(&c.func, at) {
+                Sym::Function(f) => {
+                    if let Some(s) = self.summary(&f) {
+                        if s.is_generator {
+                            let v = self.apply(&s, &f, c, at, |s| s.returns.clone());
+                            return v;
+                        }
+                    }
+                }
+                Sym::Path(p) => {
+                    if let Some(api) = knowledge().api(&p)
+                        && api.role == Role::Data
+                    {
+                        let mut v = self.value(iter, at);
+                        v.whole.merge(Deps::reason(
+                            LocalData,
+                            format!(
+                                "the items of {} (each rank iterates its own data)",
+                                self.quoted(iter)
+                            ),
+                        ));
+                        return v;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // `for batch in loader` where `loader` is a data loader built elsewhere in view.
+        let mut v = self.value(iter, at);
+        if self.is_data_source(iter, at) && !v.whole.reasons.iter().any(|r| r.kind == LocalData) {
+            v.whole.merge(Deps::reason(
+                LocalData,
+                format!("the items of {} (each rank iterates its own data)", self.quoted(iter)),
+            ));
+        }
+        v
+    }
+
+    /// Whether `e` names a data source of the table (directly or through a name bound to one).
+    fn is_data_source(&mut self, e: &Expr, at: TextSize) -> bool {
+        matches!(self.resolve(e, at), Sym::Instance(ClassRef { qualified: Some(q), .. }) if knowledge().api(&q).is_some_and(|a| a.role == Role::Data))
+    }
+
+    fn parameter(&mut self, name: &str, binding: &Binding<'m>) -> Deps {
+        // Framework hooks: `training_step(self, batch, ...)` gets the rank's own batch.
+        if let Some(def) = binding.scope.function
+            && let Some(class) = super::resolve::class_of(self.module, def)
+        {
+            let bases = self.class_bases(class);
+            for base in &bases {
+                for hook in knowledge().hooks(base, def.name.id.as_str()) {
+                    if hook.parameter.as_deref() == Some(name) && hook.role == Some(Role::Data) {
+                        return Deps::reason(
+                            LocalData,
+                            format!(
+                                "`{name}` (the batch the framework passes to `{}`; each rank gets its own)",
+                                def.name.id
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        Deps::param(name)
+    }
+
+    /// "`x` (assigned from `f(y)` at line 12)".
+    fn describe(&self, name: &str, binding: &Binding<'_>) -> String {
+        let module = self.module_of(binding);
+        let text = |e: &Expr| quote(module.text(e.range()));
+        let line = module.line_of(binding.at);
+        match binding.source {
+            Source::Value(v) => format!("`{name}` = {} (line {line})", text(v)),
+            Source::Element(v, i) => format!("`{name}` = element {i} of {} (line {line})", text(v)),
+            Source::Augmented(v) => format!("`{name}` updated with {} (line {line})", text(v)),
+            Source::LoopItem(v) => format!("`{name}` iterates {} (line {line})", text(v)),
+            Source::LoopElement(v, i) => {
+                format!("`{name}` = element {i} of each item of {} (line {line})", text(v))
+            }
+            Source::LoopCounter(v) => {
+                format!("`{name}` counts the iterations over {} (line {line})", text(v))
+            }
+            Source::WithItem(v) => format!(
+                "`{name}` bound by `with {}` (line {line})",
+                crate::expr::snippet(module.text(v.range()))
+            ),
+            _ => format!("`{name}` (line {line})"),
+        }
+    }
+
+    fn module_of(&self, _binding: &Binding<'_>) -> &'m Module {
+        self.module
+    }
+
+    // ---- control dependence ----------------------------------------------------------------
+
+    /// What decides whether the binding's statement runs at all: the tests of the `if`s and
+    /// `while`s around it in its function, and the `except` it sits in.
+    pub(super) fn control(&mut self, binding: &Binding<'m>) -> Deps {
+        self.control_at(binding.at)
+    }
+
+    /// What decides whether the statement at `at` runs (see [`Self::control`]).
+    fn control_at(&mut self, at: TextSize) -> Deps {
+        let mut out = Deps::default();
+        let line = self.line_of(at);
+        let Some(path) = self.module.path(line) else { return out };
+        let levels: Vec<_> = path.scope_levels(self.module).to_vec();
+        for level in &levels {
+            let Some(owner) = level.owner else { continue };
+            match (owner, level.slot) {
+                (Stmt::If(s), Slot::Body) => {
+                    let d = self.value(&s.test, s.start()).whole;
+                    out.merge(d.hop(&format!(
+                        "under `if {}` (line {})",
+                        crate::expr::snippet(self.module.text(s.test.range())),
+                        self.line_of(s.start())
+                    )));
+                }
+                (Stmt::If(s), Slot::Clause(i)) => {
+                    // Reaching clause i means the tests before it were false.
+                    for c in s.elif_else_clauses.iter().take(i + 1).filter_map(|c| c.test.as_ref())
+                    {
+                        let d = self.value(c, c.start()).whole;
+                        out.merge(d.hop(&format!(
+                            "under `elif {}`",
+                            crate::expr::snippet(self.module.text(c.range()))
+                        )));
+                    }
+                    let d = self.value(&s.test, s.start()).whole;
+                    out.merge(d.hop(&format!(
+                        "in the `else` of `if {}` (line {})",
+                        crate::expr::snippet(self.module.text(s.test.range())),
+                        self.line_of(s.start())
+                    )));
+                }
+                (Stmt::While(s), Slot::Body) => {
+                    let d = self.value(&s.test, s.start()).whole;
+                    out.merge(d.hop(&format!(
+                        "inside `while {}`",
+                        crate::expr::snippet(self.module.text(s.test.range()))
+                    )));
+                }
+                (Stmt::Try(t), Slot::Handler(_)) => {
+                    out.merge(Deps::reason(
+                        Exception,
+                        format!(
+                            "the `except` at line {} (only ranks that raised run it)",
+                            self.line_of(t.start())
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// How many times the loops around an accumulator run: their iterables' lengths.
+    fn loops_around(&mut self, binding: &Binding<'m>) -> Deps {
+        let mut out = Deps::default();
+        let line = self.line_of(binding.at);
+        let Some(path) = self.module.path(line) else { return out };
+        let levels: Vec<_> = path.scope_levels(self.module).to_vec();
+        for level in &levels {
+            if let (Some(Stmt::For(f)), Slot::Body) = (level.owner, level.slot) {
+                let d = self.length(&f.iter, f.start());
+                out.merge(d.hop(&format!(
+                    "once per iteration over {} (line {})",
+                    quote(self.module.text(f.iter.range())),
+                    self.line_of(f.start())
+                )));
+            }
+        }
+        out
+    }
+
+    /// What later statements of the scope write into the value in place: `x[i] = v`,
+    /// `x.attr = v`, `x[i] += v`, and calls of in-place methods (torch's `x.zero_()`,
+    /// `x.copy_(y)`: a trailing underscore; a list's `append`/`extend`/`insert`, a dict's
+    /// `update`/`setdefault`), each with what decides whether it runs.
+    fn mutations(&mut self, name: &str, binding: &Binding<'m>) -> Deps {
+        let mut found: Vec<(&'m Stmt, Vec<&'m Expr>)> = Vec::new();
+        crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
+            if stmt.start() < binding.effective {
+                return;
+            }
+            let writes: Option<Vec<&Expr>> = match stmt {
+                Stmt::Assign(a) if a.targets.iter().any(|t| writes_into(t, name)) => {
+                    Some(vec![&*a.value])
+                }
+                Stmt::AugAssign(a) if writes_into(&a.target, name) => Some(vec![&*a.value]),
+                Stmt::Expr(e) => match &*e.value {
+                    Expr::Call(c) => match &*c.func {
+                        Expr::Attribute(m)
+                            if matches!(&*m.value, Expr::Name(n) if n.id.as_str() == name)
+                                && is_in_place(m.attr.id.as_str()) =>
+                        {
+                            Some(
+                                c.arguments
+                                    .args
+                                    .iter()
+                                    .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                                    .collect(),
+                            )
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(w) = writes {
+                found.push((stmt, w));
+            }
+        });
+        let mut out = Deps::default();
+        for (stmt, values) in found {
+            if self.tracing.contains(&stmt.start()) || self.tracing.len() >= MAX_HOPS {
+                continue;
+            }
+            self.tracing.push(stmt.start());
+            let mut d = Deps::default();
+            for v in values {
+                d.merge(self.value(v, stmt.start()).whole);
+            }
+            d.merge(self.control_at(stmt.start()));
+            self.tracing.pop();
+            let hop = format!(
+                "`{name}` written in place at line {} (`{}`)",
+                self.line_of(stmt.start()),
+                crate::expr::snippet(self.module.trimmed_line_at(stmt.start()).as_str())
+            );
+            out.merge(d.hop(&hop));
+        }
+        out
+    }
+
+    // ---- consensus -------------------------------------------------------------------------
+
+    /// "`flag` agreed by `dist.all_reduce(flag, ...)` at line 14" when, between the binding
+    /// and the use, a statement of the same scope passes `name` to a collective (or to a
+    /// project function) that leaves it identical on every rank.
+    fn agreed_between(
+        &mut self,
+        name: &str,
+        binding: &Binding<'m>,
+        use_at: TextSize,
+    ) -> Option<String> {
+        if binding.effective > use_at
+            || !matches!(
+                binding.source,
+                Source::Value(_) | Source::Element(..) | Source::Augmented(_) | Source::Parameter
+            )
+        {
+            return None;
+        }
+        let mut calls: Vec<&'m ExprCall> = Vec::new();
+        crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
+            if let Stmt::Expr(s) = stmt
+                && let Expr::Call(c) = &*s.value
+                && stmt.start() >= binding.effective
+                && stmt.end() <= use_at
+            {
+                calls.push(c);
+            }
+        });
+        for c in calls {
+            let Some(first) = c.arguments.args.first() else { continue };
+            if !matches!(first, Expr::Name(n) if n.id.as_str() == name) {
+                continue;
+            }
+            let agrees = match self.resolve(&c.func, c.start()) {
+                Sym::Path(p) => knowledge().api(&p).is_some_and(|a| a.agrees == Some(Agrees::Arg0)),
+                Sym::Function(f) => self.summary(&f).is_some_and(|s| s.agrees_params.contains(&0)),
+                _ => false,
+            };
+            if agrees {
+                return Some(format!(
+                    "`{name}` agreed by `{}` at line {}",
+                    crate::expr::snippet(self.module.text(c.range())),
+                    self.line_of(c.start())
+                ));
+            }
+        }
+        None
+    }
+
+    // ---- attributes and subscripts ----------------------------------------------------------
+
+    fn attribute(&mut self, e: &Expr, at: TextSize, depth: usize) -> Deps {
+        let Expr::Attribute(a) = e else { return Deps::default() };
+        match self.resolve(e, at) {
+            Sym::Path(p) => {
+                if let Some(d) = self.role_of_path(&p, e) {
+                    return d;
+                }
+                // A module constant (`torch.float32`, `dist.ReduceOp.SUM`).
+                if self.is_module_path(&a.value, at) {
+                    return Deps::default();
+                }
+            }
+            // `self.is_main` where `is_main` is a `@property` of the class.
+            Sym::Function(f) => {
+                if let Some(d) = self.property_value(&f) {
+                    return d;
+                }
+            }
+            Sym::Instance(_) | Sym::Class(_) | Sym::Module(_) | Sym::Unknown => {}
+        }
+        // `self.x`: what the class assigns to it.
+        if let Expr::Name(n) = &*a.value
+            && let Some(class) = self.self_class(n.id.as_str(), at)
+        {
+            return self.class_attribute(class, a.attr.id.as_str(), e);
+        }
+        // A field of an object the project built, or what the whole value depends on.
+        let base = self.value_at(&a.value, at, depth + 1);
+        base.field(a.attr.id.as_str()).unwrap_or(base.whole)
+    }
+
+    /// The dependence a table role gives to `e`, if the path names a row.
+    fn role_of_path(&mut self, path: &str, e: &Expr) -> Option<Deps> {
+        let api = knowledge().api(path)?;
+        let origin = self.quoted(e);
+        Some(match api.role {
+            Role::Rank => Deps::reason(RankId, origin),
+            Role::Environment => Deps::reason(Environment, origin),
+            Role::Time => Deps::reason(Time, origin),
+            Role::Random => Deps::reason(Randomness, origin),
+            Role::Exception => Deps::reason(Exception, origin),
+            Role::Config => Deps { config: vec![origin], ..Deps::default() },
+            Role::Data => {
+                Deps::reason(LocalData, format!("{origin} (each rank holds its own data)"))
+            }
+            Role::Uniform | Role::Collective | Role::Payload | Role::Wrapper | Role::RankOnly => {
+                Deps::default()
+            }
+        })
+    }
+
+    fn subscript(
+        &mut self,
+        e: &Expr,
+        s: &ruff_python_ast::ExprSubscript,
+        at: TextSize,
+        depth: usize,
+    ) -> Value {
+        if let Sym::Path(p) = self.resolve(&s.value, at)
+            && p == "os.environ"
+        {
+            return Value::of(self.environ(&s.slice, e));
+        }
+        let base = self.value_at(&s.value, at, depth + 1);
+        if let Expr::NumberLiteral(n) = &*s.slice
+            && let Some(i) = n.value.as_int().and_then(ruff_python_ast::Int::as_usize)
+            && base.elements.is_some()
+        {
+            return Value::of(base.element(i));
+        }
+        let mut out = base;
+        out.elements = None;
+        out.whole.merge(self.value_at(&s.slice, at, depth + 1).whole);
+        out
+    }
+
+    /// `os.environ["LOCAL_RANK"]`: the rank; `os.environ["WORLD_SIZE"]`: the same everywhere;
+    /// anything else: the host's environment.
+    pub(super) fn environ(&self, key: &Expr, e: &Expr) -> Deps {
+        let origin = self.quoted(e);
+        match key {
+            Expr::StringLiteral(k) if RANK_ENV_VARS.contains(&k.value.to_str()) => {
+                Deps::reason(RankId, origin)
+            }
+            Expr::StringLiteral(k) if UNIFORM_ENV_VARS.contains(&k.value.to_str()) => {
+                Deps::default()
+            }
+            _ => Deps::reason(Environment, origin),
+        }
+    }
+
+    // ---- calls -------------------------------------------------------------------------------
+
+    fn call(&mut self, e: &Expr, c: &ExprCall, at: TextSize, depth: usize) -> Value {
+        let callee = self.resolve(&c.func, at);
+        match &callee {
+            Sym::Path(p) => {
+                if let Some(v) = self.table_call(p, e, c) {
+                    return v;
+                }
+            }
+            Sym::Class(class) if class.local.is_some() => {
+                let class = class.clone();
+                return self.construct(&class, c, at, depth);
+            }
+            Sym::Function(f) => {
+                if let Some(s) = self.summary(f) {
+                    let f = f.clone();
+                    return self.apply(&s, &f, c, at, |s| s.returns.clone());
+                }
+                return Value::of(Deps::opaque(format!(
+                    "{} (a call too deep to follow)",
+                    self.quoted(e)
+                )));
+            }
+            _ => {}
+        }
+        // A library call the table does not name, a constructor, a method of a value, a call of
+        // a callable value (`model(x)`): a function of its receiver and arguments. A function
+        // nothing in view defines or imports is not followed.
+        let mut out = Deps::default();
+        if let Some(root) = crate::expr::root_name(&c.func)
+            && !matches!(&*c.func, Expr::Attribute(_))
+            && bindings::lookup(self.module, self.scope, root, at).is_none()
+            && !BUILTINS.contains(&root)
+        {
+            out.opaque = Some(format!("{} (a function defined nowhere in view)", self.quoted(e)));
+        }
+        if let Expr::Attribute(a) = &*c.func {
+            if !matches!(callee, Sym::Path(_)) || !self.is_module_path(&a.value, at) {
+                out.merge(self.value_at(&a.value, at, depth + 1).whole);
+            }
+        } else if !matches!(callee, Sym::Path(_) | Sym::Class(_)) {
+            out.merge(self.value_at(&c.func, at, depth + 1).whole);
+        }
+        let placement = matches!(&*c.func, Expr::Attribute(a) if PLACEMENT_METHODS.contains(&a.attr.id.as_str()));
+        for arg in &c.arguments.args {
+            let v = self.value_at(arg, at, depth + 1).whole;
+            // `x.to(local_rank)` holds the same values on every rank; `x.to(dtype)` does not.
+            if placement && is_device(arg, &v) {
+                continue;
+            }
+            out.merge(v);
+        }
+        for kw in &c.arguments.keywords {
+            if kw.arg.as_ref().is_some_and(|k| DEVICE_KEYWORDS.contains(&k.id.as_str())) {
+                continue;
+            }
+            out.merge(self.value_at(&kw.value, at, depth + 1).whole);
+        }
+        Value::of(out)
+    }
+
+    /// An instance of one of the project's classes, field by field: positional arguments go
+    /// to the fields (a dataclass's annotated names) or `__init__` parameters in order.
+    fn construct(&mut self, class: &ClassRef, c: &ExprCall, at: TextSize, depth: usize) -> Value {
+        let module: &Module = class.module.as_deref().unwrap_or(self.module);
+        let names = class
+            .local
+            .and_then(|at| super::resolve::class_at(module, at))
+            .map(field_names)
+            .unwrap_or_default();
+        let mut fields: Vec<(String, Deps)> = Vec::new();
+        let mut whole = Deps::default();
+        for (i, arg) in c.arguments.args.iter().enumerate() {
+            let d = self.value_at(arg, at, depth + 1).whole;
+            if let Some(name) = names.get(i) {
+                fields.push((name.clone(), d.clone()));
+            }
+            whole.merge(d);
+        }
+        for kw in &c.arguments.keywords {
+            let d = self.value_at(&kw.value, at, depth + 1).whole;
+            if let Some(name) = kw.arg.as_ref() {
+                fields.push((name.id.to_string(), d.clone()));
+            }
+            whole.merge(d);
+        }
+        let fields = (!names.is_empty() || !fields.is_empty()).then_some(fields);
+        Value { whole, elements: None, fields }
+    }
+
+    /// Calls the table knows.
+    fn table_call(&mut self, path: &str, e: &Expr, c: &ExprCall) -> Option<Value> {
+        let api = knowledge().api(path)?;
+        let origin = self.quoted(e);
+        let deps = match api.role {
+            Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
+                let key = c.arguments.args.first()?;
+                self.environ(key, e)
+            }
+            Role::Rank => Deps::reason(RankId, origin),
+            Role::Environment => Deps::reason(Environment, origin),
+            Role::Time => Deps::reason(Time, origin),
+            Role::Random => {
+                // The generator or seed passed in can make the draw rank-specific too.
+                let mut d = Deps::reason(Randomness, origin);
+                for arg in
+                    c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value))
+                {
+                    d.merge(self.value(arg, c.start()).whole);
+                }
+                d
+            }
+            Role::Exception => Deps::reason(Exception, origin),
+            Role::Config => Deps { config: vec![origin], ..Deps::default() },
+            Role::Uniform | Role::Payload | Role::RankOnly => Deps::default(),
+            Role::Collective if api.agrees == Some(Agrees::Return) => Deps {
+                agreed: vec![format!("{origin} gives every rank the same result")],
+                ..Deps::default()
+            },
+            // The result of an in-place collective is a work handle or None.
+            Role::Collective => Deps::default(),
+            Role::Data => {
+                let mut d = Deps::reason(
+                    LocalData,
+                    format!("{origin} (a data source: each rank reads its own data)"),
+                );
+                for arg in
+                    c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value))
+                {
+                    d.merge(self.value(arg, c.start()).whole);
+                }
+                d
+            }
+            Role::Wrapper => return None,
+        };
+        Some(Value::of(deps))
+    }
+
+    /// Whether `e` resolves to a module (so `e.x` is a constant or a function of it).
+    fn is_module_path(&mut self, e: &Expr, at: TextSize) -> bool {
+        match e {
+            Expr::Name(n) => matches!(
+                bindings::lookup(self.module, self.scope, n.id.as_str(), at).map(|b| b.source),
+                Some(Source::Import { .. })
+            ),
+            Expr::Attribute(a) => self.is_module_path(&a.value, at),
+            _ => false,
+        }
+    }
+
+    // ---- classes -----------------------------------------------------------------------------
+
+    /// The class whose instance `name` is, when it is `self` of a method (or `cls`).
+    fn self_class(
+        &mut self,
+        name: &str,
+        at: TextSize,
+    ) -> Option<&'m ruff_python_ast::StmtClassDef> {
+        let def = self.scope.function?;
+        let first = def.parameters.iter_non_variadic_params().next()?;
+        if first.parameter.name.id.as_str() != name {
+            return None;
+        }
+        let binding = bindings::lookup(self.module, self.scope, name, at)?;
+        if !matches!(binding.source, Source::Parameter) {
+            return None;
+        }
+        super::resolve::class_of(self.module, def)
+    }
+
+    /// What the methods of `class` assign to `self.<attr>`.
+    fn class_attribute(
+        &mut self,
+        class: &'m ruff_python_ast::StmtClassDef,
+        attr: &str,
+        e: &Expr,
+    ) -> Deps {
+        // A framework attribute of the base class (`self.trainer`, `self.global_rank`).
+        for base in self.class_bases(class) {
+            let path = format!("{base}.{attr}");
+            if let Some(d) = self.role_of_path(&path, e) {
+                return d;
+            }
+        }
+        let mut out = Deps::default();
+        let mut found = false;
+        for stmt in class.body.iter() {
+            let Stmt::FunctionDef(method) = stmt else { continue };
+            let Some(self_name) = method
+                .parameters
+                .iter_non_variadic_params()
+                .next()
+                .map(|p| p.parameter.name.id.to_string())
+            else {
+                continue;
+            };
+            let scope = Scope { function: Some(method), suite: &method.body };
+            let mut assigned: Vec<(&'m Expr, TextSize)> = Vec::new();
+            crate::tree::walk_scope(&method.body, &mut |s, _| {
+                let (targets, value): (Vec<&Expr>, Option<&Expr>) = match s {
+                    Stmt::Assign(a) => (a.targets.iter().collect(), Some(&*a.value)),
+                    Stmt::AnnAssign(a) => (vec![&*a.target], a.value.as_deref()),
+                    Stmt::AugAssign(a) => (vec![&*a.target], Some(&*a.value)),
+                    _ => return,
+                };
+                let Some(value) = value else { return };
+                for t in targets {
+                    if let Expr::Attribute(ta) = t
+                        && ta.attr.id.as_str() == attr
+                        && matches!(&*ta.value, Expr::Name(n) if n.id.as_str() == self_name)
+                    {
+                        assigned.push((value, s.start()));
+                    }
+                }
+            });
+            for (value, at) in assigned {
+                found = true;
+                let outer = std::mem::replace(&mut self.scope, scope);
+                let foreign = self.foreign.take();
+                if !self.tracing.contains(&at) && self.tracing.len() < MAX_HOPS {
+                    self.tracing.push(at);
+                    let hop = format!(
+                        "`self.{attr}` = {} (line {})",
+                        quote(self.module.text(value.range())),
+                        self.line_of(at)
+                    );
+                    let d = self.value(value, at).whole;
+                    out.merge(d.hop(&hop));
+                    self.tracing.pop();
+                }
+                self.foreign = foreign;
+                self.scope = outer;
+            }
+        }
+        if !found {
+            out.opaque = Some(format!("{} (not assigned in the class)", self.quoted(e)));
+        }
+        out
+    }
+
+    /// Qualified names of the framework classes `class` derives from (through the file's own
+    /// classes too).
+    pub(super) fn class_bases(&mut self, class: &'m ruff_python_ast::StmtClassDef) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect_bases(class, &mut out, 0);
+        out
+    }
+
+    fn collect_bases(
+        &mut self,
+        class: &'m ruff_python_ast::StmtClassDef,
+        out: &mut Vec<String>,
+        depth: usize,
+    ) {
+        if depth > 8 {
+            return;
+        }
+        for base in class.bases() {
+            match self.resolve(base, class.start()) {
+                Sym::Path(p) => out.push(p),
+                Sym::Class(ClassRef { local: Some(def_at), module: None, .. }) => {
+                    if let Some(inner) = super::resolve::class_at(self.module, def_at) {
+                        self.collect_bases(inner, out, depth + 1);
+                    }
+                }
+                Sym::Class(ClassRef { qualified: Some(q), .. }) => out.push(q),
+                _ => {}
+            }
+        }
+    }
+
+    /// Turns a project function's summary into the dependence of one call of it: parameters
+    /// become what the call passes.
+    pub(super) fn apply(
+        &mut self,
+        summary: &super::Summary,
+        f: &FnRef,
+        c: &ExprCall,
+        at: TextSize,
+        pick: impl Fn(&super::Summary) -> Value,
+    ) -> Value {
+        pick(summary).map(|d| self.substitute(d, summary, f, c, at))
+    }
+
+    /// Replaces a summary's parameters by the dependence of the arguments passed for them.
+    pub(super) fn substitute(
+        &mut self,
+        mut d: Deps,
+        summary: &super::Summary,
+        f: &FnRef,
+        c: &ExprCall,
+        at: TextSize,
+    ) -> Deps {
+        let params = std::mem::take(&mut d.params);
+        let length_params = std::mem::take(&mut d.length_params);
+        let name = summary.name.clone();
+        for p in params {
+            if let Some(arg) = argument_for(&summary.parameters, f.is_method, c, &p) {
+                let hop = format!(
+                    "`{p}` = {} in the call of `{name}` (line {})",
+                    self.quoted(arg),
+                    self.line_of(c.start())
+                );
+                let v = self.value(arg, at).whole;
+                d.merge(v.hop(&hop));
+            } else if f.is_method && summary.parameters.first() == Some(&p) {
+                if let Expr::Attribute(a) = &*c.func {
+                    let v = self.value(&a.value, at).whole;
+                    d.merge(v);
+                }
+            }
+        }
+        for p in length_params {
+            if let Some(arg) = argument_for(&summary.parameters, f.is_method, c, &p) {
+                let hop = format!(
+                    "the length of `{p}` = {} in the call of `{name}` (line {})",
+                    self.quoted(arg),
+                    self.line_of(c.start())
+                );
+                let v = self.length(arg, at);
+                d.merge(v.hop(&hop));
+            }
+        }
+        d
+    }
+}
+
+/// The argument a call passes for parameter `param` of a function with `parameters` (`self`
+/// first for a method called through an instance).
+pub(crate) fn argument_for<'c>(
+    parameters: &[String],
+    is_method: bool,
+    c: &'c ExprCall,
+    param: &str,
+) -> Option<&'c Expr> {
+    if let Some(kw) =
+        c.arguments.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == param))
+    {
+        return Some(&kw.value);
+    }
+    let index = parameters.iter().position(|p| p == param)?;
+    let index = if is_method { index.checked_sub(1)? } else { index };
+    let arg = c.arguments.args.get(index)?;
+    (!matches!(arg, Expr::Starred(_))).then_some(arg)
+}
+
+/// The names a class's constructor fills, in order: `__init__`'s parameters after `self`, or
+/// the annotated class-level names of a dataclass.
+fn field_names(class: &ruff_python_ast::StmtClassDef) -> Vec<String> {
+    for stmt in class.body.iter() {
+        if let Stmt::FunctionDef(init) = stmt
+            && init.name.id.as_str() == "__init__"
+        {
+            return init
+                .parameters
+                .iter_non_variadic_params()
+                .skip(1)
+                .map(|p| p.parameter.name.id.to_string())
+                .collect();
+        }
+    }
+    class
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::AnnAssign(a) => match &*a.target {
+                Expr::Name(n) => Some(n.id.to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// `x[...]` or `x.attr` (any depth) as an assignment target rooted at `name`.
+fn writes_into(target: &Expr, name: &str) -> bool {
+    matches!(target, Expr::Subscript(_) | Expr::Attribute(_))
+        && crate::expr::root_name(target) == Some(name)
+}
+
+/// Methods that change their receiver: torch's in-place convention (a trailing underscore)
+/// and the mutators of Python's list, dict and set.
+fn is_in_place(method: &str) -> bool {
+    (method.ends_with('_') && !method.starts_with('_'))
+        || matches!(
+            method,
+            "append"
+                | "extend"
+                | "insert"
+                | "update"
+                | "setdefault"
+                | "add"
+                | "pop"
+                | "remove"
+                | "clear"
+        )
+}

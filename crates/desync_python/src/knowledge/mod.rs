@@ -1,0 +1,419 @@
+//! What desync knows about PyTorch and the frameworks on top of it, as data
+//! (`frameworks.toml`, compiled in): which qualified names issue collectives and what Flight
+//! Recorder records for them, which give the rank id or a rank flag, which are the same on
+//! every rank, which read the host, the clock or a random generator, which are data sources,
+//! and the attribute types and hook parameters that let a call in user code be resolved to a
+//! qualified name (`self.trainer.is_global_zero` in a `LightningModule`). The bridge to code and
+//! `desync lint` read the same table, so a framework added here is known to both.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+const TABLE: &str = include_str!("frameworks.toml");
+
+/// What a qualified name does, for desync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Rank,
+    Uniform,
+    Config,
+    Environment,
+    Time,
+    Random,
+    Collective,
+    Data,
+    Payload,
+    Wrapper,
+    RankOnly,
+    Exception,
+}
+
+/// Which part of a collective call holds the value that is identical on every rank afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Agrees {
+    /// The call's result.
+    Return,
+    /// The first argument, filled in place.
+    Arg0,
+}
+
+/// One row of the table: a fact about one or more qualified names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Api {
+    pub names: Vec<String>,
+    pub role: Role,
+    /// For collectives and wrappers: what Flight Recorder records (`all_reduce`, `p2p`...).
+    pub op: Option<String>,
+    pub agrees: Option<Agrees>,
+    /// The call issues a collective only when this keyword argument is true (`sync_dist`).
+    pub when_keyword: Option<String>,
+    /// For data sources: "uniform" when the length is the same on every rank by construction.
+    pub length: Option<String>,
+    /// For payload setup: what it changes in later collectives (`dtype`, `size`, `group`).
+    pub affects: Option<String>,
+    /// For a collective: reading the member as an attribute issues it (a property such as
+    /// Lightning's `Trainer.log_dir`), not only calling it.
+    #[serde(default)]
+    pub property: bool,
+    /// The types of the values a call returns, element by element when it returns a tuple
+    /// (`deepspeed.initialize` returns the engine first); one entry for a single value.
+    #[serde(default)]
+    pub returns: Vec<String>,
+    /// Where the fact comes from: a file of the package and its version.
+    pub source: String,
+}
+
+impl Api {
+    pub fn uniform_length(&self) -> bool {
+        self.length.as_deref() == Some("uniform")
+    }
+
+    pub fn is_point_to_point(&self) -> bool {
+        self.op.as_deref() == Some("p2p")
+    }
+}
+
+/// Attribute types of a framework class, so chains like `self.trainer.strategy` resolve.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TypeInfo {
+    pub name: String,
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
+    pub source: String,
+}
+
+/// What a framework passes to the hooks a user class overrides.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hook {
+    /// The framework base class (qualified).
+    pub class: String,
+    /// Hook method names, or `["*"]` for every method.
+    pub methods: Vec<String>,
+    /// A parameter the framework fills with a value of `role` (`batch` is the rank's data).
+    pub parameter: Option<String>,
+    pub role: Option<Role>,
+    /// Types of the positional parameters after `self`, in order.
+    #[serde(default)]
+    pub positional: Vec<String>,
+    pub source: String,
+}
+
+/// Collectives whose input must have the same shape on every rank (gathers): which argument
+/// holds it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    pub names: Vec<String>,
+    /// Position of the argument among the call's positional arguments (a method's receiver
+    /// not counted).
+    pub input: usize,
+    /// The same argument passed by keyword.
+    pub keyword: Option<String>,
+    pub source: String,
+}
+
+/// Wrappers whose wrapped model issues collectives when it is called (forward), beyond the
+/// gradient collectives of its backward pass (`op` of the wrapper's row).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Forward {
+    pub names: Vec<String>,
+    pub op: String,
+    pub source: String,
+}
+
+/// Functions that start one process per rank and call a target function in each, passing the
+/// process index (`torch.multiprocessing.spawn(fn, ...)` calls `fn(i, *args)`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launcher {
+    pub names: Vec<String>,
+    /// Position of the target function among the launcher's positional arguments.
+    pub target: usize,
+    /// The target passed by keyword.
+    pub target_keyword: Option<String>,
+    /// Position of the target's parameter that receives the process index.
+    pub rank_parameter: usize,
+    pub source: String,
+}
+
+/// Context managers inside which ranks may run different numbers of iterations without a
+/// hang (`with model.join():`: joined ranks shadow the collectives of the others).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Join {
+    pub names: Vec<String>,
+    pub source: String,
+}
+
+/// Qualified names of dtypes (`torch.bfloat16`): a value that can be one of them is a dtype.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dtypes {
+    pub names: Vec<String>,
+    pub source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    aliases: BTreeMap<String, String>,
+    conventional_imports: BTreeMap<String, String>,
+    api: Vec<Api>,
+    #[serde(rename = "type")]
+    types: Vec<TypeInfo>,
+    hook: Vec<Hook>,
+    #[serde(default)]
+    shape: Vec<Shape>,
+    #[serde(default)]
+    forward: Vec<Forward>,
+    #[serde(default)]
+    launcher: Vec<Launcher>,
+    #[serde(default)]
+    join: Vec<Join>,
+    #[serde(default)]
+    dtypes: Vec<Dtypes>,
+}
+
+/// The table, indexed.
+#[derive(Debug)]
+pub struct Knowledge {
+    /// Longest prefix first.
+    aliases: Vec<(String, String)>,
+    conventional: BTreeMap<String, String>,
+    apis: Vec<Api>,
+    by_name: HashMap<String, usize>,
+    types: HashMap<String, TypeInfo>,
+    hooks: Vec<Hook>,
+    shapes: HashMap<String, Shape>,
+    forwards: HashMap<String, String>,
+    launchers: HashMap<String, Launcher>,
+    joins: Vec<String>,
+    dtypes: Vec<String>,
+}
+
+/// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
+pub const RANK_ENV_VARS: &[&str] = &[
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "ROLE_RANK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+];
+
+/// Environment variables that launchers set to the same value on every rank.
+pub const UNIFORM_ENV_VARS: &[&str] =
+    &["WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS"];
+
+/// The table, parsed on first use.
+pub fn knowledge() -> &'static Knowledge {
+    static TABLE_ONCE: OnceLock<Knowledge> = OnceLock::new();
+    TABLE_ONCE.get_or_init(|| Knowledge::parse(TABLE).expect("frameworks.toml is valid (tested)"))
+}
+
+impl Knowledge {
+    fn parse(text: &str) -> Result<Knowledge, toml::de::Error> {
+        let raw: Raw = toml::from_str(text)?;
+        let mut aliases: Vec<(String, String)> = raw.aliases.into_iter().collect();
+        aliases.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+        let mut by_name = HashMap::new();
+        for (i, api) in raw.api.iter().enumerate() {
+            for name in &api.names {
+                by_name.insert(name.clone(), i);
+            }
+        }
+        let types = raw.types.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let shapes = raw
+            .shape
+            .into_iter()
+            .flat_map(|s| s.names.clone().into_iter().map(move |n| (n, s.clone())))
+            .collect();
+        let forwards = raw
+            .forward
+            .into_iter()
+            .flat_map(|f| f.names.into_iter().map(move |n| (n, f.op.clone())))
+            .collect();
+        let launchers = raw
+            .launcher
+            .into_iter()
+            .flat_map(|l| l.names.clone().into_iter().map(move |n| (n, l.clone())))
+            .collect();
+        Ok(Knowledge {
+            aliases,
+            conventional: raw.conventional_imports,
+            apis: raw.api,
+            by_name,
+            types,
+            hooks: raw.hook,
+            shapes,
+            forwards,
+            launchers,
+            joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
+            dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
+        })
+    }
+
+    /// `pytorch_lightning.LightningModule` → `lightning.pytorch.LightningModule`: the longest
+    /// alias that is a whole-segment prefix of `name` is replaced.
+    pub fn canonical(&self, name: &str) -> String {
+        for (from, to) in &self.aliases {
+            if let Some(rest) = name.strip_prefix(from.as_str())
+                && (rest.is_empty() || rest.starts_with('.'))
+            {
+                return format!("{to}{rest}");
+            }
+        }
+        name.to_owned()
+    }
+
+    /// The module a name conventionally stands for when a file uses it without binding it
+    /// (`dist` → `torch.distributed`); the name itself otherwise.
+    pub fn unbound(&self, name: &str) -> String {
+        self.conventional.get(name).map_or_else(|| self.canonical(name), |m| self.canonical(m))
+    }
+
+    /// The row for a canonical qualified name.
+    pub fn api(&self, qualified: &str) -> Option<&Api> {
+        self.by_name.get(qualified).map(|&i| &self.apis[i])
+    }
+
+    /// Every row, for listings and tests.
+    pub fn apis(&self) -> &[Api] {
+        &self.apis
+    }
+
+    /// The type of attribute `attribute` of an instance of `class`, when the table knows it.
+    pub fn attribute_type(&self, class: &str, attribute: &str) -> Option<&str> {
+        self.types.get(class)?.attributes.get(attribute).map(String::as_str)
+    }
+
+    /// Whether the table knows anything about members of `class`.
+    pub fn knows_class(&self, class: &str) -> bool {
+        let prefix = format!("{class}.");
+        self.types.contains_key(class) || self.by_name.keys().any(|k| k.starts_with(&prefix))
+    }
+
+    /// Which argument of the gather `qualified` must have the same shape on every rank.
+    pub fn shape(&self, qualified: &str) -> Option<&Shape> {
+        self.shapes.get(qualified)
+    }
+
+    /// The collective a model wrapped by `wrapper` issues when it is called.
+    pub fn forward_op(&self, wrapper: &str) -> Option<&str> {
+        self.forwards.get(wrapper).map(String::as_str)
+    }
+
+    /// The launcher row of `qualified`, when it starts one process per rank.
+    pub fn launcher(&self, qualified: &str) -> Option<&Launcher> {
+        self.launchers.get(qualified)
+    }
+
+    /// Whether `qualified` is a context manager that tolerates uneven iteration counts.
+    pub fn tolerates_uneven(&self, qualified: &str) -> bool {
+        self.joins.iter().any(|j| j == qualified)
+    }
+
+    /// Whether `qualified` names a dtype.
+    pub fn is_dtype(&self, qualified: &str) -> bool {
+        self.dtypes.iter().any(|d| d == qualified)
+    }
+
+    /// The hooks the framework calls on a subclass of `base` under the name `method`.
+    pub fn hooks<'a>(&'a self, base: &'a str, method: &'a str) -> impl Iterator<Item = &'a Hook> {
+        self.hooks
+            .iter()
+            .filter(move |h| h.class == base && h.methods.iter().any(|m| m == "*" || m == method))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_parses_and_every_row_cites_a_source() {
+        let k = Knowledge::parse(TABLE).unwrap();
+        assert!(k.apis().len() > 30);
+        for api in k.apis() {
+            assert!(!api.source.trim().is_empty(), "{:?} has no source", api.names);
+            assert!(!api.names.is_empty());
+            if api.role == Role::Collective {
+                assert!(api.op.is_some(), "{:?}: a collective says what FR records", api.names);
+            }
+        }
+        for shape in &k.shapes {
+            let api =
+                k.api(shape.0).unwrap_or_else(|| panic!("shape row {} has no api row", shape.0));
+            assert_eq!(api.role, Role::Collective, "{}", shape.0);
+        }
+        for wrapper in k.forwards.keys() {
+            assert_eq!(k.api(wrapper).map(|a| a.role), Some(Role::Wrapper), "{wrapper}");
+        }
+        for api in k.apis().iter().filter(|a| a.property) {
+            assert_eq!(
+                api.role,
+                Role::Collective,
+                "{:?}: only collectives are properties",
+                api.names
+            );
+        }
+        for (from, to) in &k.aliases {
+            assert_ne!(from, to.as_str().get(..from.len()).unwrap_or(""), "alias {from} loops");
+        }
+    }
+
+    #[test]
+    fn aliases_canonicalize_whole_segments_only() {
+        let k = knowledge();
+        assert_eq!(
+            k.canonical("pytorch_lightning.LightningModule"),
+            "lightning.pytorch.LightningModule"
+        );
+        assert_eq!(k.canonical("pytorch_lightningx.Foo"), "pytorch_lightningx.Foo");
+        assert_eq!(
+            k.canonical("torch.distributed.distributed_c10d.all_reduce"),
+            "torch.distributed.all_reduce"
+        );
+        assert_eq!(
+            k.api("torch.distributed.all_reduce").unwrap().op.as_deref(),
+            Some("all_reduce")
+        );
+        assert_eq!(k.api("lightning.pytorch.Trainer.is_global_zero").unwrap().role, Role::Rank);
+        assert_eq!(
+            k.attribute_type("lightning.pytorch.LightningModule", "trainer"),
+            Some("lightning.pytorch.Trainer")
+        );
+        assert!(k.hooks("lightning.pytorch.Callback", "on_validation_end").next().is_some());
+    }
+
+    #[test]
+    fn the_lint_sections_answer() {
+        let k = knowledge();
+        assert_eq!(k.shape("torch.distributed.all_gather").map(|s| s.input), Some(1));
+        assert_eq!(k.forward_op("torch.distributed.fsdp.fully_shard"), Some("all_gather"));
+        assert_eq!(k.forward_op("torch.nn.parallel.DistributedDataParallel"), None);
+        assert_eq!(k.launcher("torch.multiprocessing.spawn").map(|l| l.rank_parameter), Some(0));
+        assert!(k.tolerates_uneven(&k.canonical("torch.distributed.algorithms.join.Join")));
+        assert!(k.is_dtype("torch.bfloat16") && !k.is_dtype("torch.device"));
+        assert!(k.api("lightning.pytorch.Trainer.log_dir").unwrap().property);
+        assert_eq!(k.api("deepspeed.comm.send").unwrap().op.as_deref(), Some("p2p"));
+        assert_eq!(
+            k.api("deepspeed.initialize").unwrap().returns.first().map(String::as_str),
+            Some("deepspeed.DeepSpeedEngine")
+        );
+    }
+}

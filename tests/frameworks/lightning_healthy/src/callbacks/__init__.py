@@ -1,0 +1,3 @@
+from callbacks.throughput import ThroughputMonitor
+
+__all__ = ["ThroughputMonitor"]

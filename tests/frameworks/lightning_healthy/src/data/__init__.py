@@ -1,0 +1,3 @@
+from data.datamodule import DemandDataModule
+
+__all__ = ["DemandDataModule"]

@@ -1,0 +1,3 @@
+from models.regressor import DemandRegressor
+
+__all__ = ["DemandRegressor"]
