@@ -249,7 +249,8 @@ fn await_fresh_dumps(dir: &std::path::Path, asked: SystemTime, limit: Duration) 
     while Instant::now() < deadline {
         let files = fingerprint(dir);
         let stale = files.iter().any(|(path, modified, _)| {
-            let dump = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.'));
+            let dump =
+                path.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.'));
             dump && modified.is_none_or(|m| m < asked)
         });
         if !files.is_empty() && !stale {
