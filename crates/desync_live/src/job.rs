@@ -304,8 +304,8 @@ mod tests {
         assert!(!p.stalled(&a, Duration::ZERO), "the first sighting starts the clock");
         assert!(p.stalled(&a, Duration::ZERO));
         let b = vec![("0".to_owned(), 6, 7)];
-        assert!(!p.stalled(&b, Duration::from_secs(60)));
-        assert!(!p.stalled(&b, Duration::from_secs(60)));
+        assert!(!p.stalled(&b, Duration::from_mins(1)));
+        assert!(!p.stalled(&b, Duration::from_mins(1)));
         assert!(!p.stalled(&[], Duration::ZERO));
     }
 
@@ -333,7 +333,7 @@ mod tests {
                 save_dir: None,
                 sources: desync_core::bridge::SourceOptions::default(),
             },
-            hang_after: Duration::from_secs(60),
+            hang_after: Duration::from_mins(1),
             grace: Duration::from_millis(200),
         };
         let ending = run_job(&options, &AtomicBool::new(false), &mut |_| {}).unwrap();
@@ -362,7 +362,7 @@ mod tests {
                 save_dir: None,
                 sources: desync_core::bridge::SourceOptions::default(),
             },
-            hang_after: Duration::from_secs(60),
+            hang_after: Duration::from_mins(1),
             grace: Duration::from_secs(2),
         };
         let interrupted = AtomicBool::new(true);
