@@ -4,8 +4,9 @@
 #   scripts/wheel.sh [OUT_DIR]                 # default: <target>/wheels; prints the wheel's path
 #   DESYNC_WHEEL_PROFILE=dist scripts/wheel.sh # the smaller, slower build for publishing
 # maturin, ziglang and cargo-zigbuild come from PyPI into a cached venv (scripts/venv.sh).
-# The binary lands in <target>/x86_64-unknown-linux-gnu/<profile>/desync: scripts/test.sh
-# builds the same target with `cargo zigbuild` first, so this step only links and packs.
+# The binary lands in <target>/x86_64-unknown-linux-gnu/<profile>/desync, which the Python
+# tests of scripts/test.sh run. The build is cargo's own incremental one in <target> (CI keeps
+# it under ~/.cache/desync/target), so a second run rebuilds only what changed.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
