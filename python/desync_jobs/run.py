@@ -108,14 +108,16 @@ def _atomic_symlink(target: Path, link: Path) -> None:
 
 
 def stage(scenario: Scenario, root: Path | None = None,
-          script_path: Path | None = None) -> tuple[Path, Path, Path]:
+          script_path: Path | None = None,
+          project_dir: Path | None = None) -> tuple[Path, Path, Path]:
     """Copy script and package to the neutral stage; return (python, script, libdir).
 
-    ``script_path`` replaces the scenario's own script (e.g. one patched with probes).
+    ``script_path`` replaces the scenario's own script, ``project_dir`` a project scenario's
+    whole source tree (e.g. copies patched with probes).
     """
     root = root or stage_root()
     if scenario.project is not None:
-        script = _stage_project(scenario, root / scenario.name)
+        script = _stage_project(scenario, root / scenario.name, project_dir)
         if script_path:
             _atomic_copy(Path(script_path), script)
     else:
@@ -133,12 +135,13 @@ def stage(scenario: Scenario, root: Path | None = None,
     return python, script, lib
 
 
-def _stage_project(scenario: Scenario, dest: Path) -> Path:
-    """Copy a project directory to ``dest`` (replacing an older copy); return its entry."""
+def _stage_project(scenario: Scenario, dest: Path, source: Path | None = None) -> Path:
+    """Copy a project directory (``source``, else the scenario's) to ``dest``, replacing an
+    older copy; return its entry."""
     assert scenario.project is not None
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(scenario.project, dest,
+    shutil.copytree(source or scenario.project, dest,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest / scenario.script
 
@@ -195,6 +198,7 @@ def run_job(
     log_dir: str | os.PathLike | None = None,
     verbose: bool = False,
     script_path: str | os.PathLike | None = None,
+    project_dir: str | os.PathLike | None = None,
     env: dict[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> RunResult:
@@ -212,7 +216,8 @@ def run_job(
     logs = Path(log_dir).resolve() if log_dir else Path(tempfile.mkdtemp(prefix="desync-job-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
 
-    python, script, lib = stage(scenario, script_path=Path(script_path) if script_path else None)
+    python, script, lib = stage(scenario, script_path=Path(script_path) if script_path else None,
+                                project_dir=Path(project_dir) if project_dir else None)
     native.build()  # once here, instead of N ranks racing to compile
     store, port = _free_store()
     if scenario.deadline_s is not None and timeout_s == DEFAULT_TIMEOUT_S:

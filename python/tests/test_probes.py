@@ -65,3 +65,36 @@ def test_call_log_probe_prints_per_rank_lines(tmp_path):
     assert all(counts[r] > 0 for r in counts), counts
     # The culprit skipped one step, so it logged fewer arrivals than every other rank.
     assert all(counts[culprit] < counts[r] for r in counts if r != culprit), counts
+
+
+def test_loop_probes_count_iterations_instead_of_agreeing_on_an_iterator(tmp_path):
+    """A rank left `for batch in loader:` early (its shard is shorter): agreeing on
+    `bool(loader)` would pass on every rank, so the probe agrees on the loader's length and the
+    patched job fails fast there, on every rank, naming the loop."""
+    from desync_jobs.frameworks import cases_dir
+
+    name = "ddp_loop_exit_module"
+    case = cases_dir() / name
+    src = tmp_path / "src"
+    shutil.copytree(case / "src", src)
+    patch = tmp_path / "probes.diff"
+    code, report, stderr = run_desync(case / "dumps", source_root=src,
+                                      extra=["--emit-probes", str(patch)], cwd=tmp_path)
+    assert code == 1, stderr
+    branch = report["code"]["branch"]
+    assert branch["construct"] == "for", branch
+    names = [p["name"] for p in report["probes"]]
+    assert "length_consensus" in names and "iteration_log" in names, names
+    assert "consensus" not in names, "no consensus over bool(iterator)"
+    assert "bool(loader)" not in patch.read_text()
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    applied = subprocess.run(["git", "apply", "--verbose", str(patch)], cwd=tmp_path,
+                             capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr + patch.read_text()
+
+    result = run_job(name, tmp_path / "dumps", log_dir=tmp_path / "logs", project_dir=src)
+    logs = "".join((tmp_path / "logs" / f"rank_{r.rank}.log").read_text(errors="replace")
+                   for r in result.ranks)
+    at = f"{Path(branch['file']).name}:{branch['line']}"
+    assert f"desync probe {at}: ranks iterate `loader` a different number of times" in logs, logs[-3000:]
+    assert result.elapsed_s < 60, result.elapsed_s

@@ -143,10 +143,21 @@ pub struct InputArgs {
     #[arg(long = "path-map", value_name = "FROM=TO")]
     pub path_maps: Vec<String>,
     /// Look for the training code under DIR, matching frame paths by their longest suffix.
+    /// Source files are read only under DIR and the --path-map targets (without either,
+    /// only under the working directory).
     #[arg(long, value_name = "DIR")]
     pub source_root: Option<PathBuf>,
+    /// The job's world size, when the dumps may not show it (a copy of only some ranks'
+    /// dumps): ranks below N with no dump are then named as missing.
+    #[arg(long, value_name = "N", value_parser = world_size_range())]
+    pub world_size: Option<u32>,
     #[command(flatten)]
     pub ownership: OwnershipArgs,
+}
+
+/// `--world-size`: 1 to desync's rank limit (docs/security.md).
+fn world_size_range() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(desync_core::load::limits::MAX_WORLD_SIZE))
 }
 
 /// Which frames are library code beyond where their files live (site-packages, dist-packages
@@ -176,6 +187,7 @@ impl InputArgs {
             load: desync_core::load::LoadOptions {
                 prefix: self.prefix.clone(),
                 ownership: self.ownership.ownership(),
+                world_size: self.world_size,
             },
             sources: source_options(&self.path_maps, self.source_root.as_ref())?,
         })
@@ -196,7 +208,15 @@ pub fn source_options(
     {
         return Err(desync_core::Error::SourceRoot(root.clone()).into());
     }
-    Ok(desync_core::bridge::SourceOptions { path_maps, source_root: source_root.cloned() })
+    // Without --source-root or --path-map, frame paths as written are read only under the
+    // working directory: the job's checkout is where one runs desync, /etc is not
+    // (docs/security.md).
+    let fallback_root = std::env::current_dir().ok();
+    Ok(desync_core::bridge::SourceOptions {
+        path_maps,
+        source_root: source_root.cloned(),
+        fallback_root,
+    })
 }
 
 // These doc comments are `--help` text: backticks would print as they are.
@@ -217,8 +237,9 @@ pub struct WatchArgs {
     /// With --dir: only files named PREFIX<rank>.
     #[arg(long, short = 'p', requires = "dir")]
     pub prefix: Option<String>,
-    /// With --store: ranks to look for (default: probe until no more register).
-    #[arg(long, value_name = "N")]
+    /// The job's world size: with --store, the ranks to look for (default: probe until no
+    /// more register); always, ranks below N that do not answer are named as missing.
+    #[arg(long, value_name = "N", value_parser = world_size_range())]
     pub world_size: Option<u32>,
     /// Seconds between snapshots (at least 0.1).
     #[arg(long, value_name = "SECS", default_value_t = 2.0)]
@@ -230,9 +251,9 @@ pub struct WatchArgs {
     /// Seconds to wait for the store or one worker before calling it down.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub timeout: f64,
-    /// Workers fetched at once.
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    pub concurrency: usize,
+    /// Workers fetched at once (1 to 1024).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub concurrency: u16,
     /// Save each alert's snapshot (dumps, Python stacks, report) under DIR.
     #[arg(long, value_name = "DIR", default_value = "desync-watch")]
     pub save: PathBuf,

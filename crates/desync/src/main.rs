@@ -26,7 +26,9 @@ fn main() -> ExitCode {
         Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::from(0),
         Err(e) => {
-            eprintln!("desync: error: {e:#}");
+            // Messages quote file names, which can hold terminal escapes.
+            let message = format!("{e:#}");
+            eprintln!("desync: error: {}", desync_core::report::escape_controls(&message));
             ExitCode::from(2)
         }
     }

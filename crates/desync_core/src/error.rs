@@ -9,6 +9,8 @@ pub enum Error {
     NotFound { path: PathBuf },
     #[error("cannot read {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: not a regular file ({kind}); give a dump file or a directory of dumps", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
     #[error("no Flight Recorder dumps in {}: {hint}", path.display())]
     NoDumps { path: PathBuf, hint: String },
     #[error("none of the {count} dump files in {} could be read (first problem: {first})", path.display())]
@@ -36,6 +38,11 @@ pub enum DumpError {
     Layout(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    File(#[from] crate::load::FileError),
+    /// A number or size past one of [`crate::load::limits`]'s limits.
+    #[error("{0}")]
+    Limit(String),
     #[error("unreadable summary: {0}")]
     Summary(#[from] crate::summary::SummaryError),
     /// The dump was unreadable when it was summarized; the message is what analysis said then.

@@ -70,6 +70,20 @@ pub fn analyze_trace(
         .is_problem()
         .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources))
         .flatten();
-    let probes = code.as_ref().map(bridge::probes).unwrap_or_default();
+    let probes = code.as_ref().map(|c| bridge::probes(c, sources)).unwrap_or_default();
+    let mut trace = trace;
+    // A source file that exists but was not used (outside the roots, not what ran) is a
+    // warning: the reader must know the code section is missing on purpose.
+    for refused in code.iter().flat_map(|c| &c.not_found) {
+        if let Some(reason) = &refused.reason {
+            let message = format!("source of {} {reason}", refused.file);
+            trace.warnings.push(model::Warning {
+                kind: model::WarningKind::Source,
+                path: None,
+                rank: None,
+                message,
+            });
+        }
+    }
     Analysis { input: input.to_path_buf(), trace, alignment, diagnosis, code, probes }
 }

@@ -31,7 +31,12 @@ pub(crate) fn python_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<LintError>) 
     for path in paths {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => walk(path, &mut files, &mut errors),
-            Ok(_) => files.push(path.clone()),
+            Ok(meta) if meta.is_file() => files.push(path.clone()),
+            // Opening a FIFO blocks until a writer comes; a device never ends.
+            Ok(_) => errors.push(LintError::Read {
+                path: path.clone(),
+                source: std::io::Error::other("not a regular file (a FIFO, socket or device)"),
+            }),
             Err(source) => errors.push(LintError::Read { path: path.clone(), source }),
         }
     }

@@ -77,15 +77,28 @@ pub struct Finding {
 pub enum LintError {
     #[error("{}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
+    /// Read but not parsed (see [`desync_python::Module::refusal`]): a warning, not a failure.
+    #[error("{}: not linted: {why}", path.display())]
+    NotParsed { path: PathBuf, why: String },
 }
 
 impl LintError {
     pub fn path(&self) -> &Path {
         match self {
-            LintError::Read { path, .. } => path,
+            LintError::Read { path, .. } | LintError::NotParsed { path, .. } => path,
         }
     }
+
+    /// Whether the path could not even be read (the CLI's exit status 2), as opposed to a
+    /// file skipped with a warning.
+    pub fn is_read_error(&self) -> bool {
+        matches!(self, LintError::Read { .. })
+    }
 }
+
+/// Python files larger than this are not linted (the largest hand-written modules are a few
+/// hundred kB; generated ones are not training code).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// The result of linting some paths.
 #[derive(Debug, Default)]
@@ -98,9 +111,12 @@ pub struct Report {
 
 /// Lints one file's source text. `path` is only used to label findings.
 pub fn lint_source(path: &Path, source: &str, options: &Options) -> Vec<Finding> {
-    let module = desync_python::Module::parse(source);
+    lint_module(path, &desync_python::Module::parse(source), options)
+}
+
+fn lint_module(path: &Path, module: &desync_python::Module, options: &Options) -> Vec<Finding> {
     let outline = module.outline();
-    let ctx = context::Context::new(&module, &outline);
+    let ctx = context::Context::new(module, &outline);
     let findings = checks::run(&ctx, path, &|rule| options.enabled(rule));
     findings
         .into_iter()
@@ -115,11 +131,15 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
     let results: Vec<Result<Vec<Finding>, LintError>> = files
         .par_iter()
         .map(|path| {
-            let bytes = std::fs::read(path)
+            let bytes = read_source(path)
                 .map_err(|source| LintError::Read { path: path.clone(), source })?;
             // Python source is UTF-8; a stray byte should not hide the rest of the file.
             let text = String::from_utf8_lossy(&bytes);
-            Ok(lint_source(path, &text, options))
+            let module = desync_python::Module::parse(&text);
+            if let Some(why) = module.refusal() {
+                return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
+            }
+            Ok(lint_module(path, &module, options))
         })
         .collect();
     let mut findings = Vec::new();
@@ -133,8 +153,29 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             Err(e) => errors.push(e),
         }
     }
+    errors.sort_by(|a, b| a.path().cmp(b.path()));
     findings.sort_by(|a, b| {
         (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
     });
     Report { findings, files_checked, errors }
+}
+
+/// A regular file of at most [`MAX_FILE_BYTES`]: a FIFO named on the command line would block
+/// the read forever, a device would never end.
+fn read_source(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, larger than the limit of {MAX_FILE_BYTES} for a Python file",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }

@@ -35,6 +35,9 @@ pub enum Snapshot {
         expected: usize,
         /// Ranks that did not answer, with why.
         unreachable: Vec<(u32, String)>,
+        /// Among them, the ranks whose worker was reached but did not answer in time: busy or
+        /// slow, not gone, so their missing dump is no evidence of a crash.
+        slow: Vec<u32>,
     },
 }
 
@@ -150,12 +153,20 @@ impl Source for Live {
         }
         let loader = Loader::default();
         let unreachable = Mutex::new(Vec::new());
+        let slow = Mutex::new(Vec::new());
         workers::fetch_all(&self.workers, &self.recorders, self.timeout, self.concurrency, &|f| {
             match f.result {
                 Ok(bytes) => loader.add(f.source, Some(f.rank), &bytes),
-                Err(e) => workers::lock(&unreachable).push((f.rank, e.to_string())),
+                Err(e) => {
+                    if e.is_slow() {
+                        workers::lock(&slow).push(f.rank);
+                    }
+                    workers::lock(&unreachable).push((f.rank, e.to_string()));
+                }
             }
         });
+        let mut slow = workers::into_inner(slow);
+        slow.sort_unstable();
         let mut unreachable = workers::into_inner(unreachable);
         if unreachable.len() == self.workers.len() && !self.workers.is_empty() {
             unreachable.sort_unstable();
@@ -172,7 +183,7 @@ impl Source for Live {
         // with no worker have not registered yet, or died before they could.
         let world = trace.world_size as usize;
         self.complete = world <= self.workers.len();
-        Ok(Snapshot::Taken { trace, expected: world.max(self.workers.len()), unreachable })
+        Ok(Snapshot::Taken { trace, expected: world.max(self.workers.len()), unreachable, slow })
     }
 
     fn tracebacks(&mut self) -> BTreeMap<u32, String> {
@@ -233,7 +244,7 @@ impl Source for Directory {
         let trace = desync_core::load::load(&self.dir, &self.load, &desync_core::NoProgress)?;
         self.seen = Some(fingerprint);
         let expected = trace.ranks.len() + trace.missing_ranks.len();
-        Ok(Snapshot::Taken { trace, expected, unreachable: Vec::new() })
+        Ok(Snapshot::Taken { trace, expected, unreachable: Vec::new(), slow: Vec::new() })
     }
 
     fn tracebacks(&mut self) -> BTreeMap<u32, String> {
@@ -247,7 +258,8 @@ impl Source for Directory {
             .filter_map(|(path, ..)| {
                 let name = path.file_name()?.to_str()?.to_owned();
                 let (_, rank) = desync_core::load::split_rank(&name)?;
-                Some((rank, name, std::fs::read(&path).ok()?))
+                let limit = desync_core::load::limits::MAX_DUMP_BYTES;
+                Some((rank, name, desync_core::load::read_regular(&path, limit).ok()?))
             })
             .collect()
     }

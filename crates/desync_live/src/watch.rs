@@ -260,6 +260,7 @@ pub fn watch(
     // directory that is not rewritten (FR's pipe trigger) brings nothing new, yet the finding
     // goes on holding and may come of age.
     let mut last: Option<Last> = None;
+    let mut saved = crate::save::Saved::default();
     loop {
         let cycle = Instant::now();
         let mut flow = Flow::Continue;
@@ -277,13 +278,23 @@ pub fn watch(
                     flow = on_event(Event::Status(&l.status));
                 }
             }
-            Ok(Snapshot::Taken { trace, expected, unreachable }) => {
+            Ok(Snapshot::Taken { trace, expected, unreachable, slow }) => {
                 let taken = SystemTime::now();
                 let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
-                let urgency = urgency(&analysis);
-                let key = FindingKey::of(&analysis);
+                let mut urgency = urgency(&analysis);
+                let mut key = FindingKey::of(&analysis);
+                let waiting_on_slow = waits_only_on(&analysis, &slow);
+                if waiting_on_slow.is_some() {
+                    // A worker too slow to answer is not a dead rank: nothing to judge yet.
+                    urgency = Urgency::None;
+                    key.category = Category::Inconclusive;
+                }
                 let judgement = judge.judge(urgency, key.clone(), cycle, options.lag);
                 let mut status = status(&analysis, expected, unreachable, judgement, taken);
+                if let Some(headline) = waiting_on_slow {
+                    status.observed = Category::Inconclusive;
+                    status.headline = headline;
+                }
                 status.category = judge.settled();
                 status.took = cycle.elapsed();
                 flow = on_event(Event::Status(&status));
@@ -295,7 +306,7 @@ pub fn watch(
             && let Some(analysis) = l.analysis.take()
         {
             alerts += 1;
-            let alert = raise(source, analysis, key, held, l.taken, options);
+            let alert = raise(source, analysis, key, held, l.taken, options, &mut saved);
             flow = match on_event(Event::Alert(&alert)) {
                 _ if options.exit_on_alert => Flow::Stop,
                 answer => answer.min_stop(flow),
@@ -307,6 +318,21 @@ pub fn watch(
         let spent = cycle.elapsed();
         std::thread::sleep(options.interval.saturating_sub(spent));
     }
+}
+
+/// When the snapshot reads as a crash only because some workers did not answer in time,
+/// what to say instead: those ranks are unreachable, not known to be dead.
+fn waits_only_on(a: &Analysis, slow: &[u32]) -> Option<String> {
+    let d = &a.diagnosis;
+    let only_slow = d.category == Category::Crash
+        && !d.culprit_ranks.is_empty()
+        && d.culprit_ranks.as_slice().iter().all(|r| slow.binary_search(r).is_ok());
+    only_slow.then(|| {
+        format!(
+            "rank(s) {} did not answer in time (unreachable: busy or slow workers, not known to be dead); the others wait for them",
+            d.culprit_ranks
+        )
+    })
 }
 
 struct Last {
@@ -332,15 +358,17 @@ fn raise(
     held: Duration,
     taken: SystemTime,
     options: &WatchOptions,
+    saved: &mut crate::save::Saved,
 ) -> Alert {
     let stacks = source.tracebacks();
     let Analysis { mut trace, .. } = analysis;
     let attached = crate::traceback::attach(&mut trace, &stacks);
     let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
     let (saved, save_error) = match &options.save_dir {
+        Some(_) if saved.refusal().is_some() => (None, saved.refusal()),
         Some(dir) => {
             let folder = dir.join(format!("{}-{}", stamp(taken), key.category.as_str()));
-            match crate::save::save(source, &analysis, &stacks, &attached, &folder) {
+            match crate::save::save(source, &analysis, &stacks, &attached, &folder, saved) {
                 Ok(count) => (Some((folder, count)), None),
                 Err(e) => (None, Some(e.to_string())),
             }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::http::{self, Endpoint, HttpError};
 use crate::store::{StoreClient, StoreError};
@@ -173,17 +173,19 @@ fn for_each_worker(workers: &[Worker], concurrency: usize, work: &(dyn Fn(&Worke
 
 /// Fetches the snapshot from the recorder this worker uses; when that is not known yet, tries
 /// the NCCL one first and falls back to the CPU one when NCCL has nothing (a Gloo job, or a
-/// torch built without NCCL, which answers 404).
+/// torch built without NCCL, which answers 404). Everything for one worker shares one
+/// deadline, `timeout` from now, so a slow worker costs the snapshot at most that.
 fn fetch_recorder(
     worker: &Worker,
     recorder: Recorder,
     timeout: Duration,
 ) -> (Option<Recorder>, Fetched) {
+    let deadline = Instant::now() + timeout;
     let mut last = None;
     for &handler in recorder.handlers() {
         let path = format!("/handler/{handler}");
         let source = PathBuf::from(format!("{}{path}", worker.endpoint.url()));
-        let result = http::post(&worker.endpoint, &path, timeout);
+        let result = http::post(&worker.endpoint, &path, deadline);
         let learned = match (&result, handler) {
             (Ok(body), NCCL_HANDLER) if recorder == Recorder::Unknown && !has_entries(body) => None,
             (Ok(_), NCCL_HANDLER) => Some(Recorder::Nccl),
@@ -219,7 +221,7 @@ pub fn fetch_tracebacks(
     let out = Mutex::new(BTreeMap::new());
     let path = format!("/handler/{TRACEBACK_HANDLER}");
     for_each_worker(workers, concurrency, &|worker| {
-        if let Ok(body) = http::post(&worker.endpoint, &path, timeout) {
+        if let Ok(body) = http::post(&worker.endpoint, &path, Instant::now() + timeout) {
             lock(&out).insert(worker.rank, String::from_utf8_lossy(&body).into_owned());
         }
     });

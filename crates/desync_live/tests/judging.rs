@@ -32,7 +32,9 @@ impl Source for WrittenOnce {
 
     fn snapshot(&mut self) -> Result<Snapshot, SourceError> {
         Ok(match self.0.take() {
-            Some(trace) => Snapshot::Taken { trace, expected: 4, unreachable: Vec::new() },
+            Some(trace) => {
+                Snapshot::Taken { trace, expected: 4, unreachable: Vec::new(), slow: Vec::new() }
+            }
             None => Snapshot::Unchanged,
         })
     }

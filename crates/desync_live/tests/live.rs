@@ -116,7 +116,7 @@ fn read_line(reader: &mut impl BufRead) -> String {
 
 fn ranks(snapshot: Snapshot) -> Vec<u32> {
     match snapshot {
-        Snapshot::Taken { trace, expected, unreachable } => {
+        Snapshot::Taken { trace, expected, unreachable, .. } => {
             assert_eq!(expected, 4);
             assert!(unreachable.is_empty(), "{unreachable:?}");
             trace.ranks.iter().map(|r| r.rank).collect()

@@ -24,6 +24,9 @@ pub struct LoadReq {
     pub source_root: Option<String>,
     /// Path rewrites "FROM=TO": a frame path starting with FROM is read from TO instead.
     pub path_maps: Option<Vec<String>>,
+    /// The job's world size, when the dumps may not show it (ranks below it with no dump are
+    /// named as missing).
+    pub world_size: Option<u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -84,6 +87,23 @@ fn compact(result: Result<serde_json::Value, String>) -> ToolResult {
     result.map(|v| v.to_string())
 }
 
+/// The longest a load or a lint may take before the client gets an error (the work itself
+/// cannot be interrupted; it finishes on its own thread and is dropped).
+const WORK_TIMEOUT: std::time::Duration = std::time::Duration::from_mins(10);
+
+/// Runs file-reading work on the blocking pool with a deadline, so a slow file system or a
+/// huge job never holds the threads that answer the other calls.
+async fn off_thread(
+    what: &str,
+    work: impl FnOnce() -> Result<serde_json::Value, String> + Send + 'static,
+) -> ToolResult {
+    match tokio::time::timeout(WORK_TIMEOUT, tokio::task::spawn_blocking(work)).await {
+        Ok(Ok(result)) => compact(result),
+        Ok(Err(e)) => Err(format!("{what} stopped: {e}")),
+        Err(_) => Err(format!("{what} took longer than {} s; gave up", WORK_TIMEOUT.as_secs())),
+    }
+}
+
 #[tool_router]
 impl Server {
     pub fn new() -> Self {
@@ -93,13 +113,23 @@ impl Server {
     #[tool(
         description = "Load and analyze a directory of per-rank PyTorch Flight Recorder dumps. Returns a handle for the other tools and a summary (ranks loaded, world size, process groups, warnings, verdict category)."
     )]
-    fn load_dumps(&self, Parameters(r): Parameters<LoadReq>) -> ToolResult {
-        compact(self.session.load(&tools::LoadArgs {
+    async fn load_dumps(&self, Parameters(r): Parameters<LoadReq>) -> ToolResult {
+        let session = Arc::clone(&self.session);
+        let args = tools::LoadArgs {
             path: r.path,
             prefix: r.prefix,
             source_root: r.source_root,
             path_maps: r.path_maps.unwrap_or_default(),
-        }))
+            world_size: r.world_size,
+        };
+        off_thread("load_dumps", move || session.load(&args)).await
+    }
+
+    #[tool(
+        description = "Forget a handle returned by load_dumps and the memory its analysis holds. Handles are also dropped, oldest first, past 16 or about 2 GiB of analyses."
+    )]
+    fn release(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
+        compact(self.session.release(&r.handle))
     }
 
     #[tool(
@@ -143,7 +173,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Source lines around file:line; the file is found through the handle's source_root/path_maps when a handle is given."
+        description = "Source lines around file:line, found through the handle's source_root/path_maps; only files inside those roots are read."
     )]
     fn source(&self, Parameters(r): Parameters<SourceReq>) -> ToolResult {
         compact(self.session.source(r.handle.as_deref(), &r.file, r.line, r.context.unwrap_or(5)))
@@ -160,8 +190,8 @@ impl Server {
         description = "Statically check Python training code for collectives that some ranks can skip, reorder or size differently. Returns findings as JSON."
     )]
     #[allow(clippy::unused_self)] // the router calls every tool as a method
-    fn lint(&self, Parameters(r): Parameters<LintReq>) -> ToolResult {
-        compact(tools::lint(&r.paths))
+    async fn lint(&self, Parameters(r): Parameters<LintReq>) -> ToolResult {
+        off_thread("lint", move || tools::lint(&r.paths)).await
     }
 }
 
@@ -176,7 +206,8 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "desync diagnoses PyTorch distributed hangs from Flight Recorder dumps. Start with \
-             load_dumps, then verdict, groups, collective, compare_stacks, source, probes_diff.",
+             load_dumps, then verdict, groups, collective, compare_stacks, source, probes_diff; \
+             release handles you are done with.",
         )
     }
 }

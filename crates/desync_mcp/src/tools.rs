@@ -2,8 +2,7 @@
 //! answers each tool with a JSON value (or an error message for the client). Everything cites
 //! rank, process group, seq and `file:line` so an LLM can point a human at the evidence.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -19,35 +18,79 @@ pub struct LoadArgs {
     pub prefix: Option<String>,
     pub source_root: Option<String>,
     pub path_maps: Vec<String>,
+    pub world_size: Option<u32>,
 }
+
+/// Handles kept at once; loading one more drops the oldest.
+pub const MAX_HANDLES: usize = 16;
+/// Estimated memory of the analyses kept at once (see [`Loaded::cost`]); past it, the oldest
+/// handles are dropped until the new one fits.
+pub const MAX_LOADED_BYTES: usize = 2 << 30;
 
 /// One loaded job: its analysis, the full JSON report and the source options it was run with.
 struct Loaded {
     analysis: Analysis,
     report: Value,
     sources: SourceOptions,
+    /// What keeping it costs, roughly: its entries, frames and report.
+    cost: usize,
 }
 
-/// The server's state: analyses keyed by handle ("h1", "h2", ...).
+impl Loaded {
+    /// A rough size: each entry with its share of interned parts, plus the report's text.
+    fn estimate(analysis: &Analysis, report: &Value) -> usize {
+        let entries: usize = analysis.trace.ranks.iter().map(|r| r.entries.len()).sum();
+        entries * 128 + report.to_string().len() * 2
+    }
+}
+
+/// The server's state: analyses keyed by handle ("h1", "h2", ...), oldest first.
 #[derive(Default)]
 pub struct Session {
     next: AtomicU64,
-    loaded: Mutex<HashMap<String, Arc<Loaded>>>,
+    loaded: Mutex<Vec<(String, Arc<Loaded>)>>,
 }
 
 type ToolResult = Result<Value, String>;
 
 impl Session {
     fn get(&self, handle: &str) -> Result<Arc<Loaded>, String> {
-        let map = self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.get(handle).cloned().ok_or_else(|| {
-            let mut known: Vec<&str> = map.keys().map(String::as_str).collect();
-            known.sort_unstable();
+        let list = self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        list.iter().find(|(h, _)| h == handle).map(|(_, l)| l.clone()).ok_or_else(|| {
+            let known: Vec<&str> = list.iter().map(|(h, _)| h.as_str()).collect();
             format!(
-                "unknown handle {handle:?} (known: {}); call load_dumps first",
-                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                "unknown handle {handle:?} (known: {}); call load_dumps first (handles are kept until released, at most {MAX_HANDLES} and about {} MiB, the oldest dropped first)",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+                MAX_LOADED_BYTES >> 20
             )
         })
+    }
+
+    /// Keeps `loaded` under a new handle, dropping the oldest handles past the bounds.
+    fn keep(&self, loaded: Loaded) -> (String, Vec<String>) {
+        let handle = format!("h{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let mut list = self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut dropped = Vec::new();
+        let mut total: usize = list.iter().map(|(_, l)| l.cost).sum::<usize>() + loaded.cost;
+        while !list.is_empty() && (list.len() >= MAX_HANDLES || total > MAX_LOADED_BYTES) {
+            let (old, l) = list.remove(0);
+            total -= l.cost;
+            dropped.push(old);
+        }
+        list.push((handle.clone(), Arc::new(loaded)));
+        (handle, dropped)
+    }
+
+    /// `release`: forgets a handle and the memory its analysis holds.
+    pub fn release(&self, handle: &str) -> ToolResult {
+        let mut list = self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(at) = list.iter().position(|(h, _)| h == handle) else {
+            drop(list);
+            return Err(self.get(handle).err().unwrap_or_default());
+        };
+        list.remove(at);
+        let left: Vec<&str> = list.iter().map(|(h, _)| h.as_str()).collect();
+        Ok(json!({ "released": handle, "handles": left }))
     }
 
     /// `load_dumps`: runs the whole analysis and stores it under a new handle.
@@ -68,13 +111,15 @@ impl Session {
         if !input.exists() {
             return Err(format!("{}: no such file or directory", input.display()));
         }
+        // Sources are read only under the roots given here; with none, not at all.
         let config = Config {
             input,
             load: desync_core::load::LoadOptions {
                 prefix: args.prefix.clone(),
+                world_size: args.world_size,
                 ..Default::default()
             },
-            sources: SourceOptions { path_maps, source_root },
+            sources: SourceOptions { path_maps, source_root, fallback_root: None },
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
         let report = serde_json::to_value(desync_core::report::to_json(&analysis))
@@ -91,14 +136,15 @@ impl Session {
             "verdict_category": analysis.diagnosis.category.as_str(),
             "headline": analysis.diagnosis.headline,
         });
-        let handle = format!("h{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
-        let loaded = Loaded { sources: config.sources, analysis, report };
-        self.loaded
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(handle.clone(), Arc::new(loaded));
+        let cost = Loaded::estimate(&analysis, &report);
+        let (handle, dropped) =
+            self.keep(Loaded { sources: config.sources, analysis, report, cost });
         eprintln!("desync mcp: loaded {} as {handle}", args.path);
-        Ok(json!({ "handle": handle, "summary": summary }))
+        let mut answer = json!({ "handle": handle, "summary": summary });
+        if !dropped.is_empty() {
+            answer["dropped_handles"] = json!(dropped);
+        }
+        Ok(answer)
     }
 
     /// `verdict`: the report's verdict and evidence (plus where the job is stuck).
@@ -147,7 +193,7 @@ impl Session {
         let skip = matching.len().saturating_sub(last);
         Ok(json!({
             "rank": rank,
-            "file": dump.path,
+            "file": dump.path.to_string_lossy(),
             "process_group": process_group,
             "total": matching.len(),
             "entries": matching[skip..].iter().map(|e| entry_json(e)).collect::<Vec<_>>(),
@@ -242,25 +288,27 @@ impl Session {
         }))
     }
 
-    /// `source`: lines around `file:line`, found through the handle's source options.
+    /// `source`: lines around `file:line`, found through the handle's source options. Only
+    /// files inside the roots given to `load_dumps` (its `source_root` and `path_maps`
+    /// targets, symlinks and `..` resolved) are read; without a handle, none.
     pub fn source(&self, handle: Option<&str>, file: &str, line: u32, context: u32) -> ToolResult {
-        let loaded = handle.map(|h| self.get(h)).transpose()?;
-        let default_options = SourceOptions::default();
-        let options = loaded.as_ref().map_or(&default_options, |l| &l.sources);
-        let resolved = Resolver::new(options).resolve(file);
-        let path = match resolved.local_path {
-            Some(p) => p,
-            None if Path::new(file).is_file() => PathBuf::from(file),
-            None => {
-                return Err(format!(
-                    "{file}: not found (tried: {}){}",
-                    resolved.tried.join(", "),
-                    if handle.is_none() { "; pass a handle loaded with source_root" } else { "" }
-                ));
-            }
+        let Some(handle) = handle else {
+            return Err(format!(
+                "{file}: not read: pass the handle of a load_dumps call with source_root or path_maps; no file outside those roots is ever read"
+            ));
         };
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let loaded = self.get(handle)?;
+        let resolver = Resolver::new(&loaded.sources);
+        let resolved = resolver.resolve(file);
+        let Some(path) = resolved.local_path else {
+            return Err(format!(
+                "{file}: not found under the handle's roots (tried: {})",
+                resolved.tried.join(", ")
+            ));
+        };
+        let text = resolver
+            .read_local(&path)
+            .map_err(|problem| format!("{file}: {}", problem.describe()))?;
         let lines: Vec<&str> = text.lines().collect();
         if line == 0 || line as usize > lines.len() {
             return Err(format!(
@@ -270,10 +318,10 @@ impl Session {
             ));
         }
         let first = line.saturating_sub(context).max(1);
-        let last = (line + context).min(lines.len() as u32);
+        let last = line.saturating_add(context).min(lines.len() as u32);
         Ok(json!({
             "file": file,
-            "local_path": path,
+            "local_path": path.to_string_lossy(),
             "line": line,
             "start_line": first,
             "lines": (first..=last).map(|n| json!({
@@ -291,7 +339,7 @@ impl Session {
             return Ok(String::new());
         }
         let base = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
-        Ok(desync_core::bridge::probes_diff(&l.analysis.probes, &base))
+        Ok(desync_core::bridge::probes_diff(&l.analysis.probes, &base, &l.sources))
     }
 }
 
@@ -301,6 +349,16 @@ pub fn lint(paths: &[String]) -> ToolResult {
         return Err("lint needs at least one path".to_owned());
     }
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    // The client names what to lint; only Python files are read (a directory is searched
+    // for *.py), so `lint` cannot be pointed at a secret that is not code.
+    for path in &paths {
+        if !path.is_dir() && !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("py")) {
+            return Err(format!(
+                "{}: lint reads Python files (*.py) and directories only",
+                path.display()
+            ));
+        }
+    }
     let report = desync_lint::lint_paths(&paths, &desync_lint::Options::default());
     if report.files_checked == 0 && !report.errors.is_empty() {
         let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
@@ -332,6 +390,7 @@ fn entry_json(e: &Entry) -> Value {
         "call_site": e.call_site().map(|f| json!({
             "at": format!("{}:{}", f.file, f.line),
             "function": &*f.function,
+            "via": e.library_path(),
         })),
     })
 }

@@ -45,6 +45,7 @@ mod expr;
 mod flow;
 pub mod knowledge;
 mod module;
+mod nesting;
 mod outline;
 mod tree;
 mod types;
@@ -55,8 +56,9 @@ mod robustness;
 pub use dependence::patterns;
 pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
-pub use flow::{Analysis, FileProject, Finding, Project, SetupCall};
+pub use flow::{Analysis, FileProject, Finding, MAX_FILE_BYTES, Project, SetupCall};
 pub use module::Module;
+pub use nesting::MAX_NESTING;
 pub use outline::{Call, Clause, Conditional, Handler, Import, LineRange, Loop, Outline, TryBlock};
 pub use types::{
     ArgOrigin, Branch, CallOrigin, CallSite, Construct, Dependence, DependenceKind, Function, Jump,

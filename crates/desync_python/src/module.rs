@@ -23,6 +23,8 @@ pub struct Module {
     errors: Vec<String>,
     /// Where the file was read from, when it was: imports are resolved relative to it.
     path: Option<std::path::PathBuf>,
+    /// Why the file was not parsed at all (too large, nested too deep), if it was not.
+    refused: Option<String>,
 }
 
 impl std::fmt::Debug for Module {
@@ -36,18 +38,22 @@ impl std::fmt::Debug for Module {
 }
 
 impl Module {
-    /// Parses `source` with error recovery.
+    /// Parses `source` with error recovery. A file nested deeper than
+    /// [`MAX_NESTING`](crate::MAX_NESTING) levels (which `CPython` itself refuses to compile) is
+    /// not parsed: its tree would overflow the stack of every recursive walk, drop included.
+    /// It is kept as text with an empty tree, and [`Module::refusal`] says why.
     pub fn parse(source: &str) -> Module {
         // Ruff's offsets are u32; a file past 4 GiB is not training code, so keep an empty tree
         // rather than letting the parser's assertion fire.
         if u32::try_from(source.len()).is_err() {
-            return Module {
-                source: String::new(),
-                index: LineIndex::from_source_text(""),
-                body: Vec::new(),
-                errors: vec!["file is larger than 4 GiB; not parsed".to_owned()],
-                path: None,
-            };
+            return Module::refused(String::new(), "file is larger than 4 GiB; not parsed".into());
+        }
+        if let Some((line, depth)) = crate::nesting::too_deep(source, crate::MAX_NESTING) {
+            let why = format!(
+                "nested {depth}+ levels deep at line {line}, past the limit of {} (CPython refuses such code too); not parsed",
+                crate::MAX_NESTING
+            );
+            return Module::refused(source.to_owned(), why);
         }
         let parsed = parse_unchecked_source(source, PySourceType::Python);
         let index = LineIndex::from_source_text(source);
@@ -65,6 +71,7 @@ impl Module {
             body: parsed.into_suite().into(),
             errors,
             path: None,
+            refused: None,
         }
     }
 
@@ -79,6 +86,32 @@ impl Module {
     /// The file this module was read from ([`Module::parse_file`]).
     pub fn file_path(&self) -> Option<&std::path::Path> {
         self.path.as_deref()
+    }
+
+    fn refused(source: String, why: String) -> Module {
+        Module {
+            index: LineIndex::from_source_text(&source),
+            source,
+            body: Vec::new(),
+            errors: vec![why.clone()],
+            path: None,
+            refused: Some(why),
+        }
+    }
+
+    /// Why the file was not parsed (its tree is empty), when it was not.
+    pub fn refusal(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+
+    /// The innermost `class` whose body holds `line` (a frame of a class body is named after
+    /// its class).
+    pub fn class_at(&self, line: u32) -> Option<String> {
+        let path = self.path(line)?;
+        path.levels.iter().rev().find_map(|level| match level.stmt() {
+            Stmt::ClassDef(class) => Some(class.name.id.to_string()),
+            _ => None,
+        })
     }
 
     /// Syntax errors the parser recovered from, as `line N: message`.
@@ -243,7 +276,7 @@ impl Module {
     }
 
     /// Number of real lines (a trailing line terminator does not open a new line).
-    pub(crate) fn line_count(&self) -> u32 {
+    pub fn line_count(&self) -> u32 {
         let count = self.index.line_count();
         let phantom = self.source.ends_with(['\n', '\r']) || self.source.is_empty();
         (if phantom { count - 1 } else { count }) as u32

@@ -57,7 +57,7 @@ pub async fn load_from(
     let Selection { candidates, warnings } = desync_core::load::select(&input, names, options)?;
 
     progress.start(candidates.len() as u64, "fetching dumps");
-    let loader = Arc::new(Loader::default());
+    let loader = Arc::new(Loader::new(options));
     let budget = (fetch.bytes_in_flight.div_ceil(UNIT)).clamp(1, u64::from(u32::MAX >> 3)) as u32;
     let bytes = Semaphore::new(budget as usize);
     futures::stream::iter(candidates)
@@ -66,6 +66,13 @@ pub async fn load_from(
             let need = (meta.size.div_ceil(UNIT)).clamp(1, u64::from(budget)) as u32;
             let (loader, bytes) = (Arc::clone(&loader), &bytes);
             async move {
+                let limit = desync_core::load::limits::MAX_DUMP_BYTES;
+                if meta.size > limit {
+                    let error = desync_core::load::FileError::TooLarge { size: meta.size, limit };
+                    loader.fail(path, rank, DumpError::File(error));
+                    progress.advance(1);
+                    return;
+                }
                 // The semaphore is never closed, so acquiring only waits.
                 let _held = bytes.acquire_many(need).await.ok();
                 match get(store, &meta.location).await {

@@ -19,7 +19,8 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
         Format::Json => desync_core::report::write_json(&analysis, &mut out)?,
         Format::Text if args.quiet => {
             let d = &analysis.diagnosis;
-            writeln!(out, "{}: {}", d.category.as_str(), d.headline)?;
+            let headline = desync_core::report::escape_controls(&d.headline);
+            writeln!(out, "{}: {headline}", d.category.as_str())?;
         }
         Format::Text => {
             let color = match args.color {
@@ -50,7 +51,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
             );
         } else {
             let base = std::env::current_dir().context("current directory")?;
-            let diff = desync_core::bridge::probes_diff(&analysis.probes, &base);
+            let diff = desync_core::bridge::probes_diff(&analysis.probes, &base, &config.sources);
             std::fs::write(path, diff)
                 .map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
         }

@@ -16,6 +16,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
         load: desync_core::load::LoadOptions {
             prefix: args.prefix.clone(),
             ownership: args.ownership.ownership(),
+            world_size: None,
         },
         sources: desync_core::bridge::SourceOptions::default(),
     };

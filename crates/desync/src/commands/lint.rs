@@ -1,6 +1,7 @@
 //! `desync lint`: static checks over Python training code. The report goes to stdout; paths
 //! that could not be read are listed on stderr (and in the JSON/SARIF document) and make the
-//! exit status 2 even when other files were linted.
+//! exit status 2 even when other files were linted. Files read but not parsed (nested past
+//! what CPython compiles) are warnings.
 
 use std::io::Write;
 
@@ -26,13 +27,17 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
     }
     out.flush()?;
 
-    if let Some(first) = report.errors.first() {
-        for e in &report.errors {
+    for e in report.errors.iter().filter(|e| !e.is_read_error()) {
+        eprintln!("desync: warning: {e}");
+    }
+    if let Some(first) = report.errors.iter().find(|e| e.is_read_error()) {
+        let unreadable: Vec<_> = report.errors.iter().filter(|e| e.is_read_error()).collect();
+        for e in &unreadable {
             eprintln!("desync: {e}");
         }
         bail!(
             "{} path(s) could not be linted (first: {})",
-            report.errors.len(),
+            unreadable.len(),
             first.path().display()
         );
     }

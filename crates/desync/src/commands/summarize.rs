@@ -21,7 +21,8 @@ pub fn run(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let mut err = stderr.lock();
     for w in &done.warnings {
         let place = w.path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default();
-        writeln!(err, "desync: warning: {place}{}", w.message)?;
+        let line = format!("{place}{}", w.message);
+        writeln!(err, "desync: warning: {}", desync_core::report::escape_controls(&line))?;
     }
     if !args.quiet {
         let unreadable = match done.unreadable {

@@ -22,6 +22,9 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
         sources: source_options(&args.path_maps, args.source_root.as_ref())?,
     };
     let timeout = seconds("--timeout", args.timeout)?;
+    if timeout.is_zero() {
+        bail!("--timeout must be more than 0 seconds");
+    }
     let mut source: Box<dyn Source> = if let Some(store) = &args.store {
         if !store.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) {
             bail!("--store wants HOST:PORT (the job's MASTER_ADDR:MASTER_PORT), not `{store}`");
@@ -30,7 +33,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
             store.clone(),
             args.world_size,
             timeout,
-            args.concurrency,
+            usize::from(args.concurrency),
         ))
     } else if let Some(dir) = &args.dir {
         if !dir.is_dir() {
@@ -39,12 +42,13 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
         let load = desync_core::load::LoadOptions {
             prefix: args.prefix.clone(),
             ownership: args.ownership.ownership(),
+            world_size: args.world_size,
         };
         Box::new(desync_live::Directory::new(dir.clone(), load))
     } else {
         let workers = desync_live::workers::parse_workers(&args.workers)
             .context("--workers wants http://HOST:PORT or RANK=http://HOST:PORT")?;
-        Box::new(desync_live::Live::from_workers(workers, timeout, args.concurrency))
+        Box::new(desync_live::Live::from_workers(workers, timeout, usize::from(args.concurrency)))
     };
 
     let mut printer = Printer::new(args.format);
@@ -79,9 +83,16 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
 /// A shorter interval would only hammer the workers: each snapshot fetches every rank.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Durations past this (about 115 days) are typos, and past ~5·10^11 s they would not even
+/// fit the clock's arithmetic.
+const MAX_SECONDS: f64 = 1e7;
+
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     if !(value.is_finite() && value >= 0.0) {
         bail!("{flag} wants a number of seconds, not {value}");
+    }
+    if value > MAX_SECONDS {
+        bail!("{flag} {value}: more than {MAX_SECONDS:.0} seconds (about 115 days)");
     }
     Ok(Duration::from_secs_f64(value))
 }
@@ -138,7 +149,7 @@ impl Printer {
         if self.format == Format::Json {
             return json_line(&status_json(s));
         }
-        let line = status_line(s);
+        let line = desync_core::report::escape_controls(&status_line(s)).into_owned();
         let stale = self.last_printed.is_none_or(|t| t.elapsed() >= HEARTBEAT);
         if self.terminal {
             let mut err = std::io::stderr().lock();
@@ -161,6 +172,7 @@ impl Printer {
         }
         if first {
             self.close_line();
+            let problem = desync_core::report::escape_controls(problem);
             eprintln!("{} desync watch: {problem} (retrying)", clock(SystemTime::now()));
         }
         Ok(())

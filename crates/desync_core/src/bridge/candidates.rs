@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use desync_python::{Analysis, Branch, Construct, DependenceKind, FileProject, Module, Project};
 
-use super::sources::Resolver;
+use super::sources::{Resolver, SourceProblem, matches_frame};
 use super::stacks::{Parting, UserStack};
 use super::{BranchPoint, Candidate, DependenceItem};
 use crate::diagnose::short_path;
@@ -34,11 +34,33 @@ pub(crate) struct Workspace<'a> {
 }
 
 impl Workspace<'_> {
-    /// The local file of a frame, parsed.
-    pub(crate) fn module(&self, file: &str) -> Option<(PathBuf, Rc<Module>)> {
-        let local = self.resolver.resolve(file).local_path?;
-        let module = self.project.load(&local)?;
-        Some((local, module))
+    /// The local file of a frame, parsed, when it lies inside the source roots and holds what
+    /// ran there.
+    pub(crate) fn module(&self, frame: &Frame) -> Option<(PathBuf, Rc<Module>)> {
+        self.source(frame).ok()
+    }
+
+    /// The local file of a frame, parsed, or why it is not used: not found, outside the roots
+    /// (frame paths are text from the dump, `/etc/passwd` included), unreadable, or not what
+    /// ran (the frame's function is not defined at its line: a stale checkout, a wrong root).
+    pub(crate) fn source(&self, frame: &Frame) -> Result<(PathBuf, Rc<Module>), SourceProblem> {
+        let local = self.resolver.locate(&frame.file)?;
+        // The project's roots are the resolver's (and folders inside them), so `load` refuses
+        // whatever `locate` would.
+        let Some(module) = self.project.load(&local) else {
+            let why = format!(
+                "not a regular UTF-8 file of at most {} MB",
+                desync_python::MAX_FILE_BYTES >> 20
+            );
+            return Err(SourceProblem::Unreadable { path: local, why });
+        };
+        if let Some(why) = module.refusal() {
+            return Err(SourceProblem::Unreadable { path: local, why: why.to_owned() });
+        }
+        if let Err(why) = matches_frame(&module, &frame.function, frame.line) {
+            return Err(SourceProblem::Differs { path: local, why });
+        }
+        Ok((local, module))
     }
 }
 
@@ -85,7 +107,7 @@ pub(crate) fn between(ws: &Workspace<'_>, departed: &Entry, reference: &Entry) -
     let extension_from = match super::stacks::part(&d, &r) {
         Parting::Lines { index, departed_line, reference_line } => {
             let frame = d.frames[index];
-            if let Some((local, module)) = ws.module(&frame.file) {
+            if let Some((local, module)) = ws.module(frame) {
                 for mut b in module.branch_candidates(ws.cx, departed_line, Some(reference_line)) {
                     follow_parameters(ws, &mut b, &module, &d, index);
                     out.push(raw(b, &module, frame, &local, Origin::Parting, 0));
@@ -107,7 +129,7 @@ fn extension(ws: &Workspace<'_>, side: &UserStack<'_>, from: usize, origin: Orig
     let n = side.frames.len();
     for i in (from..n).rev() {
         let frame = side.frames[i];
-        let Some((local, module)) = ws.module(&frame.file) else { continue };
+        let Some((local, module)) = ws.module(frame) else { continue };
         for mut b in module.guards_with(ws.cx, frame.line) {
             follow_parameters(ws, &mut b, &module, side, i);
             out.push(raw(b, &module, frame, &local, origin, n - 1 - i));
@@ -169,7 +191,7 @@ pub(crate) fn follow_parameters(
         if params.is_empty() && lengths.is_empty() {
             break;
         }
-        let Some((_, caller_module)) = ws.module(&caller.file) else { break };
+        let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee_module.as_deref().unwrap_or(module);
         let Some(found) =
             ws.cx.through_caller(current, callee.1, &params, &lengths, &caller_module, caller.line)

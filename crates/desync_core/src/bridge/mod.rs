@@ -24,7 +24,7 @@ use crate::diagnose::{Category, Diagnosis, Position, short_path};
 use crate::model::{Entry, RankSet, Trace};
 
 pub use probes::{Probe, probes, probes_diff};
-pub use sources::{Resolved, Resolver, SourceOptions};
+pub use sources::{LocalSource, Resolved, Resolver, SourceOptions, SourceProblem};
 
 /// What the bridge found in the code.
 #[derive(Debug, Clone)]
@@ -60,12 +60,16 @@ pub struct Candidate {
 pub struct NotFound {
     pub file: String,
     pub tried: Vec<String>,
+    /// Why a file that exists was not used (outside the source roots, not what ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BranchPoint {
     /// As in the frames (a path on the training host).
     pub file: String,
+    #[serde(serialize_with = "crate::report::serialize_opt_path")]
     pub local_path: Option<PathBuf>,
     pub line: u32,
     pub function: Option<String>,
@@ -123,7 +127,7 @@ pub fn find_code(
         return None;
     }
     let resolver = Resolver::new(options);
-    let project = FileProject::new(project_roots(options, &resolver, &sides));
+    let project = FileProject::new(project_roots(&resolver, &sides));
     let cx = Analysis::new(Some(&project));
     let ws = candidates::Workspace { resolver: &resolver, project: &project, cx: &cx };
     let mut finding = CodeFinding {
@@ -132,7 +136,7 @@ pub fn find_code(
         stacks: side_stacks(&sides),
         explanation: String::new(),
         snippet: None,
-        not_found: not_found(&resolver, &sides),
+        not_found: not_found(&ws, &sides),
     };
     let departed = sides.iter().find(|(role, _, _)| *role == "departed").map(|s| s.2);
     let reference = sides.iter().find(|(role, _, _)| *role != "departed").map(|s| s.2);
@@ -178,6 +182,10 @@ pub fn find_code(
         finding.explanation = if finding.not_found.is_empty() {
             "nothing in the user's code around the two sides' stacks was recognised as deciding"
                 .into()
+        } else if let Some((file, reason)) =
+            finding.not_found.iter().find_map(|n| Some((&n.file, n.reason.as_ref()?)))
+        {
+            format!("source of {} {reason}", short_path(file))
         } else {
             let files: Vec<&str> = finding.not_found.iter().map(|n| short_path(&n.file)).collect();
             format!(
@@ -215,19 +223,18 @@ fn side_stacks(sides: &Sides<'_>) -> Vec<SideStack> {
         .collect()
 }
 
-/// Where the project's files are: the source root, the path-map targets, and the folders of
-/// the user frames that were found (their sibling modules are imported as the job ran).
-fn project_roots(
-    options: &SourceOptions,
-    resolver: &Resolver<'_>,
-    sides: &Sides<'_>,
-) -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = options.source_root.iter().cloned().collect();
-    roots.extend(options.path_maps.iter().map(|(_, to)| to.clone()));
+/// Where the project's files are: the source roots (`--source-root`, the path-map targets,
+/// else the working directory), and the folders of the user frames found inside them (their
+/// sibling modules are imported as the job ran). Nothing outside the source roots: frame
+/// paths are text from the dumps.
+fn project_roots(resolver: &Resolver<'_>, sides: &Sides<'_>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = resolver.roots().to_vec();
     for (_, _, e) in sides {
         for f in e.user_frames() {
-            let local = resolver.resolve(&f.file).local_path;
-            if let Some(dir) = local.as_deref().and_then(std::path::Path::parent) {
+            let Ok(local) = resolver.locate(&f.file) else { continue };
+            if let Ok(real) = resolver.contain(&local)
+                && let Some(dir) = real.parent()
+            {
                 roots.push(dir.to_path_buf());
             }
         }
@@ -235,17 +242,18 @@ fn project_roots(
     roots
 }
 
-/// User frames of the sides whose files were not found here.
-fn not_found(resolver: &Resolver<'_>, sides: &Sides<'_>) -> Vec<NotFound> {
+/// User frames of the sides whose files were not found here or not used (outside the source
+/// roots, unreadable, or not what ran), with why.
+fn not_found(ws: &candidates::Workspace<'_>, sides: &Sides<'_>) -> Vec<NotFound> {
     let mut out: Vec<NotFound> = Vec::new();
     for (_, _, e) in sides {
         for f in e.user_frames() {
             if out.iter().any(|n| n.file == *f.file) {
                 continue;
             }
-            let resolved = resolver.resolve(&f.file);
-            if resolved.local_path.is_none() {
-                out.push(NotFound { file: f.file.to_string(), tried: resolved.tried });
+            if let Err(problem) = ws.source(f) {
+                let reason = problem.is_refusal().then(|| problem.describe());
+                out.push(NotFound { file: f.file.to_string(), tried: problem.tried(), reason });
             }
         }
     }
@@ -268,7 +276,7 @@ fn order_branch(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candida
     let stack = stacks::UserStack::of(entry);
     (0..stack.frames.len()).rev().find_map(|i| {
         let f = stack.frames[i];
-        let (local, module) = ws.module(&f.file)?;
+        let (local, module) = ws.module(f)?;
         let mut found = module.find_order_branch_with(ws.cx, f.line)?;
         candidates::follow_parameters(ws, &mut found, &module, &stack, i);
         let shown =
@@ -296,7 +304,7 @@ fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candi
     let stack = stacks::UserStack::of(entry);
     let index = stack.frames.len().checked_sub(1)?;
     let frame = stack.frames[index];
-    let (local, module) = ws.module(&frame.file)?;
+    let (local, module) = ws.module(frame)?;
     let mut point = call_at(ws, &module, &stack, index);
     point.file = frame.file.to_string();
     point.local_path = Some(local);
@@ -346,7 +354,7 @@ fn call_at(
         if parameters.is_empty() {
             break;
         }
-        let Some((_, caller_module)) = ws.module(&caller.file) else { break };
+        let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee.0.as_deref().unwrap_or(module);
         let Some(found) =
             ws.cx.through_caller(current, callee.1, &parameters, &[], &caller_module, caller.line)

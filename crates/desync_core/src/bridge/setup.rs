@@ -90,7 +90,7 @@ fn project_files(ws: &Workspace<'_>, entries: &[&Entry]) -> Vec<File> {
     let mut files: Vec<File> = Vec::new();
     for e in entries {
         for f in e.user_frames() {
-            if let Some((local, module)) = ws.module(&f.file)
+            if let Some((local, module)) = ws.module(f)
                 && !files.iter().any(|x| x.local == local)
             {
                 files.push(File { name: f.file.to_string(), local, module });

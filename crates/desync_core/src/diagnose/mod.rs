@@ -271,6 +271,17 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         );
         return;
     }
+    // Entries that could not be read may hold the very collective that differs: what was
+    // read agrees, but that is no all-clear.
+    let (skipped, ranks) = skipped_entries(trace);
+    if skipped > 0 {
+        d.category = Category::Inconclusive;
+        d.headline = format!(
+            "the entries that could be read agree, but {skipped} entr{} of rank(s) {ranks} could not be read (see the warnings), so this is no all-clear",
+            if skipped == 1 { "y" } else { "ies" }
+        );
+        return;
+    }
     d.category = Category::Healthy;
     let collectives: usize = alignment.groups.iter().map(|g| g.seqs.len()).sum();
     let ranks = match trace.ranks.len() {
@@ -282,6 +293,12 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         collectives,
         trace.process_groups.len()
     );
+}
+
+/// Entries skipped while loading (unreadable, past a limit), with the ranks they belong to.
+fn skipped_entries(trace: &Trace) -> (usize, RankSet) {
+    let count = trace.skipped_entries.iter().map(|(_, n)| n).sum();
+    (count, trace.skipped_entries.iter().map(|(r, _)| *r).collect())
 }
 
 fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {

@@ -24,7 +24,8 @@ pub fn waiting_for(trace: &Trace, alignment: &Alignment, at: &At) -> RankSet {
         .copied()
         .filter(|&r| match group.stream(r) {
             Some(s) => s.progress.last_enqueued.is_none_or(|last| last < at.seq),
-            None => trace.rank(r).is_some() || group.absent.contains(&r),
+            // `absent` is sorted (members are): a linear scan here was quadratic in the world.
+            None => trace.rank(r).is_some() || group.absent.binary_search(&r).is_ok(),
         })
         .collect()
 }

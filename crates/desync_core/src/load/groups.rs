@@ -1,18 +1,33 @@
 //! Infers the world size and the members of each process group.
 //!
 //! `pg_config` is the first source, but it can be empty or wrong: Gloo in torch 2.11 writes
-//! name "" and ranks "[]" for every group, and split groups can differ by rank (pytorch#189073).
-//! Then membership comes from the entries: the default group ("0" / "`default_pg`") spans the
-//! world, other groups span the ranks whose entries name them, and the sizes of `all_gather` /
-//! `reduce_scatter` outputs tell how many members a group really has.
+//! one item with name "" for the default group (its ranks listed, or "[]" once sub-groups
+//! exist), and split groups can differ by rank (pytorch#189073). Then membership comes from
+//! the entries: the default group ("0" / "`default_pg`") spans the world, other groups span the
+//! ranks whose entries name them, and the sizes of `all_gather` / `reduce_scatter` outputs tell
+//! how many members a group really has.
+//!
+//! The world size is the largest that any source states: the highest rank in a file name
+//! (readable or not), every consistent `pg_config` list (named or not), the default group's
+//! gather shapes, and `--world-size`. A claim past [`limits::MAX_WORLD_SIZE`] is refused with
+//! a warning instead of sizing anything.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::warn;
+use super::{limits, warn};
 use crate::model::{Entry, Membership, OpKind, ProcessGroup, Trace, WarningKind, format_ranks};
+
+/// What the caller knows about the world beyond the decoded dumps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stated {
+    /// The highest rank any file name carried, readable or not.
+    pub highest_named: Option<u32>,
+    /// `--world-size`.
+    pub world_size: Option<u32>,
+}
 
 #[derive(Default)]
 struct Seen {
@@ -24,8 +39,19 @@ struct Seen {
     configs: BTreeMap<Arc<[u32]>, usize>,
 }
 
-pub fn infer(trace: &mut Trace) {
+/// What the dumps' `pg_config` held, for a warning that says what was really there.
+#[derive(Default)]
+struct ConfigShapes {
+    dumps_without: usize,
+    unnamed_with_ranks: BTreeMap<Arc<[u32]>, usize>,
+    unnamed_empty: usize,
+    named_empty: usize,
+}
+
+pub fn infer(trace: &mut Trace, stated: Stated) {
     let mut groups: BTreeMap<Arc<str>, Seen> = BTreeMap::new();
+    let mut shapes = ConfigShapes::default();
+    let mut over_limit: Vec<String> = Vec::new();
     for dump in &trace.ranks {
         let mut named_here: Vec<&Arc<str>> = Vec::new();
         for e in &dump.entries {
@@ -33,42 +59,65 @@ pub fn infer(trace: &mut Trace) {
             if !e.pg_desc().is_empty() {
                 *seen.desc.entry(e.pg_desc().clone()).or_default() += 1;
             }
-            seen.implied_size = seen.implied_size.max(implied_group_size(e));
+            let implied = implied_group_size(e);
+            if implied > limits::MAX_WORLD_SIZE {
+                over_limit.push(format!(
+                    "an {} on pg {} implies {implied} members",
+                    e.op().name,
+                    e.pg_name()
+                ));
+            } else {
+                seen.implied_size = seen.implied_size.max(implied);
+            }
             if named_here.last() != Some(&e.pg_name()) && !named_here.contains(&e.pg_name()) {
                 named_here.push(e.pg_name());
                 seen.ranks.push(dump.rank);
             }
         }
+        if dump.pg_config.is_empty() {
+            shapes.dumps_without += 1;
+        }
         for cfg in &dump.pg_config {
-            if cfg.ranks.is_empty() || cfg.name.is_empty() {
+            if let Some(&top) = cfg.ranks.last()
+                && top > limits::MAX_RANK
+            {
+                over_limit.push(format!("pg_config of {} lists rank {top}", dump.path.display()));
                 continue;
             }
-            let seen = groups.entry(cfg.name.clone()).or_default();
-            // Lists are sorted and shared when loaded: counting is by key, without a copy.
-            *seen.configs.entry(cfg.ranks.clone()).or_default() += 1;
-            if !cfg.desc.is_empty() {
-                *seen.desc.entry(cfg.desc.clone()).or_default() += 1;
+            match (cfg.name.is_empty(), cfg.ranks.is_empty()) {
+                (true, true) => shapes.unnamed_empty += 1,
+                (false, true) => shapes.named_empty += 1,
+                (true, false) => {
+                    *shapes.unnamed_with_ranks.entry(cfg.ranks.clone()).or_default() += 1;
+                }
+                (false, false) => {
+                    let seen = groups.entry(cfg.name.clone()).or_default();
+                    // Lists are sorted and shared when loaded: counting is by key, without a copy.
+                    *seen.configs.entry(cfg.ranks.clone()).or_default() += 1;
+                    if !cfg.desc.is_empty() {
+                        *seen.desc.entry(cfg.desc.clone()).or_default() += 1;
+                    }
+                }
             }
         }
     }
-
-    let highest_rank = trace.ranks.iter().map(|r| r.rank).max().unwrap_or(0);
-    let mut world = highest_rank + 1;
-    for (name, seen) in &groups {
-        if let Some(members) = majority_config(seen) {
-            world = world.max(members.last().map_or(0, |r| r + 1));
-        }
-        if is_default(name, seen) {
-            world = world.max(seen.implied_size);
-        }
+    over_limit.sort();
+    over_limit.dedup();
+    for claim in over_limit.iter().take(5) {
+        let message =
+            format!("{claim}, above the limit of {} ranks; ignored", limits::MAX_WORLD_SIZE);
+        trace.warnings.push(warn(WarningKind::Membership, None, None, message));
     }
+
+    let world = world_size(trace, &groups, &shapes, stated);
     trace.world_size = world;
 
     let mut broken_config = Vec::new();
+    let mut slots = 0usize;
     for (name, seen) in groups {
         let desc = seen.desc.iter().max_by_key(|(d, n)| (**n, d.len())).map(|(d, _)| d.clone());
         let desc = desc.unwrap_or_else(|| Arc::from(""));
-        let (members, membership) = if let Some(members) = majority_config(&seen) {
+        let (mut members, mut membership) = if let Some(members) = majority_config(&seen.configs) {
             if seen.configs.len() > 1 {
                 let message = format!(
                     "pg {name}: ranks disagree on its members in pg_config; using the most common list ({})",
@@ -79,7 +128,8 @@ pub fn infer(trace: &mut Trace) {
             (members, Membership::PgConfig)
         } else if is_default(&name, &seen) {
             broken_config.push(name.clone());
-            ((0..world).collect(), Membership::InferredWorld)
+            // Filled in below, once the member budget allows it.
+            (Vec::new(), Membership::InferredWorld)
         } else {
             broken_config.push(name.clone());
             let mut ranks = seen.ranks.clone();
@@ -102,24 +152,113 @@ pub fn infer(trace: &mut Trace) {
                      completed, which a one-member group's would; assuming it spans the world"
                 );
                 trace.warnings.push(warn(WarningKind::Membership, None, None, message));
-                ((0..world).collect(), Membership::InferredWorld)
+                (Vec::new(), Membership::InferredWorld)
             } else {
                 (ranks, Membership::InferredFromEntries)
             }
         };
+        // Many groups that each span a huge world (a hostile dump naming thousands of groups
+        // "default_pg") would multiply the world by the groups: past the budget, a group keeps
+        // the ranks whose entries name it.
+        let size =
+            if membership == Membership::InferredWorld { world as usize } else { members.len() };
+        if slots + size > limits::MAX_MEMBER_SLOTS {
+            let mut ranks = seen.ranks.clone();
+            ranks.sort_unstable();
+            let message = format!(
+                "pg {name}: {size} members would take the job past {} listed members in all; using the {} rank(s) whose entries name it",
+                limits::MAX_MEMBER_SLOTS,
+                ranks.len()
+            );
+            trace.warnings.push(warn(WarningKind::Membership, None, None, message));
+            (members, membership) = (ranks, Membership::InferredFromEntries);
+        } else if membership == Membership::InferredWorld {
+            members = (0..world).collect();
+        }
+        slots += members.len();
         trace.process_groups.push(ProcessGroup { name, desc, members, membership });
     }
     if !broken_config.is_empty() {
         let names: Vec<&str> = broken_config.iter().map(|n| &**n).collect();
         let message = format!(
-            "pg_config is empty or unusable for group(s) {} (Gloo in torch 2.11 writes name \"\" and ranks \"[]\"); \
-             members inferred from the entries and a world size of {world}",
-            names.join(", ")
+            "pg_config does not list the members of group(s) {} ({}); members inferred from the entries and a world size of {world}",
+            names.join(", "),
+            shapes.describe(trace.ranks.len())
         );
         trace.warnings.push(warn(WarningKind::Membership, None, None, message));
     }
     trace.process_groups.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
     trace.missing_ranks = (0..world).filter(|r| trace.rank(*r).is_none()).collect();
+}
+
+/// The largest world any source states, each claim checked against the limit.
+fn world_size(
+    trace: &mut Trace,
+    groups: &BTreeMap<Arc<str>, Seen>,
+    shapes: &ConfigShapes,
+    stated: Stated,
+) -> u32 {
+    let loaded = trace.ranks.iter().map(|r| r.rank).max().unwrap_or(0);
+    let mut world = loaded.max(stated.highest_named.unwrap_or(0)) + 1;
+    for (name, seen) in groups {
+        if let Some(members) = majority_config(&seen.configs) {
+            world = world.max(members.last().map_or(0, |r| r + 1));
+        }
+        if is_default(name, seen) {
+            world = world.max(seen.implied_size);
+        }
+    }
+    // An unnamed list (Gloo's default group) still says how many ranks there were.
+    if let Some(members) = majority_config(&shapes.unnamed_with_ranks) {
+        world = world.max(members.last().map_or(0, |r| r + 1));
+    }
+    match stated.world_size {
+        Some(n) if n > limits::MAX_WORLD_SIZE => {
+            let message = format!(
+                "--world-size {n} is above the limit of {} ranks; ignored",
+                limits::MAX_WORLD_SIZE
+            );
+            trace.warnings.push(warn(WarningKind::Membership, None, None, message));
+        }
+        Some(n) if n < world => {
+            let message = format!(
+                "--world-size {n}, but the dumps show a world of at least {world} (ranks in file names, pg_config, gather shapes); using {world}"
+            );
+            trace.warnings.push(warn(WarningKind::Membership, None, None, message));
+        }
+        Some(n) => world = n,
+        None => {}
+    }
+    world
+}
+
+impl ConfigShapes {
+    /// What `pg_config` held across the dumps, in words: "name \"\" with ranks [0-3] (4 dumps)".
+    fn describe(&self, dumps: usize) -> String {
+        let mut parts = Vec::new();
+        for (ranks, n) in &self.unnamed_with_ranks {
+            parts.push(format!(
+                "an item with name \"\" and ranks [{}] in {n} of {dumps} dump(s), as Gloo in torch 2.11 writes for the default group",
+                format_ranks(ranks)
+            ));
+        }
+        if self.unnamed_empty > 0 {
+            parts.push(format!(
+                "{} item(s) with name \"\" and ranks \"[]\", as Gloo in torch 2.11 writes once sub-groups exist",
+                self.unnamed_empty
+            ));
+        }
+        if self.named_empty > 0 {
+            parts.push(format!("{} named item(s) with no ranks", self.named_empty));
+        }
+        if self.dumps_without > 0 {
+            parts.push(format!("no pg_config in {} of {dumps} dump(s)", self.dumps_without));
+        }
+        if parts.is_empty() {
+            parts.push("no item for them".into());
+        }
+        format!("found: {}", parts.join("; "))
+    }
 }
 
 /// Whether `rank`'s `pg_status` says its last collective on group `name` is still pending.
@@ -140,8 +279,8 @@ fn never_completed_alone(trace: &Trace, rank: u32, name: &str) -> bool {
     })
 }
 
-fn majority_config(seen: &Seen) -> Option<Vec<u32>> {
-    seen.configs.iter().max_by_key(|(_, n)| **n).map(|(m, _)| m.to_vec())
+fn majority_config(configs: &BTreeMap<Arc<[u32]>, usize>) -> Option<Vec<u32>> {
+    configs.iter().max_by_key(|(_, n)| **n).map(|(m, _)| m.to_vec())
 }
 
 fn is_default(name: &str, seen: &Seen) -> bool {
@@ -149,20 +288,21 @@ fn is_default(name: &str, seen: &Seen) -> bool {
 }
 
 /// Group size implied by one entry's shapes: an `all_gather`'s output holds one input per member
-/// (as a list of tensors or stacked in one), a `reduce_scatter`'s input likewise.
+/// (as a list of tensors or stacked in one), a `reduce_scatter`'s input likewise. Saturates at
+/// `u32::MAX`, which the caller refuses as past the limit.
 fn implied_group_size(e: &crate::model::Entry) -> u32 {
-    let numel = |shape: &[i64]| shape.iter().product::<i64>();
+    let numel = |shape: &[i64]| shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d));
     let (one, all) = match e.op().kind {
         OpKind::AllGather => (e.input_sizes(), e.output_sizes()),
         OpKind::ReduceScatter => (e.output_sizes(), e.input_sizes()),
         _ => return 0,
     };
     if all.len() > 1 && one.len() == 1 {
-        return all.len() as u32;
+        return u32::try_from(all.len()).unwrap_or(u32::MAX);
     }
-    match (one.first(), all.first()) {
-        (Some(one), Some(all)) if numel(one) > 0 && numel(all) % numel(one) == 0 => {
-            u32::try_from(numel(all) / numel(one)).unwrap_or(0)
+    match (one.first().and_then(|s| numel(s)), all.first().and_then(|s| numel(s))) {
+        (Some(one), Some(all)) if one > 0 && all > 0 && all % one == 0 => {
+            u32::try_from(all / one).unwrap_or(u32::MAX)
         }
         _ => 0,
     }

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::intern::Interner;
+use super::limits::{self, MAX_STRING_BYTES};
 use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
 use crate::model::{Call, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
@@ -29,8 +30,10 @@ struct Dump<'a> {
     pg_config: BTreeMap<Cow<'a, str>, PgConfigJson<'a>>,
     #[serde(borrow, default)]
     pg_status: BTreeMap<Cow<'a, str>, PgStatusJson>,
+    /// Parsed one by one (as pickle entries are): a field of the wrong type drops its entry,
+    /// not the whole rank.
     #[serde(borrow, default)]
-    entries: Vec<EntryJson<'a>>,
+    entries: Vec<&'a serde_json::value::RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -130,9 +133,20 @@ pub fn decode(
     let dump: Dump<'_> = serde_json::from_slice(bytes)?;
     let mut intern = Interner::default();
     let mut notes = Notes::default();
-    let mut entries = Vec::with_capacity(dump.entries.len());
-    for raw in &dump.entries {
-        match entry(raw, &mut intern) {
+    let first = dump.entries.len().saturating_sub(limits::MAX_ENTRIES);
+    if first > 0 {
+        notes.bad_entries += first;
+        notes.first_reason = Some(format!(
+            "the oldest {first} entries dropped: past {} entries",
+            limits::MAX_ENTRIES
+        ));
+    }
+    let mut entries = Vec::with_capacity(dump.entries.len() - first);
+    for (i, raw) in dump.entries.iter().enumerate().skip(first) {
+        let parsed = serde_json::from_str::<EntryJson<'_>>(raw.get())
+            .map_err(|e| format!("entry {i}: {}", DumpError::from(e)))
+            .and_then(|raw| entry(&raw, &mut intern));
+        match parsed {
             Ok(e) => entries.push(e),
             Err(why) => notes.bad_entry(why),
         }
@@ -141,8 +155,8 @@ pub fn decode(
         .pg_config
         .iter()
         .map(|(key, cfg)| PgConfig {
-            name: intern.str(cfg.name.as_deref().unwrap_or(key)),
-            desc: intern.str(&cfg.desc),
+            name: intern.str(limits::clip(cfg.name.as_deref().unwrap_or(key))),
+            desc: intern.str(limits::clip(&cfg.desc)),
             ranks: rank_lists.get(&cfg.ranks),
         })
         .collect();
@@ -165,8 +179,8 @@ pub fn decode(
         rank,
         path: path.to_path_buf(),
         format: DumpFormat::Json,
-        version: intern.str(dump.version.as_deref().unwrap_or("unknown")),
-        comm_lib_version: comm.map(|s| intern.str(s)),
+        version: intern.str(limits::clip(dump.version.as_deref().unwrap_or("unknown"))),
+        comm_lib_version: comm.map(|s| intern.str(limits::clip(s))),
         pg_config,
         pg_status,
         entries,
@@ -174,7 +188,26 @@ pub fn decode(
     Ok(Decoded { dump, notes })
 }
 
+/// Every string of an entry, checked against the limit before anything is kept.
+fn check_strings(raw: &EntryJson<'_>) -> Result<(), String> {
+    let strings = raw
+        .profiling_name
+        .iter()
+        .chain(&raw.process_group)
+        .chain(&raw.input_dtypes)
+        .chain(&raw.output_dtypes)
+        .chain(&raw.state)
+        .chain(raw.frames.iter().flat_map(|f| [&f.name, &f.filename]));
+    match strings.map(|s| s.len()).max() {
+        Some(n) if n > MAX_STRING_BYTES => {
+            Err(format!("a string of {n} bytes, past the limit of {MAX_STRING_BYTES}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
+    check_strings(raw)?;
     let profiling_name = raw.profiling_name.as_deref().ok_or("entry without `profiling_name`")?;
     let op = intern.op(profiling_name);
     let is_p2p = raw.is_p2p.unwrap_or(op.p2p.is_some());

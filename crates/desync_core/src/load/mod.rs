@@ -5,6 +5,7 @@ mod discover;
 mod groups;
 pub(crate) mod intern;
 mod json;
+pub mod limits;
 mod ownership;
 mod pickle;
 
@@ -18,6 +19,7 @@ use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
 pub use discover::{Candidate, split_rank, walk};
+pub use limits::{FileError, read_regular};
 pub use ownership::Ownership;
 
 #[derive(Debug, Clone, Default)]
@@ -26,6 +28,9 @@ pub struct LoadOptions {
     pub prefix: Option<String>,
     /// Which frames are library code beyond their location (`--library`, `--user-code`).
     pub ownership: Ownership,
+    /// The world size the user states (`--world-size`). The dumps' own evidence (file names,
+    /// `pg_config`, gather shapes) can only raise it, with a warning.
+    pub world_size: Option<u32>,
 }
 
 /// A decoded file plus what was odd inside it.
@@ -52,11 +57,11 @@ impl Notes {
 pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
     let (candidates, warnings) = discover(path, options)?;
     progress.start(candidates.len() as u64, "loading dumps");
-    let loader = Loader::new(options.ownership.clone());
+    let loader = Loader::new(options);
     candidates.into_par_iter().for_each(|c| {
-        match std::fs::read(&c.path) {
+        match read_regular(&c.path, limits::MAX_DUMP_BYTES) {
             Ok(bytes) => loader.add(c.path, c.rank, &bytes),
-            Err(e) => loader.fail(c.path, c.rank, DumpError::Io(e)),
+            Err(e) => loader.fail(c.path, c.rank, DumpError::File(e)),
         }
         progress.advance(1);
     });
@@ -75,6 +80,12 @@ pub(crate) fn discover(
         _ => Error::Io { path: path.to_path_buf(), source },
     })?;
     if !meta.is_dir() {
+        // A FIFO would block the read forever and /dev/zero never ends: refuse them here, with
+        // the reason, rather than as an unreadable dump.
+        if !meta.is_file() {
+            let kind = limits::describe_type(&meta);
+            return Err(Error::NotRegular { path: path.to_path_buf(), kind });
+        }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let rank = split_rank(name).map(|(_, r)| r);
         return Ok((vec![Candidate { path: path.into(), rank }], Vec::new()));
@@ -136,6 +147,8 @@ pub struct Loader {
     rank_lists: RankLists,
     results: std::sync::Mutex<Vec<Attempt>>,
     ownership: Ownership,
+    /// The world size the user stated, if any.
+    world_size: Option<u32>,
 }
 
 /// One file's outcome; the rank is what the name said (`None`: read as rank 0). For a
@@ -149,18 +162,28 @@ pub(crate) struct Attempt {
 impl Attempt {
     /// Decodes one file of any format, a summary included.
     pub fn decode(path: PathBuf, rank: Option<u32>, bytes: &[u8], rank_lists: &RankLists) -> Self {
-        if crate::summary::is_summary(bytes) {
-            return match crate::summary::read(bytes, rank_lists) {
+        let mut attempt = if crate::summary::is_summary(bytes) {
+            match crate::summary::read(bytes, rank_lists) {
                 Ok(summary) => Self {
                     path: summary.origin.path,
                     rank: summary.origin.rank,
                     result: summary.content.map_err(DumpError::Summarized),
                 },
                 Err(e) => Self { path, rank, result: Err(DumpError::Summary(e)) },
-            };
+            }
+        } else if let Some(huge) = rank.filter(|&r| r > limits::MAX_RANK) {
+            Self { path, rank, result: Err(rank_limit(huge)) }
+        } else {
+            let result = decode_bytes(bytes, rank.unwrap_or(0), &path, rank_lists);
+            Self { path, rank, result }
+        };
+        if let Some(huge) = attempt.rank.filter(|&r| r > limits::MAX_RANK) {
+            attempt.result = Err(rank_limit(huge));
         }
-        let result = decode_bytes(bytes, rank.unwrap_or(0), &path, rank_lists);
-        Self { path, rank, result }
+        if let Ok(decoded) = &mut attempt.result {
+            limit_expansion(decoded, bytes.len());
+        }
+        attempt
     }
 
     /// What the report says about this one file (unreadable, no rank in its name, entries
@@ -190,9 +213,14 @@ impl Attempt {
 }
 
 impl Loader {
-    /// A loader that applies `ownership` to the frames it decodes.
-    pub fn new(ownership: Ownership) -> Self {
-        Self { ownership, ..Self::default() }
+    /// A loader for `options`: the ownership it applies to the frames it decodes and the
+    /// world size the user stated.
+    pub fn new(options: &LoadOptions) -> Self {
+        Self {
+            ownership: options.ownership.clone(),
+            world_size: options.world_size,
+            ..Self::default()
+        }
     }
 
     /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
@@ -218,12 +246,21 @@ impl Loader {
         // Threads finish in any order; reports and tie-breaks must not depend on it.
         results.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
         let files_seen = results.len();
+        // Every file names a rank, readable or not: an unreadable rank_7 says rank 7 existed.
+        let highest_named =
+            results.iter().filter_map(|a| a.rank).filter(|&r| r <= limits::MAX_RANK).max();
         let mut dumps: Vec<RankDump> = Vec::with_capacity(results.len());
         let mut first_problem = None;
+        let mut skipped_entries = Vec::new();
         for attempt in results {
             attempt.warnings(&mut warnings);
             match attempt.result {
-                Ok(decoded) => dumps.push(decoded.dump),
+                Ok(decoded) => {
+                    if decoded.notes.bad_entries > 0 {
+                        skipped_entries.push((decoded.dump.rank, decoded.notes.bad_entries));
+                    }
+                    dumps.push(decoded.dump);
+                }
                 Err(e) => {
                     first_problem.get_or_insert_with(|| format!("{}: {e}", attempt.path.display()));
                 }
@@ -237,8 +274,9 @@ impl Loader {
             });
         }
         let ranks = dedup_ranks(dumps, &mut warnings);
-        let mut trace = Trace { ranks, warnings, files_seen, ..Trace::default() };
-        groups::infer(&mut trace);
+        let mut trace = Trace { ranks, warnings, files_seen, skipped_entries, ..Trace::default() };
+        let stated = groups::Stated { highest_named, world_size: self.world_size };
+        groups::infer(&mut trace, stated);
         check_versions(&mut trace);
         ownership::apply(&mut trace, &self.ownership);
         Ok(trace)
@@ -253,6 +291,8 @@ fn decode_bytes(
     path: &Path,
     rank_lists: &RankLists,
 ) -> Result<Decoded, DumpError> {
+    // A UTF-8 byte order mark, as some editors and Windows tools write before JSON.
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
     match start.map(|i| bytes[i]) {
         None => Err(DumpError::Empty),
@@ -260,6 +300,44 @@ fn decode_bytes(
         Some(0x80) => pickle::decode(bytes, rank, path, rank_lists),
         Some(b'{') => json::decode(bytes, rank, path, rank_lists),
         Some(_) => Err(DumpError::Foreign(describe_start(bytes))),
+    }
+}
+
+fn rank_limit(rank: u32) -> DumpError {
+    DumpError::Limit(format!(
+        "rank {rank} in the file name is above the limit of {} ranks; not read",
+        limits::MAX_WORLD_SIZE
+    ))
+}
+
+/// Bounds what one file expands to (see [`limits::expansion_budget`]): entries past
+/// [`limits::MAX_ENTRIES`], and entries whose shared parts (a stack, a size list referenced by
+/// every entry) would expand past the budget, are dropped, the oldest first (the newest show
+/// where the job stopped). Counting is by shared part, so this is linear in the entries.
+fn limit_expansion(decoded: &mut Decoded, file_bytes: usize) {
+    let budget = limits::expansion_budget(file_bytes);
+    let mut cost_of: rustc_hash::FxHashMap<usize, u64> = rustc_hash::FxHashMap::default();
+    let mut spent = 0u64;
+    let entries = &decoded.dump.entries;
+    let mut keep_from = entries.len();
+    for (i, e) in entries.iter().enumerate().rev() {
+        let call = std::sync::Arc::as_ptr(&e.call) as usize;
+        let cost = *cost_of.entry(call).or_insert_with(|| e.call.expanded_size());
+        if entries.len() - i > limits::MAX_ENTRIES || spent + cost > budget {
+            break;
+        }
+        spent += cost;
+        keep_from = i;
+    }
+    if keep_from > 0 {
+        let dropped = keep_from;
+        decoded.dump.entries.drain(..keep_from);
+        decoded.notes.bad_entries += dropped;
+        let why = format!(
+            "the oldest {dropped} entries dropped: past {} entries or {budget} values once shared parts are expanded (a file of {file_bytes} bytes)",
+            limits::MAX_ENTRIES
+        );
+        decoded.notes.first_reason = Some(why);
     }
 }
 

@@ -8,6 +8,7 @@ use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
 
 use super::intern::Interner;
+use super::limits::{self, MAX_STRING_BYTES};
 use super::{Decoded, Notes, RankLists};
 use crate::error::DumpError;
 use crate::model::{
@@ -33,8 +34,17 @@ pub fn decode(
     };
     let mut entries = Vec::new();
     if let Some(list) = entries_value {
-        entries.reserve(list.len());
-        for item in list.iter() {
+        let first = first_within_budget(list, limits::expansion_budget(bytes.len()));
+        if first > 0 {
+            notes.bad_entries += first;
+            notes.first_reason = Some(format!(
+                "the oldest {first} entries dropped: past {} entries or {} values once the pickle's shared (memoized) parts are expanded",
+                limits::MAX_ENTRIES,
+                limits::expansion_budget(bytes.len())
+            ));
+        }
+        entries.reserve(list.len() - first);
+        for item in list.iter().skip(first) {
             match entry(item, &mut intern, &mut frames) {
                 Ok(e) => entries.push(e),
                 Err(why) => notes.bad_entry(why),
@@ -45,13 +55,13 @@ pub fn decode(
         rank,
         path: path.to_path_buf(),
         format: DumpFormat::Pickle,
-        version: intern.str(version.unwrap_or("unknown")),
+        version: intern.str(limits::clip(version.unwrap_or("unknown"))),
         comm_lib_version: root
             .get("comm_lib_version")
             .or_else(|| root.get("nccl_version"))
             .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
-            .map(|s| intern.str(s)),
+            .map(|s| intern.str(limits::clip(s))),
         pg_config: root
             .get("pg_config")
             .map(|v| pg_config(v, &mut intern, rank_lists))
@@ -62,13 +72,57 @@ pub fn decode(
     Ok(Decoded { dump, notes })
 }
 
+/// The index of the oldest entry to decode: entries are counted newest first, each at its
+/// expanded size (see [`limits::expansion_budget`]), until the budget or
+/// [`limits::MAX_ENTRIES`] runs out. Sizes are taken from the pickle's nodes, cached per shared
+/// node, so a list referenced a million times is measured once and never built.
+fn first_within_budget(list: Value<'_>, budget: u64) -> usize {
+    let mut shapes_cost: FxHashMap<NodeId, u64> = FxHashMap::default();
+    let mut entry_cost: FxHashMap<NodeId, u64> = FxHashMap::default();
+    let mut spent = 0u64;
+    let n = list.len();
+    for i in (0..n).rev() {
+        let Some(item) = list.index(i) else { return i + 1 };
+        let cost = *entry_cost.entry(item.id()).or_insert_with(|| {
+            let mut cost = 1u64;
+            for (key, value) in item.items() {
+                cost += match key.as_str() {
+                    Some("frames" | "input_dtypes" | "output_dtypes") => value.len() as u64,
+                    Some("input_sizes" | "output_sizes") => *shapes_cost
+                        .entry(value.id())
+                        .or_insert_with(|| value.iter().map(|shape| 1 + shape.len() as u64).sum()),
+                    _ => 0,
+                };
+            }
+            cost
+        });
+        if n - i > limits::MAX_ENTRIES || spent + cost > budget {
+            return i + 1;
+        }
+        spent += cost;
+    }
+    0
+}
+
+/// A string field of an entry, refused past the limit (the entry is then skipped).
+fn bounded<'s>(field: &str, s: &'s str) -> Result<&'s str, String> {
+    if s.len() > MAX_STRING_BYTES {
+        return Err(format!(
+            "`{field}` is {} bytes long, past the limit of {MAX_STRING_BYTES}",
+            s.len()
+        ));
+    }
+    Ok(s)
+}
+
 fn pg_config(value: Value<'_>, intern: &mut Interner, rank_lists: &RankLists) -> Vec<PgConfig> {
     value
         .items()
         .map(|(key, cfg)| PgConfig {
-            name: intern
-                .str(cfg.get("name").and_then(|v| v.as_str()).or(key.as_str()).unwrap_or("")),
-            desc: intern.str(cfg.get("desc").and_then(|v| v.as_str()).unwrap_or("")),
+            name: intern.str(limits::clip(
+                cfg.get("name").and_then(|v| v.as_str()).or(key.as_str()).unwrap_or(""),
+            )),
+            desc: intern.str(limits::clip(cfg.get("desc").and_then(|v| v.as_str()).unwrap_or(""))),
             ranks: cfg
                 .get("ranks")
                 .and_then(|v| v.as_str())
@@ -103,6 +157,8 @@ fn pg_status(value: Value<'_>) -> Vec<PgStatus> {
 #[derive(Default)]
 struct FrameCache {
     frames: FxHashMap<NodeId, Option<Frame>>,
+    sizes: FxHashMap<NodeId, Sizes>,
+    dtypes: FxHashMap<NodeId, Dtypes>,
     stacks: FxHashMap<Box<[NodeId]>, Stack>,
     /// The current stack's node ids, reused across entries.
     ids: Vec<NodeId>,
@@ -113,8 +169,12 @@ impl FrameCache {
         self.frames
             .entry(value.id())
             .or_insert_with(|| {
-                let function = intern.str(value.get("name")?.as_str()?);
-                let file = intern.str(value.get("filename")?.as_str()?);
+                let function = value.get("name")?.as_str()?;
+                let file = value.get("filename")?.as_str()?;
+                if function.len().max(file.len()) > MAX_STRING_BYTES {
+                    return None;
+                }
+                let (function, file) = (intern.str(function), intern.str(file));
                 Some(Frame::new(function, file, value.get("line")?.as_i64()?.try_into().ok()?))
             })
             .clone()
@@ -163,10 +223,14 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
             _ => {}
         }
     }
-    let profiling_name = f.profiling_name.ok_or("entry without `profiling_name`")?;
+    let profiling_name =
+        bounded("profiling_name", f.profiling_name.ok_or("entry without `profiling_name`")?)?;
     let op = intern.op(profiling_name);
     let pg_name = f.process_group.and_then(|x| x.index(0)).and_then(|x| x.as_str()).unwrap_or("");
     let pg_desc = f.process_group.and_then(|x| x.index(1)).and_then(|x| x.as_str()).unwrap_or("");
+    let (pg_name, pg_desc) =
+        (bounded("process_group", pg_name)?, bounded("process_group", pg_desc)?);
+    let state = f.state.map(|s| bounded("state", s)).transpose()?;
     let stack = f.frames.filter(|frames| !frames.is_empty()).map(|list| cache.stack(list, intern));
     let call = Call {
         pg_id: f.pg_id.unwrap_or(-1),
@@ -174,10 +238,10 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
         pg_desc: intern.str(pg_desc),
         is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
         op,
-        input_sizes: sizes(f.input_sizes, intern),
-        output_sizes: sizes(f.output_sizes, intern),
-        input_dtypes: dtypes(f.input_dtypes, intern),
-        output_dtypes: dtypes(f.output_dtypes, intern),
+        input_sizes: cache.sizes(f.input_sizes, intern),
+        output_sizes: cache.sizes(f.output_sizes, intern),
+        input_dtypes: cache.dtypes(f.input_dtypes, intern)?,
+        output_dtypes: cache.dtypes(f.output_dtypes, intern)?,
         timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
     };
@@ -188,7 +252,7 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
         p2p_seq_id: f.p2p_seq_id.unwrap_or(0).max(0) as u64,
         op_id: f.op_id.unwrap_or(0).max(0) as u64,
         call: intern.call(call),
-        state: f.state.map_or(State::Unknown, State::parse),
+        state: state.map_or(State::Unknown, State::parse),
         time_created_ns: f.time_created_ns.unwrap_or(0),
         time_started_ns: super::discovered(f.started),
         time_completed_ns: super::discovered(f.completed),
@@ -222,14 +286,36 @@ struct Fields<'p> {
     frames: Option<Value<'p>>,
 }
 
-fn sizes(value: Option<Value<'_>>, intern: &mut Interner) -> Sizes {
-    let shapes = value.into_iter().flat_map(|list| list.iter());
-    intern.sizes(shapes.map(|shape| shape.iter().filter_map(|d| d.as_i64())))
-}
+impl FrameCache {
+    /// Size lists, converted once per pickle node: one memoized list referenced by every entry
+    /// is walked once.
+    fn sizes(&mut self, value: Option<Value<'_>>, intern: &mut Interner) -> Sizes {
+        let Some(list) = value else { return intern.sizes(std::iter::empty::<[i64; 0]>()) };
+        if let Some(found) = self.sizes.get(&list.id()) {
+            return found.clone();
+        }
+        let shapes = list.iter().map(|shape| shape.iter().filter_map(|d| d.as_i64()));
+        let sizes = intern.sizes(shapes);
+        self.sizes.insert(list.id(), sizes.clone());
+        sizes
+    }
 
-fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Dtypes {
-    let names = value
-        .map(|list| list.iter().filter_map(|d| d.as_str()).map(|s| intern.str(s)).collect())
-        .unwrap_or_default();
-    intern.dtypes(names)
+    fn dtypes(
+        &mut self,
+        value: Option<Value<'_>>,
+        intern: &mut Interner,
+    ) -> Result<Dtypes, String> {
+        let Some(list) = value else { return Ok(intern.dtypes(Vec::new())) };
+        if let Some(found) = self.dtypes.get(&list.id()) {
+            return Ok(found.clone());
+        }
+        let names = list
+            .iter()
+            .filter_map(|d| d.as_str())
+            .map(|s| bounded("dtypes", s).map(|s| intern.str(s)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dtypes = intern.dtypes(names);
+        self.dtypes.insert(list.id(), dtypes.clone());
+        Ok(dtypes)
+    }
 }

@@ -65,6 +65,54 @@ pub fn is_library_file(f: &str) -> bool {
     false
 }
 
+/// See [`Entry::library_path`]; `stack` is innermost first.
+fn library_path(stack: &[Frame]) -> Option<String> {
+    let user = stack.iter().position(|f| !f.is_library())?;
+    let below = &stack[..user];
+    if below.iter().all(|f| is_collective_wrapper(&f.file)) {
+        return None;
+    }
+    let name = |f: &Frame| format!("{} {}", package_of(&f.file), f.function);
+    let (outer, inner) = (&below[below.len() - 1], &below[0]);
+    Some(match below.len() {
+        1 => name(outer),
+        2 => format!("{} → {}", name(outer), name(inner)),
+        _ => format!("{} → … → {}", name(outer), name(inner)),
+    })
+}
+
+/// torch.distributed's Python entry points themselves (`dist.all_reduce` runs through
+/// `distributed_c10d.py` and the `c10d_logger.py` decorator): a user call of the API, not a
+/// library path worth showing.
+fn is_collective_wrapper(file: &str) -> bool {
+    let file = file.replace('\\', "/");
+    ["torch/distributed/distributed_c10d.py", "torch/distributed/c10d_logger.py"]
+        .iter()
+        .any(|suffix| file.ends_with(suffix))
+}
+
+/// The installed package a library file belongs to (`pytorch_lightning` for
+/// `.../site-packages/pytorch_lightning/trainer/trainer.py`), torch for a torch source tree, the
+/// module for the standard library, the file name otherwise.
+fn package_of(file: &str) -> &str {
+    let segments: Vec<&str> = file.split(['/', '\\']).collect();
+    let after = |i: usize| segments.get(i + 1).map(|s| s.trim_end_matches(".py"));
+    for (i, segment) in segments.iter().enumerate() {
+        if matches!(*segment, "site-packages" | "dist-packages") {
+            return after(i).unwrap_or(file);
+        }
+    }
+    for (i, segment) in segments.iter().enumerate() {
+        if *segment == "torch" {
+            return "torch";
+        }
+        if i > 0 && is_python_dir(segment) && matches!(segments[i - 1], "lib" | "lib64") {
+            return after(i).unwrap_or(file);
+        }
+    }
+    segments.last().map_or(file, |s| s.trim_end_matches(".py"))
+}
+
 /// `python3.11`, `python3.13t`, `python2.7`.
 fn is_python_dir(segment: &str) -> bool {
     segment.strip_prefix("python").is_some_and(|v| {
@@ -131,6 +179,19 @@ pub struct Call {
     pub timeout_ms: Option<u32>,
     /// `None` when the dump carries no frames (JSON dumps never do).
     pub stack: Option<Stack>,
+}
+
+impl Call {
+    /// How many values this call stands for once every shared part is written out: itself,
+    /// its frames, its shapes with their dimensions and its dtypes. Reports write these per
+    /// entry, so the loader bounds their sum per file (load/limits.rs).
+    pub fn expanded_size(&self) -> u64 {
+        let shapes = |s: &Sizes| s.iter().map(|shape| 1 + shape.len() as u64).sum::<u64>();
+        1 + self.stack.as_ref().map_or(0, |s| s.len() as u64)
+            + shapes(&self.input_sizes)
+            + shapes(&self.output_sizes)
+            + (self.input_dtypes.len() + self.output_dtypes.len()) as u64
+    }
 }
 
 /// Field order is by alignment so the struct has no padding beyond its tail (see the size test).
@@ -213,6 +274,14 @@ impl Entry {
         self.stack()?.iter().find(|f| !f.is_library())
     }
 
+    /// The library frames between the user's call site and the collective, compacted for a
+    /// line of output: `pytorch_lightning fit → … → torch broadcast`. `None` when the stack has
+    /// no user frame, or when the user called the collective API itself (every library frame
+    /// lies in torch.distributed's own wrappers): the op already says what ran.
+    pub fn library_path(&self) -> Option<String> {
+        library_path(self.stack()?)
+    }
+
     /// The user part of the stack, innermost first.
     pub fn user_frames(&self) -> impl Iterator<Item = &Frame> {
         self.stack().map_or(&[][..], |s| &s[..]).iter().filter(|f| !f.is_library())
@@ -226,6 +295,36 @@ impl Entry {
 
 #[cfg(test)]
 mod tests {
+    use super::{Frame, library_path};
+
+    fn frame(file: &str, function: &str) -> Frame {
+        Frame::new(function.into(), file.into(), 1)
+    }
+
+    #[test]
+    fn the_library_path_below_the_user_frame_is_compacted() {
+        let sp = "/venv/lib/python3.11/site-packages";
+        let lightning = [
+            frame(&format!("{sp}/torch/distributed/distributed_c10d.py"), "broadcast"),
+            frame(&format!("{sp}/lightning_fabric/utilities/distributed.py"), "_sync"),
+            frame(&format!("{sp}/pytorch_lightning/trainer/trainer.py"), "fit"),
+            frame("/job/train.py", "main"),
+        ];
+        assert_eq!(
+            library_path(&lightning).as_deref(),
+            Some("pytorch_lightning fit → … → torch broadcast")
+        );
+        let direct = [
+            frame(&format!("{sp}/torch/distributed/c10d_logger.py"), "wrapper"),
+            frame(&format!("{sp}/torch/distributed/distributed_c10d.py"), "all_reduce"),
+            frame("/job/train.py", "main"),
+        ];
+        assert_eq!(library_path(&direct), None, "a direct call of the API needs no path");
+        let stdlib = [frame("/usr/lib/python3.11/threading.py", "run"), frame("/job/a.py", "f")];
+        assert_eq!(library_path(&stdlib).as_deref(), Some("threading run"));
+        assert_eq!(library_path(&lightning[..3]), None, "no user frame, no call site");
+    }
+
     #[test]
     fn library_files_are_known_by_where_they_live() {
         for f in [

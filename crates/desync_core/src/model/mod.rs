@@ -29,6 +29,9 @@ pub struct Trace {
     pub warnings: Vec<Warning>,
     /// Files found and attempted, for the report.
     pub files_seen: usize,
+    /// Entries that could not be used (unreadable, past a limit), per rank, sorted by rank:
+    /// what was read may agree while the skipped entries hold the difference.
+    pub skipped_entries: Vec<(u32, usize)>,
 }
 
 impl Trace {
@@ -127,7 +130,10 @@ pub enum Membership {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Warning {
     pub kind: WarningKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::report::serialize_opt_path"
+    )]
     pub path: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
@@ -153,4 +159,7 @@ pub enum WarningKind {
     Entry,
     /// Ring buffers start at different sequence ids; older collectives cannot be compared.
     Window,
+    /// A frame's source file was found but not read or not used: outside the source roots,
+    /// not a regular file, or different from what ran.
+    Source,
 }

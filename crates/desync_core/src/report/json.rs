@@ -34,6 +34,7 @@ pub struct Report<'a> {
 
 #[derive(Serialize)]
 struct Input {
+    #[serde(serialize_with = "crate::report::serialize_path")]
     path: PathBuf,
     files: usize,
     ranks_loaded: Vec<u32>,
@@ -82,6 +83,9 @@ struct Site {
     file: String,
     line: u32,
     function: String,
+    /// The library frames between this user frame and the collective, compacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -166,6 +170,7 @@ fn site(e: &Entry) -> Option<Site> {
         file: f.file.to_string(),
         line: f.line,
         function: f.function.to_string(),
+        via: e.library_path(),
     })
 }
 
@@ -346,8 +351,48 @@ fn mismatch(t: &Trace, g: &GroupAlignment, m: &Mismatch) -> MismatchView {
     }
 }
 
-/// Writes the report as pretty JSON followed by a newline.
+/// Writes the report as pretty JSON followed by a newline. JSON itself escapes only C0
+/// controls; DEL and the C1 controls (U+0080 to U+009F; U+009B is a CSI to many terminals)
+/// from dump strings are written as `\u` escapes too, so the JSON is safe to print.
 pub fn write_json(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &to_json(a))?;
+    let mut bytes = Vec::new();
+    serde_json::to_writer_pretty(&mut bytes, &to_json(a))?;
+    out.write_all(&escape_c1(&bytes))?;
     writeln!(out)
+}
+
+/// Serialized JSON with DEL and C1 controls escaped. They can only occur inside strings (the
+/// rest of JSON is printable ASCII), and in UTF-8 a C1 control is 0xC2 then 0x80..=0x9F, where
+/// 0xC2 is always a lead byte.
+fn escape_c1(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let needs = |w: &[u8]| w[0] == 0x7f || (w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]));
+    if !json.windows(2).any(needs) && json.last() != Some(&0x7f) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = Vec::with_capacity(json.len() + 64);
+    let mut i = 0;
+    while i < json.len() {
+        match json[i] {
+            0x7f => out.extend_from_slice(b"\\u007f"),
+            0xc2 if json.get(i + 1).is_some_and(|b| (0x80..=0x9f).contains(b)) => {
+                out.extend_from_slice(format!("\\u{:04x}", json[i + 1]).as_bytes());
+                i += 1;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn c1_controls_and_del_are_escaped() {
+        let json = serde_json::to_vec(&"a\u{9b}2J\u{7f}é\u{85}").unwrap();
+        let out = super::escape_c1(&json);
+        assert_eq!(std::str::from_utf8(&out).unwrap(), "\"a\\u009b2J\\u007fé\\u0085\"");
+        let back: String = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back, "a\u{9b}2J\u{7f}é\u{85}");
+    }
 }

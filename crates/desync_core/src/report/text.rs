@@ -8,6 +8,9 @@ use crate::Analysis;
 use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
 use crate::model::{RankSet, Trace, format_ranks};
 
+/// Candidates after the best one shown as "also possible" (JSON `code.candidates` has them all).
+const ALSO_POSSIBLE: usize = 2;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
     pub color: bool,
@@ -40,7 +43,76 @@ impl Paint {
     }
 }
 
+/// Writes the report; every string from the dumps or the file system (op names, frames,
+/// paths, messages) reaches the terminal with its control characters escaped (see
+/// [`escape_controls`]), so a dump cannot retitle, clear or rewrite the terminal.
 pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::Result<()> {
+    let mut escaping = Escaping { out, color: options.color };
+    write_report(a, options, &mut escaping)
+}
+
+/// Control characters as visible escapes: C0 (ESC, BEL, CR, NUL...) but newline and tab,
+/// DEL, and C1 (U+0080 to U+009F, which some terminals also obey). `\x1b` stays text.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let is_control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c if is_control(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if is_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The colours this report writes; with colour on, these exact sequences pass through
+/// whole, and every other control character is escaped. A dump can at most repeat one of
+/// them (bold, a colour, a reset): never move the cursor, clear, retitle or ring.
+const PALETTE: &[&str] = &["\x1b[0m", "\x1b[1m", "\x1b[1;31m", "\x1b[1;32m", "\x1b[33m", "\x1b[2m"];
+
+/// A writer that escapes control characters in what passes through. Each `write` is one
+/// formatted piece (a colour code is always written whole by [`Paint`]).
+struct Escaping<'w> {
+    out: &'w mut dyn Write,
+    color: bool,
+}
+
+impl Write for Escaping<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let mut rest: &str = &text;
+        while !rest.is_empty() {
+            let Some(at) = rest.find('\x1b').filter(|_| self.color) else {
+                self.out.write_all(escape_controls(rest).as_bytes())?;
+                break;
+            };
+            self.out.write_all(escape_controls(&rest[..at]).as_bytes())?;
+            rest = &rest[at..];
+            if let Some(code) = PALETTE.iter().find(|code| rest.starts_with(**code)) {
+                self.out.write_all(code.as_bytes())?;
+                rest = &rest[code.len()..];
+            } else {
+                self.out.write_all(b"\\x1b")?;
+                rest = &rest[1..];
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::Result<()> {
     let p = Paint { on: options.color };
     let t = &a.trace;
     let d = &a.diagnosis;
@@ -111,7 +183,21 @@ pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io
         if !code.explanation.is_empty() {
             writeln!(out, "  {}", p.yellow(&code.explanation))?;
         }
-        for nf in &code.not_found {
+        for c in code.candidates.iter().skip(1).take(ALSO_POSSIBLE) {
+            let b = &c.branch;
+            let why = c.evidence_for.first().map(|e| format!(": {e}")).unwrap_or_default();
+            writeln!(
+                out,
+                "  {} {}:{} `{}` ({}){why}",
+                p.dim("also possible:"),
+                short_path(&b.file),
+                b.line,
+                b.source,
+                b.construct
+            )?;
+        }
+        // A file refused on purpose is explained above and listed among the warnings.
+        for nf in code.not_found.iter().filter(|nf| nf.reason.is_none()) {
             writeln!(
                 out,
                 "  {} {} (tried: {})",
@@ -196,7 +282,8 @@ fn group_line(t: &Trace, a: &Analysis, g: &BehaviourGroup, p: &Paint) -> String 
                 .entries_at(t, g.ranks.as_slice()[0], at.seq)
                 .first()
                 .and_then(|e| {
-                    e.call_site().map(|f| format!(" at {}:{}", short_path(&f.file), f.line))
+                    let via = e.library_path().map(|p| format!(" ⟶ {p}")).unwrap_or_default();
+                    e.call_site().map(|f| format!(" at {}:{}{via}", short_path(&f.file), f.line))
                 })
                 .unwrap_or_default();
             let waiting = if g.waiting_for.is_empty() {

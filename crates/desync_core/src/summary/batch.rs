@@ -88,9 +88,11 @@ struct Outcome {
 /// Decodes one dump and writes its summary (through a `.tmp` name, which discovery skips, so
 /// a reader never sees half a file).
 fn summarize_one(c: Candidate, target: &Path, rank_lists: &RankLists) -> Result<Outcome, Error> {
-    let (attempt, bytes_in) = match std::fs::read(&c.path) {
+    // Regular files only, bounded, like every dump the loader reads (docs/security.md).
+    let limit = crate::load::limits::MAX_DUMP_BYTES;
+    let (attempt, bytes_in) = match crate::load::read_regular(&c.path, limit) {
         Ok(bytes) => (Attempt::decode(c.path, c.rank, &bytes, rank_lists), bytes.len()),
-        Err(e) => (Attempt { path: c.path, rank: c.rank, result: Err(DumpError::Io(e)) }, 0),
+        Err(e) => (Attempt { path: c.path, rank: c.rank, result: Err(DumpError::File(e)) }, 0),
     };
     let summary = super::write(&attempt);
     let partial = target.with_extension("desync.tmp");

@@ -393,6 +393,13 @@ impl Columns {
 
 pub fn read_records(r: &mut In<'_>) -> Result<Vec<Record>, SummaryError> {
     let n = r.u()?;
+    // A zlib body of zeros makes millions of one-byte records out of a few kB of file.
+    if n > crate::load::limits::MAX_ENTRIES as u64 {
+        return Err(r.corrupt(format!(
+            "{n} entries, past the limit of {} per dump",
+            crate::load::limits::MAX_ENTRIES
+        )));
+    }
     let mut s: [In<'_>; 16] = std::array::from_fn(|_| In::new(&[]));
     for column in &mut s {
         *column = r.section()?;

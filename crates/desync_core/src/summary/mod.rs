@@ -39,8 +39,9 @@ pub const MAGIC: &[u8] = b"desync-summary ";
 /// The format version this build writes and the only one it reads. Bump it on any change to
 /// the body; old readers then say so instead of misreading.
 pub const VERSION: u32 = 1;
-/// Summaries are kilobytes; a body claiming more than this is corrupt, not big.
-const MAX_BODY: u64 = 1 << 30;
+/// Summaries are kilobytes (a 20,000-entry dump's body is under 1 MiB); a body claiming more
+/// than this is corrupt or hostile, not big. Inflating stops here whatever the header says.
+const MAX_BODY: u64 = 256 << 20;
 
 /// Why a summary could not be read.
 #[derive(Debug, thiserror::Error)]

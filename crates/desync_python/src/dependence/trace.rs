@@ -136,12 +136,10 @@ pub(crate) fn trace(module: &Module, line: u32, expr_source: &str) -> Vec<ValueS
             continue;
         }
         let (kind, value) = match binding.source {
-            Source::Value(v) => (StepKind::Value, Some(v)),
+            Source::Value(v) | Source::Element(v, _) => (StepKind::Value, Some(v)),
             Source::Augmented(v) => (StepKind::Augmented, Some(v)),
-            Source::LoopItem(v) => (StepKind::LoopItem, Some(v)),
+            Source::LoopItem(v) | Source::LoopElement(v, _) => (StepKind::LoopItem, Some(v)),
             Source::WithItem(v) => (StepKind::WithItem, Some(v)),
-            Source::LoopElement(v, _) => (StepKind::LoopItem, Some(v)),
-            Source::Element(v, _) => (StepKind::Value, Some(v)),
             Source::LoopCounter(_) => (StepKind::LoopCounter, None),
             Source::Caught => (StepKind::Caught, None),
             Source::Parameter => (StepKind::Parameter, None),

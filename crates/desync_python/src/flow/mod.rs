@@ -40,7 +40,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
-pub use project::{FileProject, Project};
+pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;
 pub(crate) use summary::Summary;
@@ -343,6 +343,8 @@ impl<'p> Analysis<'p> {
     /// Why the *number of items* of the iterable `expr_source` at `line` can differ across
     /// ranks (`range(steps)`: only if `steps` can; a `DistributedSampler`: never).
     pub fn length_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        // A closure, not the method path: the evaluator's lifetimes must stay generic here.
+        #[allow(clippy::redundant_closure_for_method_calls)]
         let deps = self.parsed(module, line, expr_source, |e, expr, at| e.length(expr, at));
         Finding::from_deps(&deps)
     }

@@ -69,7 +69,7 @@ impl FileProject {
             let mut dir = here;
             while let Some(d) = dir {
                 bases.push(d.clone());
-                if self.roots.iter().any(|r| d == *r) {
+                if self.roots.contains(&d) {
                     break;
                 }
                 dir = d.parent().map(Path::to_path_buf);

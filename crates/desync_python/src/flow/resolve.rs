@@ -233,7 +233,7 @@ impl Eval<'_, '_> {
             }
         }
         // `self.accelerator = Accelerator(...)` in `__init__`.
-        for stmt in cls.body.iter() {
+        for stmt in &cls.body {
             let Stmt::FunctionDef(m) = stmt else { continue };
             let Some(self_name) = m.parameters.iter_non_variadic_params().next() else { continue };
             let self_name = self_name.parameter.name.id.as_str();

@@ -186,7 +186,7 @@ fn agreed_parameters(
     parameters: &[String],
 ) -> Vec<usize> {
     let mut out = Vec::new();
-    for stmt in def.body.iter() {
+    for stmt in &def.body {
         let Stmt::Expr(s) = stmt else { continue };
         let Expr::Call(c) = &*s.value else { continue };
         let Some(Expr::Name(first)) = c.arguments.args.first() else { continue };

@@ -321,11 +321,10 @@ impl<'a, 'm> Eval<'a, 'm> {
         if let Expr::Call(c) = iter {
             match self.resolve(&c.func, at) {
                 Sym::Function(f) => {
-                    if let Some(s) = self.summary(&f) {
-                        if s.is_generator {
-                            let v = self.apply(&s, &f, c, at, |s| s.returns.clone());
-                            return v;
-                        }
+                    if let Some(s) = self.summary(&f)
+                        && s.is_generator
+                    {
+                        return self.apply(&s, &f, c, at, |s| s.returns.clone());
                     }
                 }
                 Sym::Path(p) => {
@@ -815,13 +814,12 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
             Role::Exception => Deps::reason(Exception, origin),
             Role::Config => Deps { config: vec![origin], ..Deps::default() },
-            Role::Uniform | Role::Payload | Role::RankOnly => Deps::default(),
             Role::Collective if api.agrees == Some(Agrees::Return) => Deps {
                 agreed: vec![format!("{origin} gives every rank the same result")],
                 ..Deps::default()
             },
             // The result of an in-place collective is a work handle or None.
-            Role::Collective => Deps::default(),
+            Role::Collective | Role::Uniform | Role::Payload | Role::RankOnly => Deps::default(),
             Role::Data => {
                 let mut d = Deps::reason(
                     LocalData,
@@ -887,7 +885,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         let mut out = Deps::default();
         let mut found = false;
-        for stmt in class.body.iter() {
+        for stmt in &class.body {
             let Stmt::FunctionDef(method) = stmt else { continue };
             let Some(self_name) = method
                 .parameters
@@ -1006,11 +1004,12 @@ impl<'a, 'm> Eval<'a, 'm> {
                 );
                 let v = self.value(arg, at).whole;
                 d.merge(v.hop(&hop));
-            } else if f.is_method && summary.parameters.first() == Some(&p) {
-                if let Expr::Attribute(a) = &*c.func {
-                    let v = self.value(&a.value, at).whole;
-                    d.merge(v);
-                }
+            } else if f.is_method
+                && summary.parameters.first() == Some(&p)
+                && let Expr::Attribute(a) = &*c.func
+            {
+                let v = self.value(&a.value, at).whole;
+                d.merge(v);
             }
         }
         for p in length_params {
@@ -1050,7 +1049,7 @@ pub(crate) fn argument_for<'c>(
 /// The names a class's constructor fills, in order: `__init__`'s parameters after `self`, or
 /// the annotated class-level names of a dataclass.
 fn field_names(class: &ruff_python_ast::StmtClassDef) -> Vec<String> {
-    for stmt in class.body.iter() {
+    for stmt in &class.body {
         if let Stmt::FunctionDef(init) = stmt
             && init.name.id.as_str() == "__init__"
         {

@@ -1,4 +1,4 @@
-//! What desync knows about PyTorch and the frameworks on top of it, as data
+//! What desync knows about `PyTorch` and the frameworks on top of it, as data
 //! (`frameworks.toml`, compiled in): which qualified names issue collectives and what Flight
 //! Recorder records for them, which give the rank id or a rank flag, which are the same on
 //! every rank, which read the host, the clock or a random generator, which are data sources,

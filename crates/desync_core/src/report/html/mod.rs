@@ -153,10 +153,7 @@ fn evidence(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
                     Esc(&crate::diagnose::sizes_text(entry.input_sizes())),
                     Esc(&crate::diagnose::dtypes_text(entry.input_dtypes())),
                     entry.state.as_str(),
-                    Esc(&entry
-                        .call_site()
-                        .map(|f| format!("{}:{} {}", short_path(&f.file), f.line, f.function))
-                        .unwrap_or_default()),
+                    Esc(&entry_site(entry)),
                 )?,
                 None => write!(out, "<td colspan=\"5\" class=\"dim\">not issued</td>")?,
             }
@@ -236,10 +233,16 @@ fn site_text(a: &Analysis, g: &BehaviourGroup) -> String {
     a.alignment.groups[at.pg]
         .entries_at(&a.trace, g.ranks.as_slice()[0], at.seq)
         .first()
-        .and_then(|e| {
-            e.call_site().map(|f| format!("{}:{} {}", short_path(&f.file), f.line, f.function))
-        })
+        .map(|e| entry_site(e))
         .unwrap_or_default()
+}
+
+/// `train.py:28 main ⟶ torch backward → … → _engine_run_backward`: the user's frame, then the
+/// library path below it.
+fn entry_site(e: &crate::model::Entry) -> String {
+    let Some(f) = e.call_site() else { return String::new() };
+    let via = e.library_path().map(|p| format!(" ⟶ {p}")).unwrap_or_default();
+    format!("{}:{} {}{via}", short_path(&f.file), f.line, f.function)
 }
 
 fn timeline_section(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
@@ -325,6 +328,32 @@ fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out, "</ul>")?;
     }
+    if c.candidates.len() > 1 {
+        writeln!(
+            out,
+            "<details class=\"candidates\" id=\"candidates\"><summary>also possible ({})</summary><ol>",
+            c.candidates.len() - 1
+        )?;
+        for cand in c.candidates.iter().skip(1) {
+            let b = &cand.branch;
+            write!(
+                out,
+                "<li><code>{}:{}</code> <code>{}</code> ({})",
+                Esc(&short_path(&b.file)),
+                b.line,
+                Esc(&b.source),
+                Esc(&b.construct)
+            )?;
+            for e in &cand.evidence_for {
+                write!(out, "<br>+ {}", Esc(e))?;
+            }
+            for e in &cand.evidence_against {
+                write!(out, "<br>− {}", Esc(e))?;
+            }
+            writeln!(out, "</li>")?;
+        }
+        writeln!(out, "</ol></details>")?;
+    }
     for s in &c.stacks {
         writeln!(
             out,
@@ -342,7 +371,7 @@ fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out, "</ol></details>")?;
     }
-    for nf in &c.not_found {
+    for nf in c.not_found.iter().filter(|nf| nf.reason.is_none()) {
         writeln!(
             out,
             "<p class=\"dim\">not found: {} (tried: {})</p>",

@@ -1,0 +1,290 @@
+//! Hostile and partial input through the real binary (issue 17): partial sets are named and
+//! never healthy, a wrong source root is detected, sources outside the roots are never read,
+//! non-regular files are refused, terminal escapes from dumps are escaped, limits become
+//! warnings. `python/tests/test_hostile.py` runs the full generated set through every command.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn scenario(name: &str) -> PathBuf {
+    repo().join("tests/scenarios").join(name)
+}
+
+fn desync_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_desync")).current_dir(cwd).args(args).output().unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Copies some of a scenario's dumps into a fresh directory.
+fn some_dumps(name: &str, keep: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for file in keep {
+        std::fs::copy(scenario(name).join("dumps").join(file), dir.path().join(file)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn one_rank_of_four_is_never_healthy_and_the_others_are_named() {
+    // Gloo's pg_config lists the default group as name "" with ranks [0, 1, 2, 3].
+    for keep in ["gloo_trace_rank_0", "gloo_trace_rank_2"] {
+        let dumps = some_dumps("healthy", &[keep]);
+        let out = desync_in(dumps.path(), &["analyze", ".", "--format", "json"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let report = json_of(&out);
+        assert_ne!(report["verdict"]["category"], "healthy");
+        assert_eq!(report["input"]["world_size"], 4);
+        let missing: Vec<u64> =
+            serde_json::from_value(report["input"]["missing_ranks"].clone()).unwrap();
+        assert_eq!(missing.len(), 3);
+        let headline = report["verdict"]["headline"].as_str().unwrap();
+        assert!(
+            headline.contains("no readable dump") || headline.contains("no dump"),
+            "{headline}"
+        );
+        // The warning says what pg_config really held.
+        let warnings = report["warnings"].to_string();
+        assert!(warnings.contains("name \\\"\\\" and ranks [0-3]"), "{warnings}");
+    }
+}
+
+#[test]
+fn a_stated_world_size_names_ranks_no_file_mentions() {
+    let dumps = some_dumps("json_extra_collective", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    let out = desync_in(dumps.path(), &["analyze", ".", "--format", "json", "--world-size", "6"]);
+    let report = json_of(&out);
+    assert_eq!(report["input"]["world_size"], 6);
+    assert_eq!(report["input"]["missing_ranks"], serde_json::json!([2, 3, 4, 5]));
+    assert_eq!(out.status.code(), Some(1));
+    let too_big = desync_in(dumps.path(), &["analyze", ".", "--world-size", "99999999"]);
+    assert_eq!(too_big.status.code(), Some(2), "{}", text(&too_big));
+}
+
+#[test]
+fn an_unreadable_rank_still_counts_toward_the_world() {
+    let dumps = some_dumps("healthy", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    std::fs::write(dumps.path().join("gloo_trace_rank_5"), b"\x80\x02garbage").unwrap();
+    let report = json_of(&desync_in(dumps.path(), &["analyze", ".", "--format", "json"]));
+    assert!(report["input"]["missing_ranks"].as_array().unwrap().contains(&Value::from(5)));
+}
+
+#[test]
+fn huge_rank_numbers_are_refused_not_allocated() {
+    let dumps = some_dumps("healthy", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    let bytes = std::fs::read(dumps.path().join("gloo_trace_rank_0")).unwrap();
+    std::fs::write(dumps.path().join("gloo_trace_rank_99999999"), &bytes).unwrap();
+    let out = desync_in(dumps.path(), &["analyze", ".", "--format", "json"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let report = json_of(&out);
+    assert!(report["input"]["world_size"].as_u64().unwrap() <= 4);
+    assert!(report["warnings"].to_string().contains("above the limit"), "{}", report["warnings"]);
+}
+
+#[test]
+fn non_regular_paths_are_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trace_rank_0");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    let mut paths = vec![PathBuf::from("/dev/zero")];
+    if made.is_ok_and(|s| s.success()) {
+        paths.push(fifo);
+    }
+    for path in paths {
+        let out = desync_in(dir.path(), &["analyze", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("not a regular file"), "{}", text(&out));
+    }
+}
+
+#[test]
+fn json_oddities_cost_an_entry_not_a_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    for rank in 0..4 {
+        let name = format!("gloo_trace_rank_{rank}");
+        let bytes =
+            std::fs::read(scenario("json_extra_collective").join("dumps").join(&name)).unwrap();
+        let mut dump: Value = serde_json::from_slice(&bytes).unwrap();
+        if rank == 1 {
+            dump["entries"][3]["input_sizes"] = Value::from("not a list");
+        }
+        let mut out = if rank == 2 { b"\xef\xbb\xbf".to_vec() } else { Vec::new() };
+        out.extend(serde_json::to_vec(&dump).unwrap());
+        std::fs::write(dir.path().join(&name), out).unwrap();
+    }
+    // A file name that is not UTF-8 must not break the JSON report.
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"notes_\xff_rank_9.txt");
+        std::fs::write(dir.path().join(name), b"x").unwrap();
+    }
+    let out = desync_in(dir.path(), &["analyze", ".", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["input"]["ranks_loaded"], serde_json::json!([0, 1, 2, 3]));
+    assert_eq!(report["verdict"]["category"], "divergence");
+    assert!(report["warnings"].to_string().contains("1 entry skipped"), "{}", report["warnings"]);
+}
+
+/// Rewrites every frame of the scenario's training script to `target`, named `function`.
+fn retarget_frames(name: &str, target: &str, function: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(scenario(name).join("dumps")).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let from = format!("/tmp/desync-jobs/{name}/train.py");
+        // Pickle strings carry their length: rewrite through Python-free byte surgery on the
+        // SHORT_BINUNICODE/BINUNICODE forms torch writes (X + u32 length + bytes).
+        let out = replace_pickle_string(&bytes, &from, target);
+        let out = replace_pickle_string(&out, "main", function);
+        std::fs::write(dir.path().join(path.file_name().unwrap()), out).unwrap();
+    }
+    dir
+}
+
+fn replace_pickle_string(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+    let mut needle = vec![b'X'];
+    needle.extend((from.len() as u32).to_le_bytes());
+    needle.extend(from.as_bytes());
+    let mut with = vec![b'X'];
+    with.extend((to.len() as u32).to_le_bytes());
+    with.extend(to.as_bytes());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(&needle) {
+            out.extend(&with);
+            i += needle.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn frames_naming_files_outside_the_roots_are_never_read() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = "DESYNC-CANARY-rust-cli";
+    let canary = outside.path().join("train.py");
+    let body: String =
+        (0..200).map(|i| format!("def main():  # {secret} {i}\n    break\n")).collect();
+    std::fs::write(&canary, body).unwrap();
+    let src = scenario("early_stop").join("src");
+    let cwd = tempfile::tempdir().unwrap();
+    for target in [canary.to_str().unwrap(), "/etc/passwd", "../../../../../../../../etc/passwd"] {
+        let dumps = retarget_frames("early_stop", target, "main");
+        let d = dumps.path().to_str().unwrap();
+        let path_map = format!("/tmp={}", src.display());
+        let runs = [
+            vec!["analyze", d, "--format", "json"],
+            vec!["analyze", d, "--color", "always"],
+            vec!["analyze", d, "--source-root", src.to_str().unwrap()],
+            vec!["analyze", d, "--format", "json", "--path-map", &path_map],
+        ];
+        for args in runs {
+            let out = desync_in(cwd.path(), &args);
+            let all = text(&out);
+            assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {all}");
+            assert!(!all.contains(secret), "{args:?} leaked the canary: {all}");
+            assert!(!all.contains("root:x:0:0"), "{args:?} leaked /etc/passwd: {all}");
+        }
+        let out = desync_in(cwd.path(), &["analyze", d, "--format", "json"]);
+        let warnings = json_of(&out)["warnings"].to_string();
+        assert!(warnings.contains("not read"), "{target}: {warnings}");
+    }
+}
+
+#[test]
+fn a_wrong_source_root_is_detected_and_no_branch_comes_from_it() {
+    let wrong = tempfile::tempdir().unwrap();
+    let body: String = std::iter::once("def build_mesh(shape):\n".to_owned())
+        .chain((0..120).map(|i| format!("    if shape[{}] > {i}:\n        break\n", i % 3)))
+        .collect();
+    std::fs::write(wrong.path().join("train.py"), body).unwrap();
+    let dumps = scenario("early_stop").join("dumps");
+    let out = desync_in(
+        wrong.path(),
+        &[
+            "analyze",
+            dumps.to_str().unwrap(),
+            "--format",
+            "json",
+            "--source-root",
+            wrong.path().to_str().unwrap(),
+        ],
+    );
+    let report = json_of(&out);
+    assert_eq!(report["verdict"]["category"], "divergence");
+    assert!(report["code"]["branch"].is_null(), "{}", report["code"]);
+    let explanation = report["code"]["explanation"].as_str().unwrap();
+    assert!(explanation.contains("differs from what ran"), "{explanation}");
+    assert!(explanation.contains("build_mesh"), "{explanation}");
+    assert!(report["warnings"].to_string().contains("differs from what ran"));
+    // The right root still finds the branch.
+    let right = scenario("early_stop").join("src");
+    let out = desync_in(
+        wrong.path(),
+        &[
+            "analyze",
+            dumps.to_str().unwrap(),
+            "--format",
+            "json",
+            "--source-root",
+            right.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(json_of(&out)["code"]["branch"]["line"], 101);
+}
+
+#[test]
+fn terminal_escapes_from_dumps_are_escaped() {
+    let evil = "main\u{1b}]0;pwned\u{7}\u{1b}[2J\rHEALTHY\u{9b}";
+    let dumps = retarget_frames("early_stop", "/tmp/desync-jobs/early_stop/train.py", evil);
+    let d = dumps.path().to_str().unwrap();
+    for color in ["never", "always"] {
+        let out = desync_in(dumps.path(), &["analyze", d, "--color", color]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("\\x1b]0;pwned"), "{stdout}");
+        for raw in ["\u{7}", "\r", "\u{1b}]", "\u{1b}[2J", "\u{9b}"] {
+            assert!(!stdout.contains(raw), "--color {color}: raw {raw:?} reached the terminal");
+        }
+        if color == "never" {
+            assert!(!stdout.contains('\u{1b}'), "an escape with colour off");
+        }
+    }
+    // JSON keeps the string exact (escaped by JSON itself).
+    let report = json_of(&desync_in(dumps.path(), &["analyze", d, "--format", "json"]));
+    assert!(report.to_string().contains("\\u001b]0;pwned"));
+}
+
+#[test]
+fn watch_durations_and_counts_are_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--interval", "--lag", "--timeout", "--for"] {
+        let out = desync_in(dir.path(), &["watch", "--dir", ".", flag, "1e20"]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", text(&out));
+        assert!(!text(&out).contains("panicked"), "{flag}: {}", text(&out));
+    }
+    let out = desync_in(dir.path(), &["watch", "--dir", ".", "--concurrency", "100000000"]);
+    assert_eq!(out.status.code(), Some(2));
+}
