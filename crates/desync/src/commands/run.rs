@@ -57,6 +57,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     let load = desync_core::load::LoadOptions {
         prefix: Some(PREFIX.to_owned()),
         ownership: args.ownership.ownership(),
+        // No --world-size for `run`: the dumps it collects carry it (pg_config, file names).
+        world_size: None,
     };
     let interval = seconds("--interval", args.interval)?.max(Duration::from_millis(200));
     let mut env = job_env(&dumps, &pipes, interval);
