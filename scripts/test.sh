@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test: Rust unit, property and CLI tests, then the Python tests that run real
-# PyTorch jobs (Gloo, CPU) and torchfrtrace against the release binary.
+# Runs every test: Rust unit, property and CLI tests (release profile), the torch-desync wheel
+# (built, installed into a fresh venv, checked for glibc 2.17), then the Python tests that run
+# real PyTorch jobs (Gloo, CPU) and torchfrtrace against the binary the wheel ships.
+#
+# Two compilations in all (docs/install.md, "CI"): `cargo test --release` builds the workspace
+# once for the Rust tests (no separate test-profile build), and the wheel's zig build for
+# glibc 2.17 is the binary every Python test runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "${CI:-}" = "true" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
@@ -9,14 +14,20 @@ if [ "${CI:-}" = "true" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
 fi
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
+started=$SECONDS
+stamp() { echo "test.sh: $1 at $((SECONDS - started)) s" >&2; }
 
 venv="$(scripts/venv.sh)"
 # Rust tests that compare with real torch (desync_synth vs torchfrtrace) use this Python.
 export DESYNC_PYTHON="$venv/bin/python"
 export PATH="$venv/bin:$PATH"
 
-cargo build --release --locked -p desync
-cargo test --workspace --locked
+cargo test --release --workspace --locked
+stamp "Rust tests done"
+wheel="$(scripts/wheel.sh)"
+stamp "wheel built: $wheel ($(du -k "$wheel" | cut -f1) KiB)"
 
-export DESYNC_BIN="$target/release/desync"
+export DESYNC_WHEEL="$wheel"
+export DESYNC_BIN="$target/x86_64-unknown-linux-gnu/release/desync"
 "$venv/bin/python" -m pytest -q python/tests "$@"
+stamp "all tests done"

@@ -37,6 +37,49 @@ pub enum Command {
     /// Watch a live job (its debug-server workers, or a dump directory it rewrites) and
     /// report a desync while it hangs, before the watchdog fires (exit 1 after an alert).
     Watch(WatchArgs),
+    /// Run a job (`desync run -- torchrun ... train.py`) with Flight Recorder on and watch it;
+    /// when it fails or hangs, print the diagnosis and write the HTML report next to the
+    /// dumps. Exits with the job's own exit code.
+    Run(RunArgs),
+}
+
+// These doc comments are `--help` text: backticks would print as they are.
+#[allow(clippy::doc_markdown)]
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Directory for the dumps (DIR/dumps), the report (DIR/report.html) and desync's Python
+    /// hook (default: desync-run-<UTC time> in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Seconds between looks at the dumps (the ranks rewrite theirs this often).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    pub interval: f64,
+    /// Seconds ranks may wait in a collective that others have not issued (or in a wait
+    /// cycle) before the job counts as hung. Mismatched collectives count at once.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub lag: f64,
+    /// Seconds without a new collective on any rank before the job counts as hung.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub hang_after: f64,
+    /// Seconds a stopped job gets between SIGTERM and SIGKILL, and a failed job's ranks get
+    /// to finish their dumps.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub grace: f64,
+    /// Leave the job's PYTHONPATH alone: no sitecustomize hook. The script then calls
+    /// desync.torch.enable() itself (Gloo never dumps otherwise; NCCL dumps on its timeout).
+    #[arg(long)]
+    pub no_inject: bool,
+    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
+    #[arg(long = "path-map", value_name = "FROM=TO")]
+    pub path_maps: Vec<String>,
+    /// Look for the training code under DIR, matching frame paths by their longest suffix.
+    #[arg(long, value_name = "DIR")]
+    pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub ownership: OwnershipArgs,
+    /// The job's command, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND", value_parser = clap::value_parser!(std::ffi::OsString))]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -14,6 +14,8 @@ use clap::Parser;
 pub enum Outcome {
     Clean,
     Findings,
+    /// A status of its own: `desync run` passes on the job's exit code.
+    Exit(u8),
 }
 
 fn main() -> ExitCode {
@@ -21,6 +23,7 @@ fn main() -> ExitCode {
     match commands::run(args) {
         Ok(Outcome::Clean) => ExitCode::from(0),
         Ok(Outcome::Findings) => ExitCode::from(1),
+        Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::from(0),
         Err(e) => {
             // Messages quote file names, which can hold terminal escapes.

@@ -6,6 +6,7 @@
 //! ([`watch`]) runs `desync_core`'s analysis on each and decides when a finding is real.
 
 pub mod http;
+pub mod job;
 pub mod save;
 pub mod source;
 pub mod store;

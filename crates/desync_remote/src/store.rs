@@ -24,6 +24,13 @@ fn retry() -> RetryConfig {
     RetryConfig { max_retries: 3, retry_timeout: Duration::from_secs(30), ..Default::default() }
 }
 
+/// rustls over ring for every HTTPS client in the process (reqwest is built with
+/// `rustls-no-provider`, so without this the first https request fails). Installing twice is
+/// harmless: the first provider stays.
+fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A client for `url`'s bucket, configured from `env` (name, value) pairs.
 pub fn build(
     url: &RemoteUrl,
@@ -31,6 +38,7 @@ pub fn build(
 ) -> Result<Arc<dyn ObjectStore>, Error> {
     let config_error =
         |e: object_store::Error| Error::Config { url: url.to_string(), reason: e.to_string() };
+    install_tls_provider();
     Ok(match url.scheme {
         Scheme::S3 => Arc::new(s3(url, env).build().map_err(config_error)?),
         Scheme::Gcs => Arc::new(gcs(url, env).build().map_err(config_error)?),

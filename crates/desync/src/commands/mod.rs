@@ -5,6 +5,7 @@ mod export;
 mod lint;
 mod mcp;
 mod report;
+mod run;
 mod summarize;
 mod watch;
 
@@ -20,5 +21,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Summarize(a) => summarize::run(&a),
         Command::Mcp => mcp::run(),
         Command::Watch(a) => watch::run(&a),
+        Command::Run(a) => run::run(&a),
     }
 }

@@ -1,0 +1,502 @@
+"""Flight Recorder for a training job, set up so that a hang leaves evidence on every rank.
+
+Call :func:`enable` at the top of the training script, before the process group starts::
+
+    import desync.torch
+    desync.torch.enable()              # dumps go to ./desync-dumps/rank_<N>
+    dist.init_process_group("nccl")    # or Lightning / Accelerate / torchrun's env://
+
+What it does (docs/flight-recorder.md lists every variable and why):
+
+1. Sets Flight Recorder's environment defaults (buffer size, dump on timeout, the per-rank dump
+   path, C++ stacks off). A variable that is already set is left alone: the launcher's or the
+   user's choice wins.
+2. Once the default process group exists (noticed by a light polling thread, or at once when a
+   framework integration calls :func:`arm`): dumps this rank's recorder when the process is
+   about to die (an uncaught exception, or SIGABRT: Gloo aborts the process from its transport
+   thread on a size mismatch), tells every other rank to dump too through the job's TCPStore,
+   and waits a few seconds for them. Gloo never dumps by itself; NCCL does on a watchdog
+   timeout, and this adds the failures its watchdog does not see.
+3. Starts torch's debug server (torch >= 2.10) so that ``desync watch --store`` can follow the
+   job live.
+
+Nothing here imports torch until the process group exists, so calling :func:`enable` in a
+launcher process (or a process that never trains) costs a thread that sleeps.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import datetime as _dt
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any
+
+__all__ = ["Settings", "arm", "dump", "enable", "on_exception", "settings"]
+
+#: Directory for the dumps when neither ``dump_dir`` nor ``TORCH_FR_DUMP_TEMP_FILE`` says.
+ENV_DUMP_DIR = "DESYNC_DUMP_DIR"
+#: ``0`` turns the debug server off; a number is the port of rank 0's web frontend.
+ENV_DEBUG_SERVER = "DESYNC_DEBUG_SERVER"
+#: Seconds between rewrites of this rank's dump while the job runs (``desync run`` sets it).
+ENV_LIVE_EVERY = "DESYNC_LIVE_EVERY"
+#: A file whose appearance makes the live-dumping thread write the final dump, with stacks.
+ENV_TRIGGER = "DESYNC_DUMP_TRIGGER"
+#: ``1`` makes ``sitecustomize`` (``desync run``'s injection) call :func:`enable`.
+ENV_AUTO = "DESYNC_AUTO_ENABLE"
+
+DEFAULT_DIR = "desync-dumps"
+FILE_PREFIX = "rank_"
+#: How long a failing rank waits for the others to confirm their dumps before it dies.
+PEER_WAIT_S = 5.0
+#: How often each rank looks for a peer's dump signal in the store.
+PEER_POLL_S = 1.0
+_STORE_KEY = "desync/dump_signal"
+_ACK_KEY = "desync/dumped"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What :func:`enable` decided."""
+
+    #: Each rank's dump is ``<prefix><global rank>`` (the convention of torch's own writer).
+    prefix: str
+    #: The environment variables :func:`enable` set, with their values (already-set ones are
+    #: not listed: they were left alone).
+    variables: dict[str, str] = field(default_factory=dict)
+    #: Whether this process dumps itself on failure and on a peer's signal.
+    failure_dumps: bool = True
+    #: Whether torch's debug server is started once the process group exists.
+    debug_server: bool = True
+
+
+_lock = threading.RLock()
+_settings: Settings | None = None
+_state: dict[str, Any] = {}
+
+
+def settings() -> Settings | None:
+    """The settings of the :func:`enable` call in this process, if any."""
+    return _settings
+
+
+def enable(
+    dump_dir: str | os.PathLike[str] | None = None,
+    *,
+    buffer_size: int = 2000,
+    cpp_stacks: bool = False,
+    dump_on_timeout: bool = True,
+    timing: bool = False,
+    failure_dumps: bool = True,
+    debug_server: bool | None = None,
+) -> Settings:
+    """Configure Flight Recorder for this process; call it before the process group starts.
+
+    ``dump_dir``: where each rank writes ``rank_<N>`` (default: ``$DESYNC_DUMP_DIR``, else the
+    directory of ``$TORCH_FR_DUMP_TEMP_FILE``, else ``./desync-dumps``). ``buffer_size``: how
+    many collectives each rank keeps. ``cpp_stacks``: record C++ frames too (slow to symbolize;
+    off). ``dump_on_timeout``: NCCL's watchdog dumps when a collective times out.
+    ``timing``: NCCL records start/end events, so a dump tells "never started" from "started,
+    never finished" (a GPU hang); costs two CUDA events per collective. ``failure_dumps``: dump
+    every rank when this one dies (what Gloo lacks). ``debug_server``: start torch's debug
+    server for ``desync watch`` (default: on unless ``DESYNC_DEBUG_SERVER=0``).
+
+    Calling it again returns the first call's settings.
+    """
+    global _settings
+    with _lock:
+        if _settings is not None:
+            return _settings
+        dist = _distributed()
+        if dist is not None and dist.is_initialized():
+            _log("enable() was called after the process group started: the recorder's "
+                 "buffer size and dump path may already be fixed; call it earlier")
+        prefix = _dump_prefix(dump_dir)
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        chosen: dict[str, str] = {}
+
+        def default(name: str, value: str, *aliases: str) -> None:
+            if any(n in os.environ for n in (name, *aliases)):
+                return
+            for n in (name, *aliases):
+                os.environ[n] = value
+                chosen[n] = value
+
+        # Newer torch reads TORCH_FR_*; the TORCH_NCCL_* names are the older aliases.
+        default("TORCH_FR_BUFFER_SIZE", str(buffer_size), "TORCH_NCCL_TRACE_BUFFER_SIZE")
+        default("TORCH_FR_DUMP_TEMP_FILE", prefix, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+        default("TORCH_NCCL_DUMP_ON_TIMEOUT", "1" if dump_on_timeout else "0")
+        # Mode 1 tears the process down before the dump (pytorch#121055); 3 is torch's default.
+        default("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3")
+        default("TORCH_FR_CPP_STACK", "1" if cpp_stacks else "0", "TORCH_NCCL_TRACE_CPP_STACK")
+        if timing:
+            default("TORCH_NCCL_ENABLE_TIMING", "1")
+        if debug_server is None:
+            debug_server = os.environ.get(ENV_DEBUG_SERVER, "1") != "0"
+        _settings = Settings(prefix=prefix, variables=chosen, failure_dumps=failure_dumps,
+                             debug_server=debug_server)
+        if failure_dumps:
+            _install_failure_hooks()
+        threading.Thread(target=_arm_when_ready, name="desync-arm", daemon=True).start()
+        return _settings
+
+
+def arm() -> bool:
+    """Start what needs the process group: failure dumps, peer signals, the debug server.
+
+    :func:`enable` does this by itself shortly after the group exists; framework integrations
+    call it as soon as they know. Returns False when :func:`enable` was not called or the
+    process group does not exist yet. Idempotent.
+    """
+    with _lock:
+        if _settings is None or _state.get("armed"):
+            return bool(_state.get("armed"))
+        dist = _distributed()
+        if dist is None or not dist.is_initialized():
+            return False
+        rank = dist.get_rank()
+        backend = str(dist.get_backend())
+        _state.update(armed=True, rank=rank, world=dist.get_world_size(), backend=backend)
+    if _settings.failure_dumps:
+        if _store_address() is not None:
+            threading.Thread(target=_watch_peer_signal, name="desync-dump-signal",
+                             daemon=True).start()
+        else:
+            _log("no TCPStore address (MASTER_ADDR/MASTER_PORT): peers will not be told to dump")
+    every = os.environ.get(ENV_LIVE_EVERY)
+    if every:
+        threading.Thread(target=_rewrite_periodically, args=(float(every),),
+                         name="desync-live-dump", daemon=True).start()
+    if _settings.debug_server:
+        _start_debug_server(rank)
+    return True
+
+
+def dump(reason: str = "on request") -> Path | None:
+    """Write this rank's dump now (atomically) and return its path; None if it could not.
+
+    After a failure dump, later calls (and the live rewrites) leave the file alone: the first
+    dump is the one taken closest to the failure.
+    """
+    return _write_dump(reason, final=True)
+
+
+# --- the dump itself -------------------------------------------------------------------------
+
+def _dump_prefix(dump_dir: str | os.PathLike[str] | None) -> str:
+    if dump_dir is not None:
+        return str(Path(dump_dir).resolve() / FILE_PREFIX)
+    env_dir = os.environ.get(ENV_DUMP_DIR)
+    if env_dir:
+        return str(Path(env_dir).resolve() / FILE_PREFIX)
+    for name in ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"):
+        if os.environ.get(name):
+            return os.environ[name]
+    return str(Path(DEFAULT_DIR).resolve() / FILE_PREFIX)
+
+
+def _recorder_bytes(backend: str, *, stacks: bool) -> bytes:
+    import torch
+
+    c10d = torch._C._distributed_c10d
+    # NCCL groups record into the CUDA recorder; Gloo (and other CPU backends) into the
+    # generic one (`_dump_fr_trace`, torch >= 2.8). Dumping the wrong one writes an empty trace
+    # over NCCL's own dump.
+    if "nccl" in backend and hasattr(c10d, "_dump_nccl_trace"):
+        dump_fn = c10d._dump_nccl_trace
+    elif hasattr(c10d, "_dump_fr_trace"):
+        dump_fn = c10d._dump_fr_trace
+    else:
+        raise RuntimeError(f"this torch ({torch.__version__}) cannot dump a {backend} recorder")
+    try:
+        data = dump_fn(includeStackTraces=stacks)
+    except TypeError:  # an older signature without keywords
+        data = dump_fn()
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def _write_dump(reason: str, *, final: bool, stacks: bool = True) -> Path | None:
+    if _settings is None or "rank" not in _state:
+        return None
+    with _lock:
+        if _state.get("final_dump"):
+            return None
+        try:
+            data = _recorder_bytes(_state["backend"], stacks=stacks)
+            path = Path(f"{_settings.prefix}{_state['rank']}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # `.part` is what desync's loader skips as a write in progress.
+            tmp = path.with_name(f".{path.name}.part")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                if final:  # the one that must survive the process; live rewrites come again
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except Exception as exc:  # a failed dump must never hide the real failure
+            _log(f"flight recorder dump ({reason}) failed: {exc}")
+            return None
+        if final:
+            _state["final_dump"] = True
+            _log(f"flight recorder dump ({reason}): {path} ({len(data)} bytes)")
+        return path
+
+
+def _rewrite_periodically(every_s: float) -> None:
+    # Live rewrites leave the Python stacks out: the first symbolization imports ~900 modules
+    # (torch._dynamo, sympy, ...), and doing that in this thread while the trainer's thread is
+    # importing too breaks the trainer's imports ("partially initialized module"). The stacks
+    # come with the final dump, which `desync run` asks for (DESYNC_DUMP_TRIGGER) once the job
+    # hangs, when the trainer's thread is blocked rather than importing.
+    trigger = os.environ.get(ENV_TRIGGER)
+    while not _state.get("final_dump"):
+        if trigger and os.path.exists(trigger):
+            dump(f"requested through {trigger}")
+            return
+        _write_dump("live", final=False, stacks=False)
+        time.sleep(max(every_s, 0.2))
+
+
+# --- failure: dump here, tell the peers, give them time ------------------------------------
+
+def _on_failure(reason: str) -> None:
+    if not _state.get("armed"):
+        return
+    signalled = _signal_peers(reason)
+    dump(reason)
+    if signalled is not None:
+        _await_peer_dumps(signalled)
+
+
+def _install_failure_hooks() -> None:
+    previous = sys.excepthook
+
+    def excepthook(kind: type[BaseException], exc: BaseException,
+                   tb: TracebackType | None) -> None:
+        # The traceback first: it is what the user reads, and the dump may take a moment.
+        previous(kind, exc, tb)
+        if not issubclass(kind, KeyboardInterrupt):
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            _on_failure(f"uncaught {kind.__name__}: {first}"[:300])
+
+    sys.excepthook = excepthook
+    atexit.register(_on_exit)
+    _install_abort_handler()
+
+
+def on_exception(exc: BaseException) -> None:
+    """A framework caught ``exc`` and is about to end the run: dump every rank now."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    _on_failure(f"{type(exc).__name__}: {first}"[:300])
+
+
+# Gloo aborts the whole process from its transport thread on a size mismatch
+# ("op.preamble.length <= op.nbytes" -> std::terminate -> abort()). A Python-level signal
+# handler would never run (abort() kills the process once the C handler returns), so the
+# handler is a C function pointer made by ctypes: ctypes takes the GIL for it (the trainer
+# thread released it inside work.wait()), the Python callback dumps and signals the peers, and
+# when it returns glibc's abort() restores the default action and the process dies with
+# SIGABRT as before. Re-entry (an abort inside the dump) goes straight to the default action.
+_ABORT_CALLBACK: Any = None
+
+
+def _install_abort_handler() -> None:
+    global _ABORT_CALLBACK
+    if sys.platform != "linux" or os.environ.get("DESYNC_NO_ABORT_HANDLER") == "1":
+        return
+    handler_type = ctypes.CFUNCTYPE(None, ctypes.c_int)
+
+    def on_abort(_signum: int) -> None:
+        if _state.get("in_abort"):
+            return
+        _state["in_abort"] = True
+        try:
+            os.write(2, b"[desync] SIGABRT: dumping the flight recorder before the abort\n")
+            _on_failure("SIGABRT")
+        except BaseException:  # never raise into C
+            pass
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = [ctypes.c_int, handler_type]
+        callback = handler_type(on_abort)
+        libc.signal(int(signal.SIGABRT), callback)
+        _ABORT_CALLBACK = callback  # keep the trampoline alive for the process's lifetime
+    except (OSError, AttributeError) as exc:
+        _log(f"SIGABRT dump handler unavailable: {exc}")
+
+
+def _distributed() -> ModuleType | None:
+    """torch.distributed if this process imported it (never imports it), fully loaded."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        return dist if dist is not None and dist.is_available() else None
+    except AttributeError:  # still being imported by another thread
+        return None
+
+
+def _store_address() -> tuple[str, int] | None:
+    host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if host and port and port.isdigit():
+        return host, int(port)
+    dist = _distributed()
+    if dist is None:
+        return None
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        while hasattr(store, "underlying_store"):
+            store = store.underlying_store
+        if isinstance(store, dist.TCPStore):
+            return store.host, store.port
+    except Exception:
+        pass
+    return None
+
+
+def _client(timeout_s: float) -> Any:
+    import torch.distributed as dist
+
+    address = _store_address()
+    if address is None:
+        raise RuntimeError("no TCPStore address")
+    # Its own client: a thread blocked in wait() on the trainer's client would starve the
+    # trainer's own store calls.
+    return dist.TCPStore(address[0], address[1], is_master=False,
+                         timeout=_dt.timedelta(seconds=timeout_s), wait_for_workers=False)
+
+
+def _keys() -> tuple[str, str]:
+    # torchrun reuses its store across restarts: a signal from an earlier attempt must not
+    # make the restarted workers dump at once.
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return f"{_STORE_KEY}/{attempt}", f"{_ACK_KEY}/{attempt}"
+
+
+def _signal_peers(reason: str) -> Any:
+    """Set the dump signal; returns the client (to await the peers) or None."""
+    if _store_address() is None:
+        return None
+    signal_key, _ = _keys()
+    try:
+        client = _client(5.0)
+        if not client.check([signal_key]):
+            client.set(signal_key, f"rank {_state.get('rank')}: {reason}")
+        return client
+    except Exception as exc:  # the store may be gone already; the dump matters more
+        _log(f"could not tell the other ranks to dump: {exc}")
+        return None
+
+
+def _await_peer_dumps(client: Any) -> None:
+    _, ack = _keys()
+    me = _state.get("rank")
+    others = [f"{ack}/{r}" for r in range(int(_state.get("world", 0))) if r != me]
+    # Peers look every PEER_POLL_S, then dump: give them that and the dump itself.
+    deadline = time.monotonic() + PEER_WAIT_S + PEER_POLL_S
+    try:
+        while others and time.monotonic() < deadline:
+            others = [k for k in others if not client.check([k])]
+            time.sleep(0.1)
+    except Exception:
+        return
+    if others:
+        _log(f"{len(others)} rank(s) did not confirm a dump within {PEER_WAIT_S:.0f} s")
+
+
+def _watch_peer_signal() -> None:
+    # Polls with `check` rather than blocking in `wait`: a thread blocked inside the C++ wait
+    # when the store goes away during interpreter shutdown (the store lived in rank 0, which
+    # is exiting) is unwound by pthread_exit through C++ frames and the process dies with
+    # "terminate called without an active exception". NCCL's own monitor thread polls the
+    # store the same way (TORCH_NCCL_COORD_CHECK_MILSEC, 1 s).
+    signal_key, ack = _keys()
+    try:
+        client = _client(30.0)
+    except Exception as exc:
+        _log(f"dump-signal watcher could not reach the store: {exc}")
+        return
+    while not _state.get("exiting"):
+        try:
+            if client.check([signal_key]):
+                break
+        except Exception:
+            return  # the store went away: the job is over
+        time.sleep(PEER_POLL_S)
+    else:
+        return
+    try:
+        who = client.get(signal_key).decode(errors="replace")
+    except Exception:
+        who = "?"
+    dump(f"signal from {who}")
+    try:
+        client.set(f"{ack}/{_state.get('rank')}", "1")
+    except Exception:
+        pass
+
+
+def _on_exit() -> None:
+    _state["exiting"] = True
+
+
+# --- arming and the debug server -------------------------------------------------------------
+
+def _arm_when_ready() -> None:
+    # Polls sys.modules only: this thread never imports torch itself. The period grows from
+    # 0.2 s to 2 s, so a process that never starts a group (a data-loader worker started with
+    # `spawn` inherits RANK) costs next to nothing.
+    period = 0.2
+    while True:
+        dist = _distributed()
+        try:
+            ready = dist is not None and dist.is_initialized()
+        except AttributeError:  # torch.distributed is still being imported
+            ready = False
+        if ready:
+            try:
+                arm()
+            except Exception as exc:
+                _log(f"could not arm the failure dumps: {exc}")
+            return
+        time.sleep(period)
+        period = min(period * 1.05, 2.0)
+
+
+def _start_debug_server(rank: int) -> None:
+    if not all(os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "RANK")):
+        _log("debug server not started: it needs torchrun's MASTER_ADDR, MASTER_PORT and RANK")
+        return
+    try:
+        from torch.distributed.debug import start_debug_server
+    except ImportError:  # torch < 2.10
+        return
+    port = os.environ.get(ENV_DEBUG_SERVER, "")
+    try:
+        frontend = int(port) if port.isdigit() and port != "1" else _free_port()
+        start_debug_server(port=frontend)
+    except Exception as exc:
+        _log(f"debug server not started: {exc}")
+        return
+    _state["debug_server"] = True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def _log(message: str) -> None:
+    rank = _state.get("rank", os.environ.get("RANK", "?"))
+    sys.stderr.write(f"[desync rank {rank}] {message}\n")
+    sys.stderr.flush()
+

@@ -1,0 +1,123 @@
+"""`desync run -- torchrun ...` end to end on real Gloo jobs (torch 2.11, CPU).
+
+The hung job is python/desync_jobs/integrations/plain_train.py: a training script with nothing
+of desync in it, 4 ranks under torchrun, rank 2 blocked reading its shard at step 4, and a
+process-group timeout of 10 minutes, so the job really hangs (as NCCL would until its
+watchdog) and only desync can end it. By design: ranks 0, 1 and 3 wait in step 4's gradient
+all_reduce, rank 2 never issues it -> `stall`, culprit rank 2. `desync run` must notice the
+hang from the dumps the ranks rewrite (its sitecustomize hook turns that on), stop the job,
+print the verdict and write report.html next to the dumps, with no other step.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON_DIR, desync_bin, run_desync
+
+pytestmark = [pytest.mark.jobs, pytest.mark.desync]
+
+JOBS = PYTHON_DIR / "desync_jobs" / "integrations"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    # The job sees only what `desync run` gives it: no desync on its own path.
+    env["PYTHONPATH"] = str(JOBS)
+    for key in ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "DESYNC_DUMP_DIR",
+                "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE", "DESYNC_LIVE_EVERY",
+                "DESYNC_AUTO_ENABLE"):
+        env.pop(key, None)
+    return env
+
+
+def _torchrun(nproc: int) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc}"]
+
+
+def _desync_run(run_dir: Path, job: list[str], *options: str,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    cmd = [str(desync_bin()), "run", "--dir", str(run_dir), *options, "--", *job]
+    return subprocess.run(cmd, cwd=run_dir.parent, env=_env(), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def test_a_hung_torchrun_job_ends_with_the_verdict_and_the_report(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    job = [*_torchrun(4), str(JOBS / "plain_train.py"), "--stall-rank", "2",
+           "--stall-step", "4", "--pg-timeout", "600", "--steps", "40"]
+    started = time.monotonic()
+    proc = _desync_run(run_dir, job, "--interval", "1", "--lag", "5", "--grace", "10")
+    elapsed = time.monotonic() - started
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    # desync stopped it long before the 10-minute collective timeout.
+    assert elapsed < 180, log
+    assert "hang:" in proc.stderr and "desync stopped it" in proc.stderr, log
+    # The verdict, printed: a stall with rank 2 as the culprit.
+    assert "STALL" in proc.stdout.upper(), log
+    assert "culprit rank(s) 2" in proc.stdout, log
+    report = run_dir / "report.html"
+    assert report.is_file() and report.stat().st_size > 10_000, log
+    assert (run_dir / "dumps").is_dir()
+    # The dumps left behind read the same way through `desync analyze`.
+    code, analysis, _ = run_desync(run_dir / "dumps")
+    assert code == 1
+    assert analysis["verdict"]["category"] == "stall", analysis["verdict"]
+    assert analysis["verdict"]["culprit_ranks"] == [2], analysis["verdict"]
+    # The job's status after desync stopped it is what desync exits with (torchrun stopped
+    # by a signal never exits 0).
+    assert proc.returncode not in (0, 2), log
+    # No rank outlives the run: its workers were in the job's process group.
+    leftover = subprocess.run(["pgrep", "-f", str(JOBS / "plain_train.py")],
+                              capture_output=True, text=True, check=False)
+    assert leftover.stdout.strip() == "", f"workers left running: {leftover.stdout}"
+
+
+def test_a_job_that_fails_by_itself_keeps_its_exit_code_and_is_analyzed(tmp_path: Path) -> None:
+    """Gloo times out after 10 s on ranks 0 and 1; the injected hook dumps every rank;
+    torchrun exits with its own code, which desync passes on."""
+    job = [*_torchrun(2), str(JOBS / "plain_train.py"), "--stall-rank", "1",
+           "--pg-timeout", "10"]
+    bare = subprocess.run(job, cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert bare.returncode not in (0, None)
+    run_dir = tmp_path / "run"
+    # --hang-after and --lag far beyond the timeout: the job must end by itself.
+    proc = _desync_run(run_dir, job, "--lag", "600", "--hang-after", "600")
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == bare.returncode, log
+    assert f"the job exited with exit code {bare.returncode}" in proc.stderr, log
+    assert "culprit rank(s) 1" in proc.stdout, log
+    assert (run_dir / "report.html").is_file(), log
+
+
+def test_a_healthy_job_exits_zero_with_a_one_line_verdict(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    job = [*_torchrun(2), str(JOBS / "plain_train.py"), "--steps", "6"]
+    proc = _desync_run(run_dir, job, "--interval", "0.5")
+    log = f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, log
+    assert "the job exited with exit code 0" in proc.stderr, log
+
+
+def test_exit_codes_and_bad_usage(tmp_path: Path) -> None:
+    proc = _desync_run(tmp_path / "a", [sys.executable, "-c", "import sys; sys.exit(7)"])
+    assert proc.returncode == 7, proc.stderr
+    assert "no rank wrote a dump" in proc.stderr
+    proc = _desync_run(tmp_path / "b", ["/nonexistent/launcher"])
+    assert proc.returncode == 2 and "could not start" in proc.stderr, proc.stderr
+    proc = subprocess.run([str(desync_bin()), "run"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    # A run directory that already holds dumps is refused rather than mixed with new ones.
+    (tmp_path / "c" / "dumps").mkdir(parents=True)
+    (tmp_path / "c" / "dumps" / "rank_0").write_bytes(b"old")
+    proc = _desync_run(tmp_path / "c", [sys.executable, "-c", "pass"])
+    assert proc.returncode == 2 and "earlier run" in proc.stderr, proc.stderr
