@@ -184,6 +184,11 @@ fn emit_probes_writes_a_diff_against_the_local_source() {
         diff.contains("+            # desync probe: do all ranks take the same decision here?\n"),
         "{diff}"
     );
-    assert!(diff.contains("+            _desync_flag = torch.tensor([int(bool(val_loss < args.target_loss))], dtype=torch.int64)\n"), "{diff}");
-    assert!(diff.contains("torch.distributed.ReduceOp.MIN"), "{diff}");
+    assert!(diff.contains("+            _desync_flag = _desync_torch.tensor([int(bool(val_loss < args.target_loss))], dtype=_desync_torch.int64)\n"), "{diff}");
+    // The probe brings its own imports, under names the file cannot already use.
+    assert!(
+        diff.contains("+            import torch as _desync_torch, torch.distributed as _desync_dist\n"),
+        "{diff}"
+    );
+    assert!(diff.contains("_desync_dist.ReduceOp.MIN"), "{diff}");
 }
