@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,44 @@ def run_capped(args: list[str], cwd: str, stdin: bytes | None = None) -> subproc
                               env={**os.environ, "NO_COLOR": ""})
     except subprocess.TimeoutExpired as e:
         return subprocess.CompletedProcess(e.cmd, None, e.output or b"", e.stderr or b"")
+
+
+def run_mcp_in_phases(cwd: str, phases: list[list[dict]]):
+    """`desync mcp` under the caps; each phase's requests are sent once every request of the
+    phase before has been answered. Returns (completed process, answers by id)."""
+    exe = desync_bin()
+    proc = subprocess.Popen([str(exe), "mcp"], cwd=cwd, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_cap_memory, env={**os.environ, "NO_COLOR": ""})
+    deadline = time.monotonic() + TIME_CAP_S
+    answers: dict = {}
+    out_lines: list[bytes] = []
+    for phase in phases[:-1]:
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in phase).encode())
+        proc.stdin.flush()
+        wanted = {r["id"] for r in phase if "id" in r}
+        while not wanted <= set(answers) and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            out_lines.append(line)
+            msg = json.loads(line)
+            if "id" in msg:
+                answers[msg["id"]] = msg
+    last = "".join(json.dumps(r) + "\n" for r in phases[-1]).encode()
+    try:
+        out, err = proc.communicate(last, timeout=max(1.0, deadline - time.monotonic()))
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        code = None
+    for line in out.decode().splitlines():
+        msg = json.loads(line)
+        if "id" in msg:
+            answers[msg["id"]] = msg
+    stdout = b"".join(out_lines) + out
+    return subprocess.CompletedProcess(proc.args, code, stdout, err), answers
 
 
 def check_ran_well(proc: subprocess.CompletedProcess, what: str, forbidden: list[str],
@@ -182,14 +221,11 @@ def test_mcp_never_reads_outside_the_roots_and_never_blocks(hostile):
                 args["source_root"] = case["args"][case["args"].index("--source-root") + 1]
             call(100 + len(requests), "load_dumps", args)
     call(9999, "verdict", {"handle": "h2"})
-    stdin = "".join(json.dumps(r) + "\n" for r in requests).encode()
-    proc = run_capped(["mcp"], hostile["cwd"], stdin=stdin)
+    # A client uses a handle after load_dumps answered: the server runs calls concurrently,
+    # so the first load is awaited before the calls that use h1 are sent.
+    first, rest = requests[:3], requests[3:]
+    proc, answers = run_mcp_in_phases(hostile["cwd"], [first, rest])
     check_ran_well(proc, "mcp", hostile["forbidden"])
-    answers = {}
-    for line in proc.stdout.decode().splitlines():
-        msg = json.loads(line)
-        if "id" in msg:
-            answers[msg["id"]] = msg
     ids = {r["id"] for r in requests if "id" in r}
     assert ids <= set(answers), f"unanswered: {sorted(ids - set(answers))}"
 
@@ -203,9 +239,18 @@ def test_mcp_never_reads_outside_the_roots_and_never_blocks(hostile):
             c.get("text", "") for c in a["result"]["content"])
 
     assert not is_error(1), text(1)
+    # Without a handle nothing is read. With one, a path outside the roots is refused, or
+    # (like any frame path) resolved by its suffix to the file inside the root: never the
+    # file it names outside.
+    for i in (3, 4):
+        assert is_error(i), f"source call {i} read without a handle: {text(i)[:500]}"
     for i in (2, 3, 4, 5, 6, 7):
-        assert is_error(i), f"source call {i} read outside the roots: {text(i)[:500]}"
-        assert "outside" in text(i) or "not found" in text(i), text(i)
+        if is_error(i):
+            assert "outside" in text(i) or "not found" in text(i) or "handle" in text(i), text(i)
+        else:
+            assert hostile["canary"] not in text(i), f"source call {i} read outside the roots"
+            inside = (leak_root / "train.py").read_text().splitlines()[0]
+            assert json.loads(text(i))["lines"][0]["text"] == inside, text(i)[:500]
     for i in (9, 10, 11):
         assert is_error(i) and "not a regular file" in text(i), text(i)
     assert not is_error(52), text(52)

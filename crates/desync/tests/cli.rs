@@ -187,7 +187,9 @@ fn emit_probes_writes_a_diff_against_the_local_source() {
     assert!(diff.contains("+            _desync_flag = _desync_torch.tensor([int(bool(val_loss < args.target_loss))], dtype=_desync_torch.int64)\n"), "{diff}");
     // The probe brings its own imports, under names the file cannot already use.
     assert!(
-        diff.contains("+            import torch as _desync_torch, torch.distributed as _desync_dist\n"),
+        diff.contains(
+            "+            import torch as _desync_torch, torch.distributed as _desync_dist\n"
+        ),
         "{diff}"
     );
     assert!(diff.contains("_desync_dist.ReduceOp.MIN"), "{diff}");

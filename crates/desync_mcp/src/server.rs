@@ -91,13 +91,31 @@ fn compact(result: Result<serde_json::Value, String>) -> ToolResult {
 /// cannot be interrupted; it finishes on its own thread and is dropped).
 const WORK_TIMEOUT: std::time::Duration = std::time::Duration::from_mins(10);
 
-/// Runs file-reading work on the blocking pool with a deadline, so a slow file system or a
-/// huge job never holds the threads that answer the other calls.
+/// Loads and lints that may run at once. Each load already uses every core (rayon), and a
+/// client that sends 80 loads at once must queue them, not hold 80 jobs' memory together
+/// (measured: the server aborted under a 4 GiB address-space cap before this bound).
+const CONCURRENT_WORK: usize = 2;
+
+static WORK_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT_WORK);
+
+/// Runs file-reading work on the blocking pool with a deadline (waiting for a slot included),
+/// so a slow file system or a huge job never holds the threads that answer the other calls.
 async fn off_thread(
     what: &str,
     work: impl FnOnce() -> Result<serde_json::Value, String> + Send + 'static,
 ) -> ToolResult {
-    match tokio::time::timeout(WORK_TIMEOUT, tokio::task::spawn_blocking(work)).await {
+    let queued_then_run = async {
+        let slot = WORK_SLOTS.acquire().await.map_err(|e| e.to_string())?;
+        // The slot travels with the work: past the deadline the work still runs, and still
+        // counts.
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            work()
+        })
+        .await
+        .map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(WORK_TIMEOUT, queued_then_run).await {
         Ok(Ok(result)) => compact(result),
         Ok(Err(e)) => Err(format!("{what} stopped: {e}")),
         Err(_) => Err(format!("{what} took longer than {} s; gave up", WORK_TIMEOUT.as_secs())),

@@ -36,11 +36,28 @@ struct Loaded {
     cost: usize,
 }
 
+/// What one rank number costs in a kept report (a `serde_json::Value` number in an array).
+const BYTES_PER_REPORTED_RANK: usize = 40;
+
 impl Loaded {
-    /// A rough size: each entry with its share of interned parts, plus the report's text.
-    fn estimate(analysis: &Analysis, report: &Value) -> usize {
+    /// A rough size, computed before the report is built (serializing it to measure it doubled
+    /// the peak): each entry with its share of interned parts, plus the rank numbers the
+    /// report lists (group members, mismatch sides, behavioural groups), which dominate at
+    /// large world sizes.
+    fn estimate(analysis: &Analysis) -> usize {
         let entries: usize = analysis.trace.ranks.iter().map(|r| r.entries.len()).sum();
-        entries * 128 + report.to_string().len() * 2
+        let members: usize = analysis.trace.process_groups.iter().map(|g| g.members.len()).sum();
+        let sides: usize = analysis
+            .alignment
+            .groups
+            .iter()
+            .flat_map(|g| &g.mismatches)
+            .flat_map(|m| &m.sides)
+            .map(|s| s.ranks.len())
+            .sum();
+        let groups: usize = analysis.diagnosis.groups.iter().map(|g| g.ranks.len()).sum();
+        // A mismatch lists its ranks twice: all of them, and per side.
+        entries * 128 + (members + 2 * sides + groups) * BYTES_PER_REPORTED_RANK
     }
 }
 
@@ -122,6 +139,17 @@ impl Session {
             sources: SourceOptions { path_maps, source_root, fallback_root: None },
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
+        let cost = Loaded::estimate(&analysis);
+        if cost > MAX_LOADED_BYTES {
+            return Err(format!(
+                "the analysis of {} would take about {} MiB to keep, past this server's {} MiB \
+                 budget; run `desync analyze --format json` on it instead, or `desync summarize` \
+                 where the dumps are",
+                args.path,
+                cost >> 20,
+                MAX_LOADED_BYTES >> 20
+            ));
+        }
         let report = serde_json::to_value(desync_core::report::to_json(&analysis))
             .map_err(|e| format!("could not serialize the report: {e}"))?;
         let trace = &analysis.trace;
@@ -136,7 +164,6 @@ impl Session {
             "verdict_category": analysis.diagnosis.category.as_str(),
             "headline": analysis.diagnosis.headline,
         });
-        let cost = Loaded::estimate(&analysis, &report);
         let (handle, dropped) =
             self.keep(Loaded { sources: config.sources, analysis, report, cost });
         eprintln!("desync mcp: loaded {} as {handle}", args.path);
