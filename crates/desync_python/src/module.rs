@@ -30,8 +30,7 @@ pub struct Module {
     refused: Option<String>,
     /// How often each identifier-like word occurs in the source, counted on first use.
     words: std::sync::OnceLock<HashMap<String, u32>>,
-    /// Per scope, what its statements say about names (see [`Module::scope_index`]): looking a name
-    /// up walked its whole scope, which made a file with many uses of one name quadratic.
+    /// Per scope (first statement, length), its [`ScopeIndex`], built on first use.
     scopes: std::sync::Mutex<HashMap<(TextSize, usize), Arc<ScopeIndex>>>,
 }
 
