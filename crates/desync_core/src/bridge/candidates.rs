@@ -12,6 +12,7 @@
 //!   configuration, constants), or a loop whose length cannot differ (then a `break` or
 //!   `return` inside it is what makes one side leave early);
 //! - where it sits: between the two sides' lines beats a guard further out.
+//!
 //! The best one is `code.branch`; all are listed, best first, with their evidence.
 
 use std::path::PathBuf;
@@ -21,7 +22,7 @@ use desync_python::{Analysis, Branch, Construct, DependenceKind, FileProject, Mo
 
 use super::sources::{Resolver, SourceProblem, matches_frame};
 use super::stacks::{Parting, UserStack};
-use super::{BranchPoint, Candidate, DependenceItem};
+use super::{BranchPoint, Candidate};
 use crate::diagnose::short_path;
 use crate::model::{Entry, Frame};
 
@@ -386,26 +387,12 @@ fn snippet(text: &str) -> String {
 /// The public form of a raw candidate.
 fn point(r: &Raw) -> BranchPoint {
     let b = &r.branch;
-    let mut point = BranchPoint {
-        file: r.file.clone(),
-        local_path: Some(r.local.clone()),
-        line: b.line,
-        function: b.function.clone(),
-        construct: if r.call { "call".to_owned() } else { b.construct.as_str().to_owned() },
-        source: b.source.clone(),
-        condition: b.condition.clone(),
-        condition_line: b.condition_line,
-        dependence: b
-            .dependence
-            .iter()
-            .map(|d| DependenceItem {
-                kind: d.kind.as_str().to_owned(),
-                evidence: d.evidence.clone(),
-            })
-            .collect(),
-        skipped_line: b.skipped_line,
-        handler_line: None,
-    };
+    let mut point = super::branch_point(b, None);
+    point.file.clone_from(&r.file);
+    point.local_path = Some(r.local.clone());
+    if r.call {
+        "call".clone_into(&mut point.construct);
+    }
     // An `except` whose body jumps: the jump is what skips the collective; the handler is why.
     if let Some(jump) = b.jump
         && b.construct == Construct::Except
