@@ -165,7 +165,7 @@ fn world_size_range() -> clap::builder::RangedI64ValueParser<u32> {
 #[derive(clap::Args, Debug, Default)]
 pub struct OwnershipArgs {
     /// Frames whose path matches GLOB are library code (repeatable; `*` matches across
-    /// slashes), e.g. '*/third_party/*'.
+    /// slashes), e.g. `'*/third_party/*'`.
     #[arg(long = "library", value_name = "GLOB")]
     pub library: Vec<String>,
     /// Frames whose path matches GLOB are your code even where libraries live (repeatable),

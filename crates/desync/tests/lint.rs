@@ -26,7 +26,7 @@ fn stdout(out: &std::process::Output) -> String {
 }
 
 /// `log` is only ever called with the rank (`dist.get_rank()`), so `if rank == 0:` is a rank
-/// test and the all_reduce under it runs on rank 0 alone.
+/// test and the `all_reduce` under it runs on rank 0 alone.
 const BUGGY: &str = "\
 import torch.distributed as dist
 

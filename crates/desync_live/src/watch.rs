@@ -129,11 +129,11 @@ impl Judge {
     pub fn judge(
         &mut self,
         urgency: Urgency,
-        key: FindingKey,
+        key: &FindingKey,
         now: Instant,
         lag: Duration,
     ) -> Judgement {
-        let judgement = self.judge_finding(urgency, &key, now, lag);
+        let judgement = self.judge_finding(urgency, key, now, lag);
         self.settle(&judgement, key.category, now, lag);
         judgement
     }
@@ -273,7 +273,7 @@ pub fn watch(
                 if let Some(l) = &mut last {
                     l.status.at = SystemTime::now();
                     l.status.took = cycle.elapsed();
-                    l.status.judgement = judge.judge(l.urgency, l.key.clone(), cycle, options.lag);
+                    l.status.judgement = judge.judge(l.urgency, &l.key, cycle, options.lag);
                     l.status.category = judge.settled();
                     flow = on_event(Event::Status(&l.status));
                 }
@@ -289,7 +289,7 @@ pub fn watch(
                     urgency = Urgency::None;
                     key.category = Category::Inconclusive;
                 }
-                let judgement = judge.judge(urgency, key.clone(), cycle, options.lag);
+                let judgement = judge.judge(urgency, &key, cycle, options.lag);
                 let mut status = status(&analysis, expected, unreachable, judgement, taken);
                 if let Some(headline) = waiting_on_slow {
                     status.observed = Category::Inconclusive;
@@ -459,31 +459,31 @@ mod tests {
         let t0 = Instant::now();
         let mut judge = Judge::default();
         assert!(matches!(
-            judge.judge(Urgency::Progress, key(7), t0, lag),
+            judge.judge(Urgency::Progress, &key(7), t0, lag),
             Judgement::Suspect { .. }
         ));
         // The ranks moved on: a new finding starts its own clock.
         let t1 = t0 + Duration::from_secs(4);
         assert!(matches!(
-            judge.judge(Urgency::Progress, key(8), t1, lag),
+            judge.judge(Urgency::Progress, &key(8), t1, lag),
             Judgement::Suspect { .. }
         ));
         let t2 = t1 + Duration::from_secs(4);
         assert!(matches!(
-            judge.judge(Urgency::Progress, key(8), t2, lag),
+            judge.judge(Urgency::Progress, &key(8), t2, lag),
             Judgement::Suspect { .. }
         ));
         let t3 = t1 + Duration::from_secs(5);
         assert_eq!(
-            judge.judge(Urgency::Progress, key(8), t3, lag),
+            judge.judge(Urgency::Progress, &key(8), t3, lag),
             Judgement::Alert { key: key(8), held: Duration::from_secs(5) }
         );
         let t4 = t3 + Duration::from_secs(2);
         assert!(matches!(
-            judge.judge(Urgency::Progress, key(8), t4, lag),
+            judge.judge(Urgency::Progress, &key(8), t4, lag),
             Judgement::Reported { .. }
         ));
-        assert_eq!(judge.judge(Urgency::None, key(8), t4, lag), Judgement::Quiet);
+        assert_eq!(judge.judge(Urgency::None, &key(8), t4, lag), Judgement::Quiet);
     }
 
     fn quiet(category: Category) -> FindingKey {
@@ -497,30 +497,30 @@ mod tests {
         let at = |s: u64| t0 + Duration::from_secs(s);
         let mut judge = Judge::default();
         assert_eq!(judge.settled(), Category::Inconclusive, "nothing has settled yet");
-        judge.judge(Urgency::None, quiet(Category::Healthy), at(0), lag);
+        judge.judge(Urgency::None, &quiet(Category::Healthy), at(0), lag);
         assert_eq!(judge.settled(), Category::Healthy, "an all-clear shows at once");
         // Ranks caught a collective apart: a stall for one snapshot is not shown.
-        judge.judge(Urgency::Progress, key(7), at(1), lag);
+        judge.judge(Urgency::Progress, &key(7), at(1), lag);
         assert_eq!(judge.settled(), Category::Healthy);
         // A straggler or a missing rank for a moment is not shown either...
-        judge.judge(Urgency::None, quiet(Category::Straggler), at(2), lag);
-        judge.judge(Urgency::None, quiet(Category::Inconclusive), at(3), lag);
-        judge.judge(Urgency::None, quiet(Category::Straggler), at(4), lag);
+        judge.judge(Urgency::None, &quiet(Category::Straggler), at(2), lag);
+        judge.judge(Urgency::None, &quiet(Category::Inconclusive), at(3), lag);
+        judge.judge(Urgency::None, &quiet(Category::Straggler), at(4), lag);
         assert_eq!(judge.settled(), Category::Healthy);
         // ...until it has held for the lag.
-        judge.judge(Urgency::None, quiet(Category::Straggler), at(8), lag);
+        judge.judge(Urgency::None, &quiet(Category::Straggler), at(8), lag);
         assert_eq!(judge.settled(), Category::Healthy);
-        judge.judge(Urgency::None, quiet(Category::Straggler), at(9), lag);
+        judge.judge(Urgency::None, &quiet(Category::Straggler), at(9), lag);
         assert_eq!(judge.settled(), Category::Straggler);
         // A stall that holds alerts, and then it is what the status shows.
-        judge.judge(Urgency::Progress, key(9), at(10), lag);
+        judge.judge(Urgency::Progress, &key(9), at(10), lag);
         assert_eq!(judge.settled(), Category::Straggler);
         assert!(matches!(
-            judge.judge(Urgency::Progress, key(9), at(15), lag),
+            judge.judge(Urgency::Progress, &key(9), at(15), lag),
             Judgement::Alert { .. }
         ));
         assert_eq!(judge.settled(), Category::Stall);
-        judge.judge(Urgency::None, quiet(Category::Healthy), at(16), lag);
+        judge.judge(Urgency::None, &quiet(Category::Healthy), at(16), lag);
         assert_eq!(judge.settled(), Category::Healthy);
     }
 
@@ -529,7 +529,7 @@ mod tests {
         let mut judge = Judge::default();
         let now = Instant::now();
         assert!(matches!(
-            judge.judge(Urgency::Content, key(3), now, Duration::from_mins(1)),
+            judge.judge(Urgency::Content, &key(3), now, Duration::from_mins(1)),
             Judgement::Alert { .. }
         ));
     }

@@ -1,7 +1,7 @@
 //! `desync lint`: static checks over Python training code. The report goes to stdout; paths
 //! that could not be read are listed on stderr (and in the JSON/SARIF document) and make the
 //! exit status 2 even when other files were linted. Files read but not parsed (nested past
-//! what CPython compiles) are warnings.
+//! what `CPython` compiles) are warnings.
 
 use std::io::Write;
 

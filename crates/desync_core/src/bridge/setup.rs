@@ -158,9 +158,9 @@ fn follow_project_callers(
                 continue;
             };
             let mut outer = b.clone();
-            outer.dependence = found.dependence.clone();
-            outer.parameters = found.parameters.clone();
-            outer.length_parameters = found.length_parameters.clone();
+            outer.dependence.clone_from(&found.dependence);
+            outer.parameters.clone_from(&found.parameters);
+            outer.length_parameters.clone_from(&found.length_parameters);
             outer.line = line;
             follow_project_callers(ws, files, &caller.module, &mut outer, depth + 1);
             for d in outer.dependence.into_iter().filter(|d| d.kind != DependenceKind::Unknown) {

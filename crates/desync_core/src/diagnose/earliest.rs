@@ -206,7 +206,7 @@ fn period<T: Copy>(history: &[T], max_period: usize, same: impl Fn(T, T) -> bool
 /// Without frames, a rank that skipped part of a repeating step shows up as a rank whose
 /// collective at `seq` is one the pattern only issues `k` collectives later (a non-finite
 /// loss skipping backward: the peers are in the gradient buckets, it is already in the next
-/// step's loss all_reduce). When the reference continues the pattern all ranks followed, and
+/// step's loss `all_reduce`). When the reference continues the pattern all ranks followed, and
 /// the departed ranks' collectives from `seq` on are the pattern from `k` ahead, they skipped
 /// `k` collectives: a divergence, not a ragged size of the same call.
 fn ahead_in_pattern(

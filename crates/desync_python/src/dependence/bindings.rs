@@ -165,7 +165,7 @@ fn bound_names<'a>(stmt: &'a Stmt, out: &mut Vec<&'a str>) {
         Stmt::AugAssign(s) => targets(&s.target, out),
         Stmt::For(s) => targets(&s.target, out),
         Stmt::With(s) => {
-            s.items.iter().filter_map(|i| i.optional_vars.as_deref()).for_each(|v| targets(v, out))
+            s.items.iter().filter_map(|i| i.optional_vars.as_deref()).for_each(|v| targets(v, out));
         }
         Stmt::Try(s) => {
             for ExceptHandler::ExceptHandler(h) in &s.handlers {

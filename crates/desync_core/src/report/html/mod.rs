@@ -339,7 +339,7 @@ fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
             write!(
                 out,
                 "<li><code>{}:{}</code> <code>{}</code> ({})",
-                Esc(&short_path(&b.file)),
+                Esc(short_path(&b.file)),
                 b.line,
                 Esc(&b.source),
                 Esc(&b.construct)
