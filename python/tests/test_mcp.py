@@ -79,6 +79,9 @@ async def _workflow(session: ClientSession, name: str, with_source: bool) -> Non
     assert verdict["category"] == expected["category"]
     assert verdict["culprit_ranks"] == expected["culprit_ranks"]
     assert verdict["collective_seq_id"] == expected["collective_seq_id"]
+    # Every problem verdict comes with what to run next, culprits filled in.
+    assert v["next_steps"], v
+    assert all(s["title"] and s["why"] and "{" not in s["title"] for s in v["next_steps"])
     assert v["evidence"], "no evidence lines"
 
     groups = (await _json(session, "groups", handle=handle))["groups"]
@@ -121,7 +124,10 @@ async def _workflow(session: ClientSession, name: str, with_source: bool) -> Non
 async def _main() -> None:
     async with stdio_client(_server()) as (read, write):
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            init = await session.initialize()
+            # Clients show this name: it must be desync's, with the binary's version.
+            assert init.server_info.name == "desync"
+            assert init.server_info.version and init.server_info.version[0].isdigit()
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert EXPECTED_TOOLS <= set(tools), f"missing tools: {EXPECTED_TOOLS - set(tools)}"
             assert "path" in tools["load_dumps"].input_schema["properties"]

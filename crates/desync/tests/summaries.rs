@@ -29,8 +29,8 @@ fn summarize(inputs: &[&Path], out: &Path) -> Output {
     output
 }
 
-/// `analyze --format json`, with `input.path` removed: the one field that names the directory
-/// analyzed rather than what is in it.
+/// `analyze --format json`, with `input.path` removed and the directory's name taken out of
+/// the next steps' commands: what names the directory analyzed rather than what is in it.
 fn analysis(dir: &Path, source_root: Option<&Path>) -> (i32, Value) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_desync"));
     cmd.arg("analyze").arg(dir).args(["--format", "json"]);
@@ -42,6 +42,12 @@ fn analysis(dir: &Path, source_root: Option<&Path>) -> (i32, Value) {
     assert!(code == 0 || code == 1, "{}: exit {code}: {}", dir.display(), text(&out.stderr));
     let mut json: Value = serde_json::from_slice(&out.stdout).unwrap();
     json["input"].as_object_mut().unwrap().remove("path");
+    let input = dir.to_string_lossy().into_owned();
+    for step in json["next_steps"].as_array_mut().unwrap() {
+        if let Some(command) = step["command"].as_str() {
+            step["command"] = Value::from(command.replace(&input, "<input>"));
+        }
+    }
     (code, json)
 }
 

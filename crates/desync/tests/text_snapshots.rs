@@ -13,6 +13,8 @@ fn repo() -> PathBuf {
 fn render(name: &str) -> String {
     let dir = format!("tests/scenarios/{name}");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_desync"));
+    // Unwrapped, as piped output is: a COLUMNS in the environment must not change the text.
+    cmd.env_remove("COLUMNS");
     cmd.current_dir(repo()).args(["analyze", &format!("{dir}/dumps"), "--color", "never"]);
     if repo().join(&dir).join("src").is_dir() {
         cmd.args(["--source-root", &format!("{dir}/src")]);
@@ -59,4 +61,48 @@ fn text_reports_match_snapshots() {
         "text reports changed (DESYNC_BLESS=1 to accept):\n{}",
         stale.join("\n")
     );
+}
+
+/// With `COLUMNS` set, every line of every scenario's report fits; nothing is lost in the
+/// wrapping (the words are the same as in the unwrapped report).
+#[test]
+fn text_reports_wrap_to_columns_without_losing_words() {
+    for name in ["crash", "dtype_mismatch", "except_skip", "pg_order", "json_extra_collective"] {
+        let dir = format!("tests/scenarios/{name}");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_desync"));
+        cmd.current_dir(repo())
+            .env("COLUMNS", "72")
+            .args(["analyze", &format!("{dir}/dumps"), "--color", "never"]);
+        if repo().join(&dir).join("src").is_dir() {
+            cmd.args(["--source-root", &format!("{dir}/src")]);
+        }
+        let wrapped = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        let long: Vec<&str> = wrapped.lines().filter(|l| l.chars().count() > 72).collect();
+        assert!(long.is_empty(), "{name}: lines over 72 columns: {long:#?}");
+        let words = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>().join(" ");
+        let whole = render(name);
+        // Words longer than the line are cut, so compare with the spaces taken out.
+        let squeeze = |t: &str| words(t).replace(' ', "");
+        assert_eq!(squeeze(&wrapped), squeeze(&whole), "{name}: wrapping changed the text");
+    }
+}
+
+/// What differs is on the row: a dtype mismatch shows both dtypes, a rank without a dump gets
+/// one row for the whole run of seqs it never issued, and groups that would print the same say
+/// how they differ. The code section never says what a rank without a dump did.
+#[test]
+fn text_rows_say_what_differs() {
+    let dtype = render("dtype_mismatch");
+    let row = dtype.lines().find(|l| l.contains(" dtype ") && l.contains("seq")).unwrap();
+    assert!(row.contains("Float") && row.contains("BFloat16"), "{row}");
+
+    let crash = render("crash");
+    let rows: Vec<&str> = crash.lines().filter(|l| l.contains(" missing ")).collect();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert!(rows[0].contains("seq 1–9") && rows[0].contains("(no dump)"), "{}", rows[0]);
+    let groups: Vec<&str> = crash.lines().filter(|l| l.contains("wait in all_reduce")).collect();
+    assert_eq!(groups.len(), 2);
+    assert_ne!(groups[0].split_once("  wait").unwrap().1, groups[1].split_once("  wait").unwrap().1);
+    assert!(!crash.contains("rank(s) 1 call"), "{crash}");
+    assert!(crash.contains("left no dump, so where they stopped is not known"), "{crash}");
 }

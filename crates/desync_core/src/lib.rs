@@ -10,6 +10,7 @@ pub mod diagnose;
 mod error;
 pub mod load;
 pub mod model;
+pub mod next_steps;
 pub mod report;
 pub mod summary;
 
@@ -48,6 +49,8 @@ pub struct Analysis {
     pub diagnosis: diagnose::Diagnosis,
     pub code: Option<bridge::CodeFinding>,
     pub probes: Vec<bridge::Probe>,
+    /// Where sources were read from (next steps repeat them in the commands they suggest).
+    pub sources: bridge::SourceOptions,
 }
 
 /// Runs the post-mortem workflow on a directory of dumps (or one file).
@@ -85,5 +88,13 @@ pub fn analyze_trace(
             });
         }
     }
-    Analysis { input: input.to_path_buf(), trace, alignment, diagnosis, code, probes }
+    Analysis {
+        input: input.to_path_buf(),
+        trace,
+        alignment,
+        diagnosis,
+        code,
+        probes,
+        sources: sources.clone(),
+    }
 }

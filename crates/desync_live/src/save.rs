@@ -86,7 +86,7 @@ pub fn save(
         }
     }
     let mut text = Vec::new();
-    let options = desync_core::report::TextOptions { color: false, max_mismatches: 5 };
+    let options = desync_core::report::TextOptions { color: false, max_mismatches: 5, width: None };
     desync_core::report::write_text(analysis, options, &mut text)?;
     write(&folder.join("report.txt"), &text)?;
     let mut json = Vec::new();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -222,7 +222,12 @@ impl Default for Server {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+        // rmcp's default names the server after rmcp itself; clients show this name.
+        let about = Implementation::new("desync", env!("CARGO_PKG_VERSION"))
+            .with_description("PyTorch distributed hangs, from Flight Recorder dumps to a root cause");
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(about)
+            .with_instructions(
             "desync diagnoses PyTorch distributed hangs from Flight Recorder dumps. Start with \
              load_dumps, then verdict, groups, collective, compare_stacks, source, probes_diff; \
              release handles you are done with.",

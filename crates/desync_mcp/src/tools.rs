@@ -182,6 +182,7 @@ impl Session {
             "evidence": l.report["evidence"],
             "earliest_mismatch": l.report["earliest_mismatch"],
             "stuck_at": l.report["stuck_at"],
+            "next_steps": l.report["next_steps"],
         }))
     }
 

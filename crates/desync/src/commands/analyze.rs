@@ -31,7 +31,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
                         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
                 }
             };
-            let options = desync_core::report::TextOptions { color, max_mismatches: 5 };
+            let options = super::text_options(color);
             desync_core::report::write_text(&analysis, options, &mut out)?;
         }
     }

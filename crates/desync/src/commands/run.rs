@@ -200,7 +200,7 @@ fn report(
     } else {
         let color = std::io::stdout().is_terminal()
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        let options = desync_core::report::TextOptions { color, max_mismatches: 5 };
+        let options = super::text_options(color);
         desync_core::report::write_text(&analysis, options, &mut out)?;
     }
     out.flush()?;

@@ -212,7 +212,7 @@ impl Printer {
             clock(a.snapshot_taken),
             self.started.elapsed().as_secs_f64()
         )?;
-        let options = desync_core::report::TextOptions { color, max_mismatches: 5 };
+        let options = super::text_options(color);
         desync_core::report::write_text(&a.analysis, options, &mut out)?;
         if a.stacks_attached > 0 {
             writeln!(

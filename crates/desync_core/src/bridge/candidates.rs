@@ -99,6 +99,16 @@ impl Origin {
             Self::Setup => "setup that decides what the collective carries",
         }
     }
+
+    /// The stable value of JSON `code.candidates[].origin` (docs/json-schema.md).
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Self::Parting => "between_sides",
+            Self::DepartedOnly => "departed_only",
+            Self::ReferenceOnly => "reference_only",
+            Self::Setup => "setup",
+        }
+    }
 }
 
 /// Every candidate between two sides' stacks.
@@ -252,7 +262,7 @@ pub(crate) fn rank(raws: Vec<Raw>, counts: &dyn Fn(&str, u32) -> Option<String>)
                     score,
                     evidence_for,
                     evidence_against,
-                    origin: r.origin.as_str(),
+                    origin: r.origin.code(),
                 },
             )
         })

@@ -51,8 +51,8 @@ pub struct Candidate {
     pub score: i32,
     pub evidence_for: Vec<String>,
     pub evidence_against: Vec<String>,
-    /// Where it was found: between the two sides' lines, around code only one side ran,
-    /// setup that decides what the collective carries, or the collective call itself.
+    /// Where it was found, as a stable code: `between_sides`, `departed_only`,
+    /// `reference_only`, `setup`, `group_order` or `call` (the collective call itself).
     pub origin: &'static str,
 }
 
@@ -173,6 +173,12 @@ pub fn find_code(
             }
             found
         }
+        (Category::Straggler, _, _) if straggler_late_entry(trace, alignment, d).is_some() => {
+            straggler_late_entry(trace, alignment, d)
+                .and_then(|(entry, from)| straggler_candidate(&ws, entry, from))
+                .into_iter()
+                .collect()
+        }
         // Stalls, crashes and hangs: the line where the others wait is what can be shown.
         (_, dep, reference) => {
             reference.or(dep).and_then(|e| call_candidate(&ws, e)).into_iter().collect()
@@ -198,8 +204,11 @@ pub fn find_code(
     if let Some(local) = &best.local_path
         && let Some(module) = desync_python::Project::load(&project, local)
     {
-        finding.explanation = explain(&best, &d.culprit_ranks, &module, d.category);
-        finding.snippet = Some(snippet(&module, best.line));
+        finding.explanation = explain(&best, d, &module);
+        finding.snippet = Some(match straggler_from_line(d, &best) {
+            Some(from) => snippet_between(&module, from, best.line),
+            None => snippet(&module, best.line),
+        });
     }
     finding.branch = Some(best);
     Some(finding)
@@ -293,9 +302,77 @@ fn order_branch(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candida
             evidence_against: Vec::new(),
             branch: point,
             score: if shown { 60 } else { 20 },
-            origin: "around code only the departing ranks ran",
+            origin: "group_order",
         })
     })
+}
+
+/// A straggler's late collective (the end of its slow interval) and the call site the
+/// interval starts from.
+fn straggler_late_entry<'t>(
+    trace: &'t Trace,
+    alignment: &Alignment,
+    d: &'t Diagnosis,
+) -> Option<(&'t Entry, &'t crate::diagnose::SiteRef)> {
+    let s = d.straggler.as_ref()?;
+    let interval = s.slow_interval.as_ref()?;
+    let entry = alignment.groups[s.pg].first_at(trace, s.rank, interval.to.collective_seq_id)?;
+    Some((entry, interval.from.call_site.as_ref()?))
+}
+
+/// The line the straggler reaches late, in the function where the slow interval starts (the
+/// loop body both call sites share), else its innermost user frame.
+fn straggler_candidate(
+    ws: &candidates::Workspace<'_>,
+    entry: &Entry,
+    from: &crate::diagnose::SiteRef,
+) -> Option<Candidate> {
+    let stack = stacks::UserStack::of(entry);
+    let innermost = stack.frames.len().checked_sub(1)?;
+    let index = (0..stack.frames.len())
+        .rev()
+        .find(|&i| {
+            let f = stack.frames[i];
+            *f.file == *from.file && *f.function == *from.function
+        })
+        .unwrap_or(innermost);
+    let frame = stack.frames[index];
+    let (local, module) = ws.module(frame)?;
+    let mut point = call_at(ws, &module, &stack, index);
+    point.file = frame.file.to_string();
+    point.local_path = Some(local);
+    Some(Candidate {
+        score: 50,
+        evidence_for: vec![format!(
+            "the straggler reaches this line late: the time goes between {}:{} and here",
+            short_path(&from.file),
+            from.line
+        )],
+        evidence_against: Vec::new(),
+        branch: point,
+        origin: "call",
+    })
+}
+
+/// For a straggler whose slow interval starts in the same file as `branch`: that line.
+fn straggler_from_line(d: &Diagnosis, branch: &BranchPoint) -> Option<u32> {
+    let from = d.straggler.as_ref()?.slow_interval.as_ref()?.from.call_site.as_ref()?;
+    (from.file == branch.file && from.line != branch.line).then_some(from.line)
+}
+
+/// Lines around both `from` and `to` (either order: a loop wraps), `to` marked; at most
+/// [`MAX_BETWEEN`] lines, else the usual window around `to`.
+fn snippet_between(module: &Module, from: u32, to: u32) -> Snippet {
+    const MAX_BETWEEN: u32 = 30;
+    let (low, high) = (from.min(to), from.max(to));
+    if high - low > MAX_BETWEEN {
+        return snippet(module, to);
+    }
+    // A loop wraps from the later line back to the earlier one: show the header above it.
+    let start = low.saturating_sub(if from > to { 6 } else { 2 }).max(1);
+    let lines: Vec<String> =
+        (start..=high + 1).map_while(|l| module.line_text(l).map(str::to_owned)).collect();
+    Snippet { start_line: start, marked_line: to, lines }
 }
 
 /// The collective call in the innermost user frame of `entry` and where its arguments come
@@ -320,7 +397,7 @@ fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candi
         evidence_for,
         evidence_against: Vec::new(),
         branch: point,
-        origin: "the collective call",
+        origin: "call",
     })
 }
 
@@ -418,6 +495,54 @@ fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) ->
     }
 }
 
+/// Stalls, crashes and hangs: the line shown is where the other ranks wait, so it is said of
+/// them; of the culprits only what their dumps show (never what a rank without a dump did).
+fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
+    let ranks_where = |keep: &dyn Fn(&crate::diagnose::BehaviourGroup) -> bool| -> RankSet {
+        d.groups.iter().filter(|g| keep(g)).flat_map(|g| g.ranks.as_slice().iter().copied()).collect()
+    };
+    let waiting = ranks_where(&|g| g.stuck && !g.culprit);
+    let without_dump = ranks_where(&|g| g.culprit && g.position == Position::NoDump);
+    if d.category == Category::Straggler {
+        let interval = d.straggler.as_ref().and_then(|s| s.slow_interval.as_ref());
+        let Some(from) = interval.and_then(|i| i.from.call_site.as_ref()) else {
+            return format!(
+                "rank(s) {} reach `{}` at {at} later than their peers, who wait there for them",
+                d.culprit_ranks, b.source
+            );
+        };
+        let wraps = if from.file == b.file && from.line > b.line {
+            " (the loop's next iteration)"
+        } else {
+            ""
+        };
+        return format!(
+            "rank(s) {} reach `{}` at {at}{wraps} about {:.0} ms later than their peers: the code run after {}:{} and before this line is slower on rank(s) {} (data loading, host work, a rank-local branch)",
+            d.culprit_ranks,
+            b.source,
+            interval.map_or(0.0, |i| i.mean_extra_ms),
+            short_path(&from.file),
+            from.line,
+            d.culprit_ranks
+        );
+    }
+    let who = if waiting.is_empty() { "ranks".to_owned() } else { format!("rank(s) {waiting}") };
+    let mut text = format!("{who} wait in `{}` at {at}", b.source);
+    if !without_dump.is_empty() {
+        text.push_str(&format!(
+            "; rank(s) {without_dump} left no dump, so where they stopped is not known"
+        ));
+    }
+    let others: RankSet =
+        d.culprit_ranks.as_slice().iter().copied().filter(|&r| !without_dump.contains(r)).collect();
+    if !others.is_empty() {
+        text.push_str(&format!(
+            "; rank(s) {others} did not reach it (see their position under Behavioural groups)"
+        ));
+    }
+    text
+}
+
 /// Command-line configuration is the same on every rank unless the launcher differs, so it
 /// ranks below what is rank-local by construction.
 fn origin_rank(d: &DependenceItem) -> u8 {
@@ -435,7 +560,8 @@ fn origin_rank(d: &DependenceItem) -> u8 {
     }
 }
 
-fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Category) -> String {
+fn explain(b: &BranchPoint, d: &Diagnosis, module: &Module) -> String {
+    let (culprits, category) = (&d.culprit_ranks, d.category);
     let at = format!("{}:{}", short_path(&b.file), b.line);
     let kinds: Vec<&str> = {
         let mut k: Vec<&DependenceItem> = b.dependence.iter().collect();
@@ -465,12 +591,9 @@ fn explain(b: &BranchPoint, culprits: &RankSet, module: &Module, category: Categ
         (None, true) => String::new(),
     };
     match b.construct.as_str() {
+        "call" if category != Category::MetadataMismatch => waiting_at_call(b, d, &at),
         "call" => {
-            let what = if category == Category::MetadataMismatch {
-                "with other sizes or dtypes than their peers"
-            } else {
-                "here"
-            };
+            let what = "with other sizes or dtypes than their peers";
             let origins: Vec<&str> =
                 b.dependence.iter().take(2).map(|d| d.evidence.as_str()).collect();
             let origin = if origins.is_empty() {

@@ -24,7 +24,7 @@ pub struct Earliest {
     /// Indices into `mismatch.sides` of the sides that departed.
     pub departed: Vec<usize>,
     pub departure: Departure,
-    /// How the reference side was chosen, for the evidence list.
+    /// Why the reference side is taken as the normal path, for the evidence list.
     pub reference_reason: &'static str,
 }
 
@@ -140,7 +140,7 @@ fn choose_reference(
         issued.iter().copied().max_by_key(|&i| (size(i), std::cmp::Reverse(i))).unwrap_or(0);
     let tied: Vec<usize> = issued.iter().copied().filter(|&i| size(i) == size(largest)).collect();
     if tied.len() < 2 {
-        return (largest, "most ranks are on this side");
+        return (largest, "most ranks took it");
     }
     let history = |i: usize| -> Option<(Vec<Token>, Token)> {
         let class = group.class_of(m.sides[i].holder?)?;
@@ -154,7 +154,7 @@ fn choose_reference(
     if fits.len() == 1 {
         return (
             fits[0],
-            "even split: this side's collective continues the pattern all ranks followed before",
+            "the ranks split evenly, and theirs continues the pattern all ranks followed before",
         );
     }
     let seen: Vec<usize> = tied
@@ -165,12 +165,12 @@ fn choose_reference(
     if seen.len() == 1 {
         return (
             seen[0],
-            "even split: the other side's collective was never issued before (a new call site)",
+            "the ranks split evenly, and the other side's collective was never issued before (a new call site)",
         );
     }
     (
         largest,
-        "even split with no pattern to tell the sides apart: the side with the lowest ranks is the reference",
+        "the ranks split evenly with no pattern to tell the sides apart, so the lowest ranks' side is taken",
     )
 }
 

@@ -15,7 +15,7 @@ use crate::model::{RankSet, State, Trace};
 
 pub use earliest::{Departure, Earliest, is_conflict};
 pub use position::{At, Position};
-pub use timing::Straggler;
+pub use timing::{IntervalEnd, SiteRef, SlowInterval, Straggler};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -260,6 +260,19 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
             s.median_lead_ms,
             100.0 * s.share_of_waiting
         );
+        if let Some(i) = &s.slow_interval {
+            d.evidence.push(format!(
+                "rank {} loses its time between {} and {} (latest: seq {} to {}): {:.1} ms more than its peers on average, {} time(s), {:.0}% of its extra time",
+                s.rank,
+                interval_end_text(&i.from),
+                interval_end_text(&i.to),
+                i.from.collective_seq_id,
+                i.to.collective_seq_id,
+                i.mean_extra_ms,
+                i.occurrences,
+                100.0 * i.share_of_extra
+            ));
+        }
         d.straggler = Some(s);
         return;
     }
@@ -397,7 +410,11 @@ fn conflict(
             reference.ranks
         ),
     };
-    d.evidence.push(format!("reference side: {}", e.reference_reason));
+    d.evidence.push(if e.departure == Departure::Numel {
+        e.reference_reason.to_owned()
+    } else {
+        format!("rank(s) {} are taken as the normal path: {}", reference.ranks, e.reference_reason)
+    });
     let later = group.mismatches.iter().filter(|x| x.seq > m.seq).count();
     if later > 0 {
         d.evidence
@@ -589,6 +606,16 @@ fn breaks_group_order(trace: &Trace, group: &BehaviourGroup) -> bool {
 
 pub(crate) fn short_path(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+/// `all_reduce at train.py:64`, or without frames `all_reduce`.
+fn interval_end_text(end: &timing::IntervalEnd) -> String {
+    let site = end
+        .call_site
+        .as_ref()
+        .map(|f| format!(" at {}:{}", short_path(&f.file), f.line))
+        .unwrap_or_default();
+    format!("{}{site}", end.op)
 }
 
 pub(crate) fn sizes_text(sizes: &[Vec<i64>]) -> String {

@@ -24,11 +24,15 @@ pub struct Report<'a> {
     groups: Vec<Group>,
     earliest_mismatch: Option<Earliest>,
     stuck_at: Option<At>,
+    /// For `straggler`: the measurements behind it and where the time goes.
+    straggler: Option<&'a crate::diagnose::Straggler>,
     process_groups: Vec<PgView>,
     mismatches: Vec<MismatchView>,
     p2p_mismatches: Vec<P2pView<'a>>,
     code: Option<Code<'a>>,
     probes: &'a [Probe],
+    /// What to run to confirm the verdict (crate::next_steps), probes first when code is known.
+    next_steps: Vec<crate::next_steps::NextStep>,
     warnings: &'a [Warning],
 }
 
@@ -189,6 +193,7 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             headline: d.headline.clone(),
         },
         evidence: &d.evidence,
+        straggler: d.straggler.as_ref(),
         groups: d.groups.iter().map(|g| group(t, &a.alignment, g)).collect(),
         earliest_mismatch: d.earliest.as_ref().map(|e| Earliest {
             process_group: pg_ref(&t.process_groups[e.mismatch.pg]),
@@ -234,6 +239,7 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             not_found: &c.not_found,
         }),
         probes: &a.probes,
+        next_steps: crate::next_steps::next_steps(a),
         warnings: &t.warnings,
     }
 }

@@ -11,7 +11,23 @@ pub use json::{SCHEMA_VERSION, to_json, write_json};
 pub use perfetto::write_perfetto;
 pub use text::{TextOptions, escape_controls, write_text};
 
+use crate::Analysis;
+use crate::diagnose::Category;
 use crate::model::RankSet;
+
+/// Why an analysis has no Code section, in one sentence (text and HTML say the same).
+pub(crate) fn no_code_reason(a: &Analysis) -> &'static str {
+    let has_frames =
+        a.trace.ranks.iter().flat_map(|r| &r.entries).any(|e| e.stack().is_some_and(|s| !s.is_empty()));
+    if a.diagnosis.category == Category::Healthy {
+        "the job is healthy: there is no branch point to show"
+    } else if !has_frames {
+        "the dumps carry no stack frames (JSON dumps never do; pickle dumps do unless \
+         TORCH_INCLUDE_STACK_TRACE=0), so no line of code can be shown"
+    } else {
+        "no collective's stacks on the two sides could be compared"
+    }
+}
 
 /// Paths serialize as text, non-UTF-8 bytes replaced (a file name on disk need not be UTF-8,
 /// a JSON string must be).

@@ -74,6 +74,30 @@ struct SliceArgs<'a> {
     /// Neither start nor completion was recorded (Gloo): the slice has a nominal width.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     dur_unknown: bool,
+    /// The innermost user frame (`file:line in function`), then the library path below it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_site: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<String>,
+    /// The recorded Python stack, innermost first, one frame per line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack: Option<String>,
+}
+
+/// Frames kept in a slice's stack argument (deeper ones are counted, not listed).
+const MAX_STACK_FRAMES: usize = 64;
+
+fn frame_text(f: &crate::model::Frame) -> String {
+    format!("{}:{} in {}", f.file, f.line, f.function)
+}
+
+fn stack_text(e: &Entry) -> Option<String> {
+    let stack = e.stack().filter(|s| !s.is_empty())?;
+    let mut lines: Vec<String> = stack.iter().take(MAX_STACK_FRAMES).map(frame_text).collect();
+    if stack.len() > MAX_STACK_FRAMES {
+        lines.push(format!("… {} more frame(s)", stack.len() - MAX_STACK_FRAMES));
+    }
+    Some(lines.join("\n"))
 }
 
 /// Streams events as elements of the `traceEvents` array.
@@ -243,6 +267,9 @@ fn rank_events(sink: &mut Sink<'_>, tracks: &Tracks, dump: &RankDump) -> io::Res
             record_id: e.record_id,
             recorded_dur_us: recorded.filter(|_| cut).map(us),
             dur_unknown: recorded.is_none(),
+            call_site: e.call_site().map(frame_text),
+            via: e.library_path(),
+            stack: stack_text(e),
         };
         let name =
             e.op().profiling_name.split_once(':').map_or(&*e.op().profiling_name, |(_, rest)| rest);
@@ -263,6 +290,7 @@ fn recorded_dur_ns(e: &Entry) -> Option<i64> {
 
 #[derive(Serialize)]
 struct MarkArgs<'a> {
+    verdict: &'a str,
     kind: &'a str,
     role: &'a str,
     issued: bool,
@@ -296,7 +324,13 @@ fn mismatch_events(sink: &mut Sink<'_>, tracks: &Tracks, a: &Analysis) -> io::Re
             else {
                 continue;
             };
-            let args = MarkArgs { kind, role, issued, headline: &a.diagnosis.headline };
+            let args = MarkArgs {
+                verdict: a.diagnosis.category.as_str(),
+                kind,
+                role,
+                issued,
+                headline: &a.diagnosis.headline,
+            };
             let mut ev =
                 Event::new(&name, "mismatch", "i", rank, tracks.tid(entry), tracks.ts(entry), args);
             ev.s = Some("t");
@@ -317,7 +351,12 @@ fn stuck_events(sink: &mut Sink<'_>, tracks: &Tracks, a: &Analysis) -> io::Resul
             let Some(entry) = g.entries_at(&a.trace, rank, at.seq).last().copied() else {
                 continue;
             };
-            let args = StuckArgs { waiting_for: &waiting, culprit: group.culprit };
+            let args = StuckArgs {
+                waiting_for: &waiting,
+                culprit: group.culprit,
+                verdict: a.diagnosis.category.as_str(),
+                headline: &a.diagnosis.headline,
+            };
             let mut ev =
                 Event::new(&name, "stuck", "i", rank, tracks.tid(entry), tracks.ts(entry), args);
             ev.s = Some("t");
@@ -331,6 +370,8 @@ fn stuck_events(sink: &mut Sink<'_>, tracks: &Tracks, a: &Analysis) -> io::Resul
 struct StuckArgs<'a> {
     waiting_for: &'a str,
     culprit: bool,
+    verdict: &'a str,
+    headline: &'a str,
 }
 
 #[derive(Serialize)]

@@ -6,7 +6,8 @@ use std::io::{self, Write};
 
 use crate::Analysis;
 use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
-use crate::model::{RankSet, Trace, format_ranks};
+use crate::align::{GroupAlignment, Mismatch, MismatchKind};
+use crate::model::{Entry, RankSet, Trace, format_ranks};
 
 /// Candidates after the best one shown as "also possible" (JSON `code.candidates` has them all).
 const ALSO_POSSIBLE: usize = 2;
@@ -16,6 +17,8 @@ pub struct TextOptions {
     pub color: bool,
     /// Mismatch rows listed per group before the rest are summarised.
     pub max_mismatches: usize,
+    /// Terminal width to wrap lines at (`None`: lines stay whole, for pipes and files).
+    pub width: Option<usize>,
 }
 
 struct Paint {
@@ -47,8 +50,107 @@ impl Paint {
 /// paths, messages) reaches the terminal with its control characters escaped (see
 /// [`escape_controls`]), so a dump cannot retitle, clear or rewrite the terminal.
 pub fn write_text(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::Result<()> {
-    let mut escaping = Escaping { out, color: options.color };
-    write_report(a, options, &mut escaping)
+    let Some(width) = options.width else {
+        let mut escaping = Escaping { out, color: options.color };
+        return write_report(a, options, &mut escaping);
+    };
+    let mut rendered = Vec::new();
+    write_report(a, options, &mut Escaping { out: &mut rendered, color: options.color })?;
+    for line in String::from_utf8_lossy(&rendered).lines() {
+        for piece in wrap_line(line, width) {
+            writeln!(out, "{piece}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Narrowest width wrapped to; below it a hanging indent leaves no room for words.
+const MIN_WIDTH: usize = 40;
+
+/// Splits a line longer than `width` columns at spaces, continuing under its own indent plus
+/// four (a numbered code line continues under its code). Colour codes take no columns; a word
+/// longer than the room is cut.
+fn wrap_line(line: &str, width: usize) -> Vec<String> {
+    let width = width.max(MIN_WIDTH);
+    if visible_columns(line) <= width {
+        return vec![line.to_owned()];
+    }
+    let rest = line.trim_start();
+    let indent = &line[..line.len() - rest.len()];
+    let hang = match line.find(" | ") {
+        Some(bar) if line[..bar].trim().trim_start_matches('>').trim().parse::<u32>().is_ok() => {
+            visible_columns(&line[..bar]) + 3
+        }
+        _ => indent.len() + 4,
+    }
+    .min(width / 2);
+    let mut lines = Vec::new();
+    let mut current = indent.to_owned();
+    let mut used = visible_columns(indent);
+    let mut line_empty = true;
+    for word in rest.split(' ') {
+        let columns = visible_columns(word);
+        if !line_empty && used + 1 + columns > width {
+            lines.push(std::mem::replace(&mut current, " ".repeat(hang)));
+            used = hang;
+            line_empty = true;
+        }
+        if line_empty && word.is_empty() && !lines.is_empty() {
+            continue; // the spaces where the line was broken
+        }
+        if !line_empty {
+            current.push(' ');
+            used += 1;
+        }
+        let mut word = word;
+        while used + visible_columns(word) > width {
+            let cut = cut_at_columns(word, width.saturating_sub(used).max(1));
+            current.push_str(&word[..cut]);
+            lines.push(std::mem::replace(&mut current, " ".repeat(hang)));
+            used = hang;
+            word = &word[cut..];
+        }
+        current.push_str(word);
+        used += visible_columns(word);
+        line_empty = false;
+    }
+    lines.push(current);
+    lines
+}
+
+/// Columns a string takes on a terminal: characters, not counting colour codes.
+fn visible_columns(text: &str) -> usize {
+    let mut columns = 0;
+    let mut in_escape = false;
+    for c in text.chars() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, _) => columns += 1,
+        }
+    }
+    columns
+}
+
+/// The byte offset after `columns` visible characters of `text` (at least one character).
+fn cut_at_columns(text: &str, columns: usize) -> usize {
+    let mut seen = 0;
+    let mut in_escape = false;
+    for (at, c) in text.char_indices() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, _) => {
+                if seen == columns.max(1) {
+                    return at;
+                }
+                seen += 1;
+            }
+        }
+    }
+    text.len()
 }
 
 /// Control characters as visible escapes: C0 (ESC, BEL, CR, NUL...) but newline and tab,
@@ -135,8 +237,19 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
     }
 
     writeln!(out, "\n{}", p.bold("Behavioural groups"))?;
-    for g in &d.groups {
-        writeln!(out, "{}", group_line(t, a, g, &p))?;
+    let lines: Vec<String> = d.groups.iter().map(|g| group_line(t, a, g)).collect();
+    for (i, (g, line)) in d.groups.iter().zip(&lines).enumerate() {
+        let twins: Vec<&BehaviourGroup> = d
+            .groups
+            .iter()
+            .zip(&lines)
+            .enumerate()
+            .filter(|(j, (_, other))| *j != i && *other == line)
+            .map(|(_, (other, _))| other)
+            .collect();
+        let who = format!("{:>12}", ranks_label(&g.ranks));
+        let who = if g.culprit { p.red(&who) } else { who };
+        writeln!(out, "  {who}  {line}{}", how_it_differs(g, &twins))?;
     }
 
     if let Some(e) = &d.earliest {
@@ -157,6 +270,10 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
         }
     }
 
+    if a.code.is_none() && d.category != Category::Healthy {
+        writeln!(out, "\n{}", p.bold("Code"))?;
+        writeln!(out, "  {}", p.dim(&format!("no code: {}", super::no_code_reason(a))))?;
+    }
     if let Some(code) = &a.code {
         writeln!(out, "\n{}", p.bold("Code"))?;
         if let Some(b) = &code.branch {
@@ -214,7 +331,12 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
                     .take(3)
                     .map(|f| format!("{}:{} {}", short_path(&f.file), f.line, f.function))
                     .collect();
-                writeln!(out, "  {} rank(s) {}: {}", s.role, s.ranks, top.join(" < "))?;
+                let side = match s.role {
+                    "departed" => "culprits",
+                    "waiting" => "waiting",
+                    _ => "normal path",
+                };
+                writeln!(out, "  {side}, rank(s) {}: {}", s.ranks, top.join(" < "))?;
             }
         }
     }
@@ -235,6 +357,18 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
                 probe.line,
                 probe.description
             )?;
+        }
+    }
+
+    let steps = crate::next_steps::next_steps(a);
+    if !steps.is_empty() {
+        writeln!(out, "\n{}", p.bold("Next steps"))?;
+        for (i, step) in steps.iter().enumerate() {
+            writeln!(out, "  {}. {}", i + 1, step.title)?;
+            if let Some(command) = &step.command {
+                writeln!(out, "       {}", p.bold(command))?;
+            }
+            writeln!(out, "       {}", p.dim(&step.why))?;
         }
     }
 
@@ -265,10 +399,9 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
     Ok(())
 }
 
-fn group_line(t: &Trace, a: &Analysis, g: &BehaviourGroup, p: &Paint) -> String {
-    let who = format!("{:>12}", ranks_label(&g.ranks));
-    let who = if g.culprit { p.red(&who) } else { who };
-    let what = match &g.position {
+/// What a group's ranks are doing, without the ranks.
+fn group_line(t: &Trace, a: &Analysis, g: &BehaviourGroup) -> String {
+    match &g.position {
         Position::NoDump => "left no readable dump".to_owned(),
         Position::Idle => "recorded no collective".to_owned(),
         Position::At(at) => {
@@ -293,8 +426,41 @@ fn group_line(t: &Trace, a: &Analysis, g: &BehaviourGroup, p: &Paint) -> String 
             };
             format!("{verb} {} seq {} of {pg}{site}{waiting}", at.op, at.seq)
         }
-    };
-    format!("  {who}  {what}")
+    }
+}
+
+/// Groups are split on everything their position records; when two print the same line, the
+/// hidden difference (completion flag, NCCL state, sizes, dtypes, stack) is said.
+fn how_it_differs(g: &BehaviourGroup, twins: &[&BehaviourGroup]) -> String {
+    let Position::At(at) = &g.position else { return String::new() };
+    let others: Vec<&crate::diagnose::At> = twins
+        .iter()
+        .filter_map(|t| if let Position::At(o) = &t.position { Some(o) } else { None })
+        .collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    let mut notes = Vec::new();
+    if others.iter().any(|o| o.completed != at.completed) {
+        notes.push(match at.completed {
+            Some(true) => "its dump marks the collective completed".to_owned(),
+            Some(false) => "its dump marks the collective not completed".to_owned(),
+            None => "its dump does not say whether it completed".to_owned(),
+        });
+    }
+    if others.iter().any(|o| o.state != at.state) {
+        notes.push(format!("state {}", at.state.as_str()));
+    }
+    if others.iter().any(|o| o.input_sizes != at.input_sizes) {
+        notes.push(format!("sizes {}", crate::diagnose::sizes_text(&at.input_sizes)));
+    }
+    if others.iter().any(|o| o.dtypes != at.dtypes) {
+        notes.push(format!("dtype {}", crate::diagnose::dtypes_text(&at.dtypes)));
+    }
+    if notes.is_empty() && others.iter().any(|o| o.token != at.token) {
+        notes.push("called through another stack".to_owned());
+    }
+    if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) }
 }
 
 fn ranks_label(r: &RankSet) -> String {
@@ -314,34 +480,176 @@ fn write_mismatches(
     }
     writeln!(out, "\n{} ({total})", p.bold("Mismatches"))?;
     let limit = if options.max_mismatches == 0 { 5 } else { options.max_mismatches };
+    let dumped: RankSet = a.trace.ranks.iter().map(|r| r.rank).collect();
     for g in &a.alignment.groups {
         let pg = a.trace.process_groups[g.pg].label();
-        for m in g.mismatches.iter().take(limit) {
-            let sides: Vec<String> = m
-                .sides
-                .iter()
-                .map(|s| {
-                    let what = s
-                        .holder
-                        .and_then(|h| g.entries_at(&a.trace, h, m.seq).first().copied())
-                        .map_or("not issued".to_owned(), |e| {
-                            format!(
-                                "{} {}",
-                                e.op().name,
-                                crate::diagnose::sizes_text(e.input_sizes())
-                            )
-                        });
-                    format!("{}: {what}", s.ranks)
-                })
-                .collect();
-            writeln!(out, "  {pg} seq {:<6} {:<8} {}", m.seq, m.kind.as_str(), sides.join(" | "))?;
+        let rows = mismatch_rows(a, g, &dumped);
+        for (seqs, kind, sides) in rows.iter().take(limit) {
+            writeln!(out, "  {pg} seq {seqs:<6} {kind:<8} {sides}")?;
         }
-        if g.mismatches.len() > limit {
-            writeln!(out, "  {pg}: {} more (see --format json)", g.mismatches.len() - limit)?;
+        if rows.len() > limit {
+            writeln!(out, "  {pg}: {} more row(s) (see --format json)", rows.len() - limit)?;
         }
         for m in g.p2p_mismatches.iter().take(limit) {
             writeln!(out, "  {pg} p2p {}->{} #{}: {:?}", m.src, m.dst, m.index, m.kind)?;
         }
     }
     Ok(())
+}
+
+/// Mismatch rows of one group as (seqs, kind, sides): consecutive seqs that the same ranks
+/// never issued collapse into one row; every other row shows, side by side, the fields that
+/// differ between the sides (op and sizes always, dtypes, output sizes and call sites when
+/// they differ).
+fn mismatch_rows(
+    a: &Analysis,
+    g: &GroupAlignment,
+    dumped: &RankSet,
+) -> Vec<(String, &'static str, String)> {
+    let not_issued = |m: &Mismatch| -> RankSet {
+        m.sides.iter().filter(|s| s.holder.is_none()).flat_map(|s| s.ranks.as_slice()).copied().collect()
+    };
+    let absent_text = |ranks: &RankSet| {
+        let no_dump = ranks.as_slice().iter().all(|&r| !dumped.contains(r));
+        format!("{ranks}: not issued{}", if no_dump { " (no dump)" } else { "" })
+    };
+    let mut rows = Vec::new();
+    let mut i = 0;
+    while i < g.mismatches.len() {
+        let m = &g.mismatches[i];
+        let mut end = i + 1;
+        if m.kind == MismatchKind::Missing {
+            let absent = not_issued(m);
+            while end < g.mismatches.len()
+                && g.mismatches[end].kind == MismatchKind::Missing
+                && g.mismatches[end].seq == g.mismatches[end - 1].seq + 1
+                && not_issued(&g.mismatches[end]) == absent
+            {
+                end += 1;
+            }
+            if end - i > 1 {
+                let run = &g.mismatches[i..end];
+                let issued: RankSet = m
+                    .sides
+                    .iter()
+                    .filter(|s| s.holder.is_some())
+                    .flat_map(|s| s.ranks.as_slice())
+                    .copied()
+                    .collect();
+                let ops = op_counts(run.iter().filter_map(|m| {
+                    let holder = m.sides.iter().find_map(|s| s.holder)?;
+                    Some(g.entries_at(&a.trace, holder, m.seq).first()?.op().name.clone())
+                }));
+                rows.push((
+                    format!("{}–{}", m.seq, run[run.len() - 1].seq),
+                    m.kind.as_str(),
+                    format!("{} | {issued}: issued {ops}", absent_text(&absent)),
+                ));
+                i = end;
+                continue;
+            }
+        }
+        let entries: Vec<Option<&Entry>> = m
+            .sides
+            .iter()
+            .map(|s| s.holder.and_then(|h| g.entries_at(&a.trace, h, m.seq).first().copied()))
+            .collect();
+        let issued: Vec<&Entry> = entries.iter().flatten().copied().collect();
+        let differs = |f: &dyn Fn(&Entry) -> String| issued.windows(2).any(|w| f(w[0]) != f(w[1]));
+        let dtypes = |e: &Entry| crate::diagnose::dtypes_text(e.input_dtypes());
+        let outputs = |e: &Entry| crate::diagnose::sizes_text(e.output_sizes());
+        let site = |e: &Entry| {
+            e.call_site().map(|f| format!("{}:{}", short_path(&f.file), f.line)).unwrap_or_default()
+        };
+        let (show_dtypes, show_outputs, show_sites) = (
+            m.kind == MismatchKind::Dtype || differs(&dtypes),
+            // Output sizes say something of their own for gathers, scatters and splits.
+            m.kind == MismatchKind::Numel
+                || differs(&outputs)
+                    && issued
+                        .iter()
+                        .any(|e| outputs(e) != crate::diagnose::sizes_text(e.input_sizes())),
+            differs(&site),
+        );
+        let sides: Vec<String> = m
+            .sides
+            .iter()
+            .zip(&entries)
+            .map(|(s, e)| match e {
+                None => absent_text(&s.ranks),
+                Some(e) => {
+                    let mut what =
+                        format!("{} {}", e.op().name, crate::diagnose::sizes_text(e.input_sizes()));
+                    if show_outputs {
+                        what.push_str(&format!(" -> {}", outputs(e)));
+                    }
+                    if show_dtypes {
+                        what.push_str(&format!(" {}", dtypes(e)));
+                    }
+                    if show_sites && !site(e).is_empty() {
+                        what.push_str(&format!(" at {}", site(e)));
+                    }
+                    format!("{}: {what}", s.ranks)
+                }
+            })
+            .collect();
+        rows.push((m.seq.to_string(), m.kind.as_str(), sides.join(" | ")));
+        i = end;
+    }
+    rows
+}
+
+/// Op names in order of first appearance with their counts: `broadcast ×4, all_reduce ×5`.
+fn op_counts(names: impl Iterator<Item = std::sync::Arc<str>>) -> String {
+    let mut counts: Vec<(std::sync::Arc<str>, usize)> = Vec::new();
+    for name in names {
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(n, c)| if *c == 1 { n.to_string() } else { format!("{n} ×{c}") })
+        .collect();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_lines_stay_whole() {
+        assert_eq!(wrap_line("  a short line", 80), vec!["  a short line"]);
+    }
+
+    #[test]
+    fn long_lines_break_at_spaces_under_a_hanging_indent() {
+        let line = format!("  {}", "word ".repeat(30).trim_end());
+        let wrapped = wrap_line(&line, 40);
+        assert!(wrapped.len() > 1);
+        assert!(wrapped.iter().all(|l| l.chars().count() <= 40), "{wrapped:#?}");
+        assert!(wrapped[1..].iter().all(|l| l.starts_with("      word")), "{wrapped:#?}");
+        let words: usize = wrapped.iter().map(|l| l.split_whitespace().count()).sum();
+        assert_eq!(words, 30);
+    }
+
+    #[test]
+    fn code_lines_continue_under_their_code_and_long_words_are_cut() {
+        let line = format!("  >    43 |     {}", "x".repeat(100));
+        let wrapped = wrap_line(&line, 50);
+        assert!(wrapped.iter().all(|l| l.chars().count() <= 50), "{wrapped:#?}");
+        let hang = "  >    43 | ".len();
+        assert!(wrapped[1..].iter().all(|l| l[..hang].trim().is_empty()), "{wrapped:#?}");
+        assert_eq!(wrapped.concat().matches('x').count(), 100);
+    }
+
+    #[test]
+    fn colour_codes_take_no_columns() {
+        let red = "\x1b[1;31mred\x1b[0m";
+        assert_eq!(visible_columns(red), 3);
+        let line = format!("{red} {}", "y ".repeat(20));
+        assert!(wrap_line(&line, 40).iter().all(|l| visible_columns(l) <= 40));
+    }
 }

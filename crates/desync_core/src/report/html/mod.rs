@@ -15,7 +15,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use crate::Analysis;
-use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
+use crate::diagnose::{BehaviourGroup, Position, short_path};
 use crate::model::{Trace, format_ranks};
 
 const STYLE: &str = include_str!("style.css");
@@ -67,6 +67,7 @@ pub fn write_html(a: &Analysis, options: &HtmlOptions, out: &mut dyn Write) -> i
     timeline_section(a, out)?;
     code(a, out)?;
     probes(a, out)?;
+    next_steps(a, out)?;
     warnings(a, out)?;
     footer(a, out)?;
     writeln!(out, "</main>\n<div id=\"tip\" role=\"tooltip\" hidden></div>")?;
@@ -274,12 +275,8 @@ fn timeline_section(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
 fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "<section id=\"code\">\n<h2>Code</h2>")?;
     let Some(c) = &a.code else {
-        let why = if a.diagnosis.category == Category::Healthy {
-            "The job is healthy: there is no branch point to show."
-        } else {
-            "The dumps carry no stack frames (JSON dumps never do), so the branch point cannot be shown."
-        };
-        return writeln!(out, "<p class=\"dim\">{why}</p>\n</section>");
+        let why = super::no_code_reason(a);
+        return writeln!(out, "<p class=\"dim\">No code: {why}.</p>\n</section>");
     };
     if let Some(b) = &c.branch {
         let function = b.function.as_deref().map(|f| format!(" in {f}()")).unwrap_or_default();
@@ -407,6 +404,25 @@ fn probes(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(out, "</section>")
+}
+
+fn next_steps(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let steps = crate::next_steps::next_steps(a);
+    if steps.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "<section id=\"next-steps\">\n<h2>Next steps</h2>\n<ol>")?;
+    for step in &steps {
+        let command =
+            step.command.as_ref().map(|c| format!("<pre>{}</pre>", Esc(c))).unwrap_or_default();
+        writeln!(
+            out,
+            "<li><strong>{}</strong>{command}<p class=\"dim\">{}</p></li>",
+            Esc(&step.title),
+            Esc(&step.why)
+        )?;
+    }
+    writeln!(out, "</ol>\n</section>")
 }
 
 fn warnings(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {

@@ -1,0 +1,296 @@
+//! What to run next to confirm a verdict, per category, as data: the table below is the only
+//! place that knows which tools and settings confirm what (NCCL's logging, the kernel log,
+//! py-spy, torch's own consistency checks). Reports fill in the culprit ranks, the group and
+//! the collective; nothing here describes what a rank without a dump did.
+
+use crate::Analysis;
+use crate::diagnose::{Category, Position};
+use crate::model::RankSet;
+
+/// One step: what to do, the command or setting (placeholders filled in), and what it shows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NextStep {
+    pub title: String,
+    /// A shell command or an environment setting; `None` for steps that are only advice.
+    pub command: Option<String>,
+    pub why: String,
+}
+
+/// A step of the table. Placeholders: `{culprits}` (rank set), `{culprit}` (the first culprit
+/// rank), `{pg}` (group label), `{seq}`, `{op}` and `{input}` (the dumps analysed).
+struct Template {
+    title: &'static str,
+    command: Option<&'static str>,
+    why: &'static str,
+}
+
+const fn step(title: &'static str, command: &'static str, why: &'static str) -> Template {
+    Template { title, command: Some(command), why }
+}
+
+const fn advice(title: &'static str, why: &'static str) -> Template {
+    Template { title, command: None, why }
+}
+
+const PY_SPY_NATIVE: Template = step(
+    "Dump the stuck rank's Python and native stacks",
+    "py-spy dump --native --pid <pid of rank {culprit}>",
+    "shows whether rank {culprit} is inside the NCCL kernel launch, a CUDA sync or Python code",
+);
+
+const PY_SPY_CULPRIT: Template = step(
+    "See where the late rank is",
+    "py-spy dump --pid <pid of rank {culprit}>",
+    "rank {culprit} is alive but has not issued {op} seq {seq}: its Python stack shows the \
+     line it is on (data loading, checkpoint I/O, a lock, a rank-local loop)",
+);
+
+const TORCH_DEBUG_DETAIL: Template = step(
+    "Let torch check every collective across ranks on the rerun",
+    "TORCH_DISTRIBUTED_DEBUG=DETAIL",
+    "before each collective, torch compares op, shapes and dtypes across the ranks of the \
+     group and raises on the first mismatch with both sides' descriptions (slower; use it \
+     on the rerun that reproduces the hang)",
+);
+
+const STEPS: &[(Category, &[Template])] = &[
+    (
+        Category::GpuHang,
+        &[
+            PY_SPY_NATIVE,
+            step(
+                "Look for GPU faults on rank {culprit}'s host",
+                "sudo dmesg -T | grep -i -E 'xid|nvrm'",
+                "an Xid error (79: fallen off the bus, 48/63/64: ECC, 13/31: a faulting kernel) \
+                 explains a collective that never started or never finished",
+            ),
+            step(
+                "Rerun with NCCL's own logging",
+                "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,NET",
+                "NCCL logs each rank's transport and the collective it enqueues; a rank that \
+                 logs no COLL line for {op} seq {seq} never reached NCCL",
+            ),
+            step(
+                "Ask NCCL's RAS service which ranks are unresponsive (NCCL 2.24 and later)",
+                "ncclras",
+                "run on any node of the live job: NCCL reports dead or unresponsive peers and \
+                 the collectives each communicator is stuck in",
+            ),
+            step(
+                "Check the GPU's health on that host",
+                "nvidia-smi -q -d ECC,PAGE_RETIREMENT,PERFORMANCE",
+                "uncorrectable ECC errors, retired pages or a throttled GPU point at the hardware",
+            ),
+        ],
+    ),
+    (
+        Category::Stall,
+        &[
+            PY_SPY_CULPRIT,
+            step(
+                "Find the last line the late rank logged",
+                "grep -n -E 'step|epoch|Traceback' <log of rank {culprit}> | tail",
+                "the step it stopped at, compared with its peers', dates the stall",
+            ),
+        ],
+    ),
+    (
+        Category::Crash,
+        &[
+            step(
+                "Find why rank {culprit}'s process ended",
+                "grep -n -E 'Traceback|Error|Killed|out of memory|Signal' <log of rank {culprit}>",
+                "rank(s) {culprits} left no dump: their own log (or torchrun's error file, \
+                 TORCHELASTIC_ERROR_FILE) holds the exception or the signal",
+            ),
+            step(
+                "Check rank {culprit}'s host for the OOM killer",
+                "sudo dmesg -T | grep -i -E 'out of memory|killed process'",
+                "a process killed for host memory leaves no Python traceback and no dump",
+            ),
+            step(
+                "Record the exception on the next run",
+                "decorate main with torch.distributed.elastic.multiprocessing.errors.record",
+                "torchrun then writes the failing rank's traceback to its error file and \
+                 reports it as the root cause",
+            ),
+        ],
+    ),
+    (
+        Category::Deadlock,
+        &[
+            // Not TORCH_DISTRIBUTED_DEBUG: its per-group check would block the same way.
+            advice(
+                "Issue collectives of different groups in one order on every rank",
+                "each rank blocks in a different group's collective: a rank-dependent branch \
+                 or loop orders the groups differently (the probes log each rank's order)",
+            ),
+        ],
+    ),
+    (Category::Divergence, &[TORCH_DEBUG_DETAIL]),
+    (Category::MetadataMismatch, &[TORCH_DEBUG_DETAIL]),
+    (
+        Category::Straggler,
+        &[
+            step(
+                "Profile the slow rank while the job runs",
+                "py-spy record --idle -d 60 -o rank{culprit}.svg --pid <pid of rank {culprit}>",
+                "a flame graph of where rank {culprit} spends the time its peers wait (compare \
+                 with one peer's)",
+            ),
+            step(
+                "Compare the hosts' clocks",
+                "chronyc tracking",
+                "enqueue times come from each host's clock: a skew of the size of the lead \
+                 can make a straggler of an on-time rank",
+            ),
+        ],
+    ),
+    (
+        Category::Inconclusive,
+        &[step(
+            "Collect a dump from every rank",
+            "TORCH_FR_DUMP_TEMP_FILE=<shared dir>/nccl_trace_rank_ TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+            "the verdict needs every rank's recorder; ranks whose dump is missing or \
+             unreadable are listed under Warnings",
+        )],
+    ),
+];
+
+/// The steps for this analysis: the category's table rows with the culprits filled in, then
+/// the probes when the code is known.
+pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
+    let d = &a.diagnosis;
+    let Some((_, templates)) = STEPS.iter().find(|(c, _)| *c == d.category) else {
+        return Vec::new();
+    };
+    let fill = |text: &str| fill_in(text, a);
+    let mut steps: Vec<NextStep> = templates
+        .iter()
+        .map(|t| NextStep {
+            title: fill(t.title),
+            command: t.command.map(fill),
+            why: fill(t.why),
+        })
+        .collect();
+    if !a.probes.is_empty() {
+        let mut sites: Vec<String> = a
+            .probes
+            .iter()
+            .map(|p| format!("{}:{}", crate::diagnose::short_path(&p.file), p.line))
+            .collect();
+        sites.dedup();
+        let probes = NextStep {
+            title: "Apply the probes and rerun".into(),
+            command: Some(format!(
+                "desync analyze {}{} --emit-probes desync-probes.patch && git apply desync-probes.patch",
+                shell_word(&a.input.to_string_lossy()),
+                source_arguments(&a.sources)
+            )),
+            why: format!(
+                "each probe ({}) logs what every rank does there; the first line where the \
+                 ranks' logs differ is the cause",
+                sites.join(", ")
+            ),
+        };
+        // Where the code path is the suspect the probes come first; for a crash, a stall or a
+        // GPU hang, what happened to the process or the device comes first.
+        let code_path = matches!(
+            d.category,
+            Category::Divergence | Category::MetadataMismatch | Category::Deadlock
+        );
+        steps.insert(if code_path { 0 } else { steps.len() }, probes);
+    }
+    steps
+}
+
+fn fill_in(text: &str, a: &Analysis) -> String {
+    let d = &a.diagnosis;
+    let culprits = if d.culprit_ranks.is_empty() {
+        "?".to_owned()
+    } else {
+        d.culprit_ranks.to_string()
+    };
+    let culprit = d.culprit_ranks.as_slice().first().map_or("?".to_owned(), ToString::to_string);
+    let pg = d.process_group.map(|pg| a.trace.process_groups[pg].label()).unwrap_or_default();
+    let seq = d.collective_seq_id.map(|s| s.to_string()).unwrap_or_else(|| "?".into());
+    let op = stuck_op(a, &d.culprit_ranks).unwrap_or_else(|| "the collective".into());
+    text.replace("{culprits}", &culprits)
+        .replace("{culprit}", &culprit)
+        .replace("{pg}", &pg)
+        .replace("{seq}", &seq)
+        .replace("{op}", &op)
+        .replace("{input}", &a.input.to_string_lossy())
+}
+
+/// The op the other ranks wait in (the one the culprits did not issue or did not finish).
+fn stuck_op(a: &Analysis, culprits: &RankSet) -> Option<String> {
+    let d = &a.diagnosis;
+    d.groups
+        .iter()
+        .filter(|g| g.stuck || !g.ranks.as_slice().iter().any(|&r| culprits.contains(r)))
+        .find_map(|g| match &g.position {
+            Position::At(at) if Some(at.seq) == d.collective_seq_id => Some(at.op.to_string()),
+            _ => None,
+        })
+}
+
+/// `--source-root`/`--path-map` as the analysis was given them.
+fn source_arguments(sources: &crate::bridge::SourceOptions) -> String {
+    let mut args = String::new();
+    if let Some(root) = &sources.source_root {
+        args.push_str(&format!(" --source-root {}", shell_word(&root.to_string_lossy())));
+    }
+    for (from, to) in &sources.path_maps {
+        let map = format!("{from}={}", to.to_string_lossy());
+        args.push_str(&format!(" --path-map {}", shell_word(&map)));
+    }
+    args
+}
+
+/// Quotes a path for a shell when it holds anything but plain path characters.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:@,".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_problem_category_has_steps_and_healthy_has_none() {
+        for (category, templates) in STEPS {
+            assert!(category.is_problem());
+            assert!(!templates.is_empty());
+        }
+        assert!(!STEPS.iter().any(|(c, _)| *c == Category::Healthy));
+    }
+
+    #[test]
+    fn placeholders_are_all_known() {
+        let known = ["{culprits}", "{culprit}", "{pg}", "{seq}", "{op}", "{input}"];
+        for (_, templates) in STEPS {
+            for t in *templates {
+                for text in [Some(t.title), t.command, Some(t.why)].into_iter().flatten() {
+                    let mut rest = text;
+                    while let Some(at) = rest.find('{') {
+                        let end = rest[at..].find('}').map_or(rest.len(), |e| at + e + 1);
+                        assert!(known.contains(&&rest[at..end]), "{text}");
+                        rest = &rest[end..];
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("runs/job-1/dumps"), "runs/job-1/dumps");
+        assert_eq!(shell_word("my dumps/it's"), "'my dumps/it'\\''s'");
+    }
+}
