@@ -8,9 +8,7 @@
 # repo's .venv if it has torchfrtrace, else scripts/venv.sh), BENCH_PYLIB (where `tabulate` is
 # installed for torchfrtrace, outside the venv), BENCH_SCRATCH (generated sets, default
 # /tmp/desync-bench: needs ~6 GB free at 16,384 ranks), BENCH_REV (build that git revision from a
-# `git archive` export instead of the working tree, e.g. BENCH_REV=HEAD while others edit it),
-# BENCH_PROFILE (cargo profile of desync, default `dist`: the build the wheel ships; `release`,
-# what scripts/setup.sh builds for development, is about a quarter slower, see BENCHMARKS.md).
+# `git archive` export instead of the working tree, e.g. BENCH_REV=HEAD while others edit it).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -31,9 +29,7 @@ if [ -n "${BENCH_REV:-}" ]; then
 fi
 # One target dir for both cases, so the binaries are where they are looked for below (a
 # `git archive` export would otherwise build into its own target/).
-profile="${BENCH_PROFILE:-dist}"
-(cd "$src" && CARGO_TARGET_DIR="$target" cargo build --profile "$profile" --locked -p desync >&2)
-(cd "$src" && CARGO_TARGET_DIR="$target" cargo build --release --locked -p desync_synth >&2)
+(cd "$src" && CARGO_TARGET_DIR="$target" cargo build --release --locked -p desync -p desync_synth >&2)
 
 venv="${BENCH_VENV:-}"
 if [ -z "$venv" ]; then
@@ -47,7 +43,7 @@ if ! PYTHONPATH="$pylib" "$venv/bin/python" -c "import tabulate" 2>/dev/null; th
 fi
 
 exec "$venv/bin/python" bench/run.py \
-  --desync "$target/$profile/desync" \
+  --desync "$target/release/desync" \
   --synth "$target/release/desync-synth" \
   --torchfrtrace "$venv/bin/torchfrtrace" \
   --frt-python "$venv/bin/python" \
