@@ -1,7 +1,7 @@
 //! A straggler's report says where its time goes. The straggler scenario's rank 2 reads its
 //! shard from a slow tier inside the data loader (the job's design, tests/scenarios/straggler):
 //! its extra time falls between the previous step's last collective (`dist.all_reduce(stats)`)
-//! and the next step's gradient all_reduce, and the code shown is the loop body's call that it
+//! and the next step's gradient `all_reduce`, and the code shown is the loop body's call that it
 //! reaches late.
 
 use std::path::{Path, PathBuf};

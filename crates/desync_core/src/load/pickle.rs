@@ -34,21 +34,38 @@ pub fn decode(
     };
     let mut entries = Vec::new();
     if let Some(list) = entries_value {
-        let first = first_within_budget(list, limits::expansion_budget(bytes.len()));
-        if first > 0 {
-            notes.bad_entries += first;
-            notes.first_reason = Some(format!(
-                "the oldest {first} entries dropped: past {} entries or {} values once the pickle's shared (memoized) parts are expanded",
-                limits::MAX_ENTRIES,
-                limits::expansion_budget(bytes.len())
-            ));
-        }
-        entries.reserve(list.len() - first);
-        for item in list.iter().skip(first) {
-            match entry(item, &mut intern, &mut frames) {
+        // Newest first, each entry's expanded size counted just before it is decoded (its
+        // nodes are then in cache), until the budget runs out: the oldest are dropped.
+        let budget = limits::expansion_budget(bytes.len());
+        let mut spent = 0u64;
+        let n = list.len();
+        entries.reserve(n.min(limits::MAX_ENTRIES));
+        let mut reasons = Vec::new();
+        for i in (0..n).rev() {
+            let found = list.index(i).map(fields);
+            let over = n - i > limits::MAX_ENTRIES
+                || found.as_ref().is_none_or(|f| {
+                    spent += f.expanded_size();
+                    spent > budget
+                });
+            let Some(found) = found.filter(|_| !over) else {
+                notes.bad_entries += i + 1;
+                notes.first_reason = Some(format!(
+                    "the oldest {} entries dropped: past {} entries or {budget} values once the pickle's shared (memoized) parts are expanded",
+                    i + 1,
+                    limits::MAX_ENTRIES,
+                ));
+                break;
+            };
+            match entry(&found, &mut intern, &mut frames) {
                 Ok(e) => entries.push(e),
-                Err(why) => notes.bad_entry(why),
+                Err(why) => reasons.push(why),
             }
+        }
+        entries.reverse();
+        // Oldest first, as they were before the walk went newest first.
+        for why in reasons.into_iter().rev() {
+            notes.bad_entry(why);
         }
     }
     let dump = RankDump {
@@ -70,38 +87,6 @@ pub fn decode(
         entries,
     };
     Ok(Decoded { dump, notes })
-}
-
-/// The index of the oldest entry to decode: entries are counted newest first, each at its
-/// expanded size (see [`limits::expansion_budget`]), until the budget or
-/// [`limits::MAX_ENTRIES`] runs out. Sizes are taken from the pickle's nodes, cached per shared
-/// node, so a list referenced a million times is measured once and never built.
-fn first_within_budget(list: Value<'_>, budget: u64) -> usize {
-    let mut shapes_cost: FxHashMap<NodeId, u64> = FxHashMap::default();
-    let mut entry_cost: FxHashMap<NodeId, u64> = FxHashMap::default();
-    let mut spent = 0u64;
-    let n = list.len();
-    for i in (0..n).rev() {
-        let Some(item) = list.index(i) else { return i + 1 };
-        let cost = *entry_cost.entry(item.id()).or_insert_with(|| {
-            let mut cost = 1u64;
-            for (key, value) in item.items() {
-                cost += match key.as_str() {
-                    Some("frames" | "input_dtypes" | "output_dtypes") => value.len() as u64,
-                    Some("input_sizes" | "output_sizes") => *shapes_cost
-                        .entry(value.id())
-                        .or_insert_with(|| value.iter().map(|shape| 1 + shape.len() as u64).sum()),
-                    _ => 0,
-                };
-            }
-            cost
-        });
-        if n - i > limits::MAX_ENTRIES || spent + cost > budget {
-            return i + 1;
-        }
-        spent += cost;
-    }
-    0
 }
 
 /// A string field of an entry, refused past the limit (the entry is then skipped).
@@ -157,8 +142,6 @@ fn pg_status(value: Value<'_>) -> Vec<PgStatus> {
 #[derive(Default)]
 struct FrameCache {
     frames: FxHashMap<NodeId, Option<Frame>>,
-    sizes: FxHashMap<NodeId, Sizes>,
-    dtypes: FxHashMap<NodeId, Dtypes>,
     stacks: FxHashMap<Box<[NodeId]>, Stack>,
     /// The current stack's node ids, reused across entries.
     ids: Vec<NodeId>,
@@ -195,8 +178,8 @@ impl FrameCache {
 
 /// One pass over the entry dict: a lookup per field would scan its ~25 keys each time
 /// (the profile's top cost at 4,096 ranks).
-fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<Entry, String> {
-    let mut f = Fields::default();
+fn fields(v: Value<'_>) -> Fields<'_> {
+    let mut f = Fields { pairs: v.len(), ..Fields::default() };
     for (key, value) in v.items() {
         let Some(key) = key.as_str() else { continue };
         match key {
@@ -223,6 +206,10 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
             _ => {}
         }
     }
+    f
+}
+
+fn entry(f: &Fields<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<Entry, String> {
     let profiling_name =
         bounded("profiling_name", f.profiling_name.ok_or("entry without `profiling_name`")?)?;
     let op = intern.op(profiling_name);
@@ -238,10 +225,10 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
         pg_desc: intern.str(pg_desc),
         is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
         op,
-        input_sizes: cache.sizes(f.input_sizes, intern),
-        output_sizes: cache.sizes(f.output_sizes, intern),
-        input_dtypes: cache.dtypes(f.input_dtypes, intern)?,
-        output_dtypes: cache.dtypes(f.output_dtypes, intern)?,
+        input_sizes: sizes(f.input_sizes, intern),
+        output_sizes: sizes(f.output_sizes, intern),
+        input_dtypes: dtypes(f.input_dtypes, intern)?,
+        output_dtypes: dtypes(f.output_dtypes, intern)?,
         timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
     };
@@ -264,6 +251,8 @@ fn entry(v: Value<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<
 /// The fields of one entry as found, before validation.
 #[derive(Default)]
 struct Fields<'p> {
+    /// Key/value pairs of the entry dict.
+    pairs: usize,
     record_id: Option<i64>,
     pg_id: Option<i64>,
     process_group: Option<Value<'p>>,
@@ -286,36 +275,38 @@ struct Fields<'p> {
     frames: Option<Value<'p>>,
 }
 
-impl FrameCache {
-    /// Size lists, converted once per pickle node: one memoized list referenced by every entry
-    /// is walked once.
-    fn sizes(&mut self, value: Option<Value<'_>>, intern: &mut Interner) -> Sizes {
-        let Some(list) = value else { return intern.sizes(std::iter::empty::<[i64; 0]>()) };
-        if let Some(found) = self.sizes.get(&list.id()) {
-            return found.clone();
-        }
-        let shapes = list.iter().map(|shape| shape.iter().filter_map(|d| d.as_i64()));
-        let sizes = intern.sizes(shapes);
-        self.sizes.insert(list.id(), sizes.clone());
-        sizes
+impl Fields<'_> {
+    /// The values the entry expands to, its shared (memoized) parts counted at every use: its
+    /// keys, frames, dtypes, shapes and their dimensions. Counting walks no more than it
+    /// counts, so the walk over a file stops within [`limits::expansion_budget`]: a list
+    /// referenced a million times costs its length at each use and ends the count long
+    /// before it is expanded.
+    fn expanded_size(&self) -> u64 {
+        let len = |v: Option<Value<'_>>| v.map_or(0, |v| v.len() as u64);
+        let shapes =
+            |v: Option<Value<'_>>| v.map_or(0, |v| v.iter().map(|s| 1 + s.len() as u64).sum());
+        1 + self.pairs as u64
+            + len(self.frames)
+            + len(self.input_dtypes)
+            + len(self.output_dtypes)
+            + shapes(self.input_sizes)
+            + shapes(self.output_sizes)
     }
+}
 
-    fn dtypes(
-        &mut self,
-        value: Option<Value<'_>>,
-        intern: &mut Interner,
-    ) -> Result<Dtypes, String> {
-        let Some(list) = value else { return Ok(intern.dtypes(Vec::new())) };
-        if let Some(found) = self.dtypes.get(&list.id()) {
-            return Ok(found.clone());
-        }
-        let names = list
-            .iter()
-            .filter_map(|d| d.as_str())
-            .map(|s| bounded("dtypes", s).map(|s| intern.str(s)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let dtypes = intern.dtypes(names);
-        self.dtypes.insert(list.id(), dtypes.clone());
-        Ok(dtypes)
+/// Size and dtype lists are interned by content and walked at each use: the expansion budget
+/// already bounds those walks, and a per-node memo never hit on real dumps (each entry has
+/// its own lists) while costing a tenth of the decoding time.
+fn sizes(value: Option<Value<'_>>, intern: &mut Interner) -> Sizes {
+    let Some(list) = value else { return intern.sizes(std::iter::empty::<[i64; 0]>()) };
+    intern.sizes(list.iter().map(|shape| shape.iter().filter_map(|d| d.as_i64())))
+}
+
+fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Result<Dtypes, String> {
+    let Some(list) = value else { return Ok(intern.dtypes(Vec::new())) };
+    let mut names = Vec::with_capacity(list.len());
+    for name in list.iter().filter_map(|d| d.as_str()) {
+        names.push(intern.str(bounded("dtypes", name)?));
     }
+    Ok(intern.dtypes(names))
 }

@@ -31,7 +31,7 @@ pub struct Report<'a> {
     p2p_mismatches: Vec<P2pView<'a>>,
     code: Option<Code<'a>>,
     probes: &'a [Probe],
-    /// What to run to confirm the verdict (crate::next_steps), probes first when code is known.
+    /// What to run to confirm the verdict (`crate::next_steps`), probes first when code is known.
     next_steps: Vec<crate::next_steps::NextStep>,
     warnings: &'a [Warning],
 }
