@@ -29,5 +29,7 @@ stamp "wheel built: $wheel ($(du -k "$wheel" | cut -f1) KiB)"
 
 export DESYNC_WHEEL="$wheel"
 export DESYNC_BIN="$target/x86_64-unknown-linux-gnu/release/desync"
+# Built by `cargo test` above (its package has integration tests): large generated dump sets.
+export DESYNC_SYNTH="$target/release/desync-synth"
 "$venv/bin/python" -m pytest -q python/tests "$@"
 stamp "all tests done"

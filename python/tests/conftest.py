@@ -21,6 +21,15 @@ def desync_bin() -> Path:
     return path if path.is_absolute() else REPO / path
 
 
+def synth_bin() -> Path:
+    """The NCCL-format dump generator; `cargo test --release --workspace` builds it next to the
+    Rust tests (its package has integration tests), scripts/test.sh passes it as DESYNC_SYNTH."""
+    path = Path(os.environ.get("DESYNC_SYNTH", "target/release/desync-synth"))
+    path = path if path.is_absolute() else REPO / path
+    assert path.exists(), f"desync-synth not found at {path} (cargo build --release -p desync_synth)"
+    return path
+
+
 def run_desync(dump_dir: Path, source_root: Path | None = None,
                extra: list[str] | None = None, cwd: Path | None = None) -> tuple[int, dict, str]:
     """`desync analyze DIR --format json [--source-root SRC]` -> (exit code, JSON, stderr)."""

@@ -24,7 +24,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import REPO, SCENARIO_DIR, desync_bin
+from conftest import REPO, SCENARIO_DIR, desync_bin, synth_bin
 
 pytestmark = pytest.mark.desync
 
@@ -76,8 +76,9 @@ def render(name: str, out: Path) -> tuple[Path, dict]:
 
 
 def drawn_groups(d) -> list:
-    """Every process group's section, each scrolled into view until its lanes are drawn."""
-    sections = d.find_elements(By.CSS_SELECTOR, "#pgs details.pg")
+    """Every open process group's section, each scrolled into view until its lanes are drawn."""
+    # Closed groups (agreeing, not involved) draw when opened; the open ones must draw.
+    sections = d.find_elements(By.CSS_SELECTOR, "#pgs details.pg[open]")
     for s in sections:
         d.execute_script("arguments[0].scrollIntoView()", s)
         WebDriverWait(d, 10).until(lambda _: s.find_elements(By.CSS_SELECTOR, "svg.cells"))
@@ -87,6 +88,13 @@ def drawn_groups(d) -> list:
 
 def lanes_of(section) -> list[str]:
     return [t.get_attribute("data-ranks") for t in section.find_elements(By.CSS_SELECTOR, "text.lane-label")]
+
+
+def progress_is_ordered(section) -> bool:
+    """Lanes run from the rank that fell furthest behind to the furthest ahead."""
+    progress = [int(t.get_attribute("data-progress"))
+                for t in section.find_elements(By.CSS_SELECTOR, "text.lane-label")]
+    return progress == sorted(progress)
 
 
 def expand(ranks: str) -> list[str]:
@@ -152,7 +160,9 @@ def test_pg_order_report_in_browser(driver, tmp_path):
     assert len(sections) == len(members) == 5
     for s in sections:
         name = s.get_attribute("data-name")
-        assert lanes_of(s) == [str(r) for r in members[name]], f"one lane per member of pg {name}"
+        lanes = lanes_of(s)
+        assert sorted(lanes, key=int) == [str(r) for r in members[name]], f"one lane per member of pg {name}"
+        assert progress_is_ordered(s), f"lanes of pg {name} are ordered by progress"
     stuck = [label.text for s in sections for label in s.find_elements(By.CSS_SELECTOR, "text.mlabel.stuck")]
     assert stuck == ["▾ stuck (seq 4)"], stuck
     # Ranks that never issued the collective their peers wait in: an outlined hole.
@@ -162,5 +172,89 @@ def test_pg_order_report_in_browser(driver, tmp_path):
 
     shot = tmp_path / "pg_order.png"
     assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+    assert_clean_console(driver)
+
+
+# --- Scale: 4, 64 and 512 ranks, uneven as a real partial hang --------------------------------
+
+SCREEN = (1400, 1000)
+
+
+def uneven_set(ranks: int, out: Path) -> Path:
+    """An NCCL-format set (desync-synth: tensor- and data-parallel groups, Python frames) in
+    which a scattered tenth of the ranks stalls: the waiting ranks' list, the culprits' groups
+    and the groups table are as long and ragged as in a real partial hang."""
+    import random
+    stalled = sorted(random.Random(ranks).sample(range(ranks), max(2, ranks // 12)))
+    dumps = out / f"uneven-{ranks}"
+    proc = subprocess.run(
+        [str(synth_bin()), "--out", str(dumps), "--ranks", str(ranks), "--entries", "400",
+         "--history", "600", "--format", "pickle", "--frames", "--groups", "tp=8,dp",
+         "--seed", str(ranks), "--fault", f"stall:ranks={'+'.join(map(str, stalled))},seq=30"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return dumps
+
+
+LAYOUT = """
+  var boxes = Array.from(document.querySelectorAll('text.mlabel')).map(function (t) {
+    var r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, t.textContent];
+  });
+  var overlaps = [];
+  for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
+    var a = boxes[i], b = boxes[j];
+    if (a[0] < b[2] - 0.5 && b[0] < a[2] - 0.5 && a[1] < b[3] - 0.5 && b[1] < a[3] - 0.5) overlaps.push([a[4], b[4]]);
+  }
+  var tl = document.getElementById('timeline').getBoundingClientRect().top + window.scrollY;
+  return {labels: boxes.length, overlaps: overlaps, timeline_top: tl,
+          scroll_width: document.documentElement.scrollWidth, width: window.innerWidth, height: window.innerHeight};
+"""
+
+
+@pytest.mark.parametrize("ranks", [4, 64, 512])
+def test_report_layout_holds_at_scale(driver, tmp_path, ranks):
+    driver.set_window_size(*SCREEN)
+    if ranks == 4:
+        dumps, gloo = SCENARIO_DIR / "crash" / "dumps", True
+    else:
+        dumps, gloo = uneven_set(ranks, tmp_path), False
+    html = tmp_path / f"report-{ranks}.html"
+    exe = desync_bin()
+    proc = subprocess.run([str(exe), "report", str(dumps), "-o", str(html)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stderr
+    verdict = json.loads(subprocess.run([str(exe), "analyze", str(dumps), "--format", "json"],
+                                        capture_output=True, text=True, timeout=300).stdout)
+    driver.get(html.as_uri())
+    sections = drawn_groups(driver)
+    layout = driver.execute_script(LAYOUT)
+    assert layout["labels"] >= 1, layout
+    assert not layout["overlaps"], f"label boxes overlap: {layout['overlaps']}"
+    assert layout["timeline_top"] < layout["height"], f"timeline starts below the first screen: {layout}"
+    assert layout["scroll_width"] <= layout["width"], f"the page scrolls sideways: {layout}"
+    assert all(progress_is_ordered(s) for s in sections), "lanes ordered by progress"
+
+    # Rank search: a culprit's lane is marked and the count says where it was found.
+    culprit = verdict["verdict"]["culprit_ranks"][0]
+    box = driver.find_element(By.ID, "rank-search")
+    box.send_keys(str(culprit))
+    WebDriverWait(driver, 5).until(lambda d: d.find_elements(By.CSS_SELECTOR, "text.lane-label.found"))
+    assert f"rank {culprit}:" in driver.find_element(By.ID, "rank-found").text
+
+    # Time axis: lanes redraw on a time scale; Gloo's missing durations are shown as such.
+    driver.find_element(By.ID, "axis").click()
+    WebDriverWait(driver, 5).until(lambda d: d.find_elements(By.CSS_SELECTOR, "svg.cells.time"))
+    unknown = driver.find_elements(By.CSS_SELECTOR, "rect.cell.dur-unknown")
+    note = driver.find_element(By.ID, "axis-note").text
+    if gloo:
+        assert unknown and "length is unknown" in note, note
+    else:
+        assert "Gloo" not in note, note
+    assert not driver.execute_script(LAYOUT)["overlaps"]
+
+    shot = tmp_path / f"report-{ranks}.png"
+    driver.execute_script("window.scrollTo(0, 0)")
+    assert driver.save_screenshot(str(shot))
     print(f"screenshot: {shot}")
     assert_clean_console(driver)

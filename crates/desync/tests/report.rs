@@ -152,7 +152,7 @@ fn early_stop_report_shows_verdict_lanes_and_the_mismatch() {
     assert!(html.contains(&format!("<p id=\"headline\">{headline}</p>")), "headline missing");
     assert!(html.find("id=\"verdict\"").unwrap() < html.find("id=\"timeline\"").unwrap());
     assert!(html.contains("data-category=\"divergence\""));
-    assert!(html.contains("<b id=\"culprits\">3</b>"));
+    assert!(html.contains("<b id=\"culprits\" class=\"rankset\">3</b>"));
     // The branch point: `break` at train.py:101, marked.
     assert!(
         html.contains(
@@ -480,6 +480,13 @@ fn perfetto_export_of_early_stop_is_a_valid_trace() {
     assert!(
         at55.iter().all(|x| x["args"]["state"].is_string() && x["args"]["input_dtypes"].is_array())
     );
+    // Where each rank was: the call site (innermost user frame) and the stack, in the args.
+    let rank3 = at55.iter().find(|x| x["pid"] == 3).unwrap();
+    let site = rank3["args"]["call_site"].as_str().unwrap();
+    assert!(site.ends_with("train.py:105 in main"), "{site}");
+    let stack = rank3["args"]["stack"].as_str().unwrap();
+    assert!(stack.lines().count() >= 2 && stack.contains("train.py:105 in main"), "{stack}");
+    assert!(stack.lines().next().unwrap().contains("torch/distributed"), "innermost first");
     // The earliest mismatch is marked on every involved rank and linked across ranks.
     let marked: BTreeSet<u64> = by_ph["i"]
         .iter()
@@ -488,6 +495,7 @@ fn perfetto_export_of_early_stop_is_a_valid_trace() {
         .collect();
     assert_eq!(marked, [0, 1, 2, 3].into_iter().collect());
     assert!(by_ph["i"].iter().any(|e| e["pid"] == 3 && e["args"]["role"] == "departed"));
+    assert!(by_ph["i"].iter().all(|e| e["args"]["verdict"] == "divergence"), "instants carry it");
     let flow55 = by_ph["s"]
         .iter()
         .chain(&by_ph["f"])

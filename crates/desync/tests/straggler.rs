@@ -50,7 +50,11 @@ fn the_straggler_report_names_the_interval_where_time_is_lost() {
         .collect();
     // The loop header (where the data loader yields) is inside the code shown.
     assert!(snippet.iter().any(|l| l.trim_start().starts_with("for step")), "{snippet:#?}");
-    assert!(report["evidence"].as_array().unwrap().iter().any(|e| {
-        e.as_str().unwrap().contains("loses its time between")
-    }));
+    assert!(
+        report["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| { e.as_str().unwrap().contains("loses its time between") })
+    );
 }

@@ -70,9 +70,12 @@ fn text_reports_wrap_to_columns_without_losing_words() {
     for name in ["crash", "dtype_mismatch", "except_skip", "pg_order", "json_extra_collective"] {
         let dir = format!("tests/scenarios/{name}");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_desync"));
-        cmd.current_dir(repo())
-            .env("COLUMNS", "72")
-            .args(["analyze", &format!("{dir}/dumps"), "--color", "never"]);
+        cmd.current_dir(repo()).env("COLUMNS", "72").args([
+            "analyze",
+            &format!("{dir}/dumps"),
+            "--color",
+            "never",
+        ]);
         if repo().join(&dir).join("src").is_dir() {
             cmd.args(["--source-root", &format!("{dir}/src")]);
         }
@@ -102,7 +105,10 @@ fn text_rows_say_what_differs() {
     assert!(rows[0].contains("seq 1–9") && rows[0].contains("(no dump)"), "{}", rows[0]);
     let groups: Vec<&str> = crash.lines().filter(|l| l.contains("wait in all_reduce")).collect();
     assert_eq!(groups.len(), 2);
-    assert_ne!(groups[0].split_once("  wait").unwrap().1, groups[1].split_once("  wait").unwrap().1);
+    assert_ne!(
+        groups[0].split_once("  wait").unwrap().1,
+        groups[1].split_once("  wait").unwrap().1
+    );
     assert!(!crash.contains("rank(s) 1 call"), "{crash}");
     assert!(crash.contains("left no dump, so where they stopped is not known"), "{crash}");
 }

@@ -167,11 +167,7 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
     let fill = |text: &str| fill_in(text, a);
     let mut steps: Vec<NextStep> = templates
         .iter()
-        .map(|t| NextStep {
-            title: fill(t.title),
-            command: t.command.map(fill),
-            why: fill(t.why),
-        })
+        .map(|t| NextStep { title: fill(t.title), command: t.command.map(fill), why: fill(t.why) })
         .collect();
     if !a.probes.is_empty() {
         let mut sites: Vec<String> = a
@@ -206,11 +202,8 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
 
 fn fill_in(text: &str, a: &Analysis) -> String {
     let d = &a.diagnosis;
-    let culprits = if d.culprit_ranks.is_empty() {
-        "?".to_owned()
-    } else {
-        d.culprit_ranks.to_string()
-    };
+    let culprits =
+        if d.culprit_ranks.is_empty() { "?".to_owned() } else { d.culprit_ranks.to_string() };
     let culprit = d.culprit_ranks.as_slice().first().map_or("?".to_owned(), ToString::to_string);
     let pg = d.process_group.map(|pg| a.trace.process_groups[pg].label()).unwrap_or_default();
     let seq = d.collective_seq_id.map_or_else(|| "?".into(), |s| s.to_string());

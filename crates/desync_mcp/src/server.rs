@@ -223,15 +223,16 @@ impl Default for Server {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         // rmcp's default names the server after rmcp itself; clients show this name.
-        let about = Implementation::new("desync", env!("CARGO_PKG_VERSION"))
-            .with_description("PyTorch distributed hangs, from Flight Recorder dumps to a root cause");
+        let about = Implementation::new("desync", env!("CARGO_PKG_VERSION")).with_description(
+            "PyTorch distributed hangs, from Flight Recorder dumps to a root cause",
+        );
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(about)
             .with_instructions(
-            "desync diagnoses PyTorch distributed hangs from Flight Recorder dumps. Start with \
+                "desync diagnoses PyTorch distributed hangs from Flight Recorder dumps. Start with \
              load_dumps, then verdict, groups, collective, compare_stacks, source, probes_diff; \
              release handles you are done with.",
-        )
+            )
     }
 }
 

@@ -21,7 +21,8 @@ fn text_options(color: bool) -> desync_core::report::TextOptions {
     let from_env = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok());
     let width = from_env.filter(|&w| w > 0).or_else(|| {
         let stdout = console::Term::stdout();
-        (std::io::stdout().is_terminal()).then(|| stdout.size_checked().map(|(_, w)| usize::from(w)))?
+        (std::io::stdout().is_terminal())
+            .then(|| stdout.size_checked().map(|(_, w)| usize::from(w)))?
     });
     desync_core::report::TextOptions { color, max_mismatches: 5, width }
 }

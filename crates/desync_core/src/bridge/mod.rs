@@ -499,7 +499,11 @@ fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) ->
 /// them; of the culprits only what their dumps show (never what a rank without a dump did).
 fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
     let ranks_where = |keep: &dyn Fn(&crate::diagnose::BehaviourGroup) -> bool| -> RankSet {
-        d.groups.iter().filter(|g| keep(g)).flat_map(|g| g.ranks.as_slice().iter().copied()).collect()
+        d.groups
+            .iter()
+            .filter(|g| keep(g))
+            .flat_map(|g| g.ranks.as_slice().iter().copied())
+            .collect()
     };
     let waiting = ranks_where(&|g| g.stuck && !g.culprit);
     let without_dump = ranks_where(&|g| g.culprit && g.position == Position::NoDump);

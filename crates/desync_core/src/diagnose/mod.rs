@@ -333,11 +333,12 @@ fn crash(trace: &Trace, d: &mut Diagnosis, crashed: &RankSet, stuck: &RankSet) {
     }
     let waiting =
         d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
+    let (crashed_text, stuck) = (crashed.brief(), stuck.brief());
     d.headline = format!(
-        "rank(s) {crashed} left no readable dump and rank(s) {stuck} wait for them in {waiting}: the process likely died or was killed"
+        "rank(s) {crashed_text} left no readable dump and rank(s) {stuck} wait for them in {waiting}: the process likely died or was killed"
     );
     d.evidence.push(format!(
-        "ranks {stuck} are stuck in a collective that rank(s) {crashed} never issued"
+        "ranks {stuck} are stuck in a collective that rank(s) {crashed_text} never issued"
     ));
 }
 
@@ -515,7 +516,9 @@ fn stall(
         })
         .collect();
     d.headline = format!(
-        "rank(s) {stuck} wait in {waiting}, which rank(s) {culprits} never issued; they issued nothing conflicting (CPU-side stuck or slow: data loading, I/O, a host-side lock)"
+        "rank(s) {} wait in {waiting}, which rank(s) {} never issued; they issued nothing conflicting (CPU-side stuck or slow: data loading, I/O, a host-side lock)",
+        stuck.brief(),
+        culprits.brief()
     );
     d.evidence.extend(last);
 }

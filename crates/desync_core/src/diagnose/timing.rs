@@ -149,7 +149,8 @@ fn slow_interval(trace: &Trace, group: &GroupAlignment, rank: u32) -> Option<Slo
     let mut total_extra: i64 = 0;
     for pair in group.seqs.windows(2) {
         let (prev, seq) = (pair[0], pair[1]);
-        let (Some(a), Some(b)) = (group.first_at(trace, rank, prev), group.first_at(trace, rank, seq))
+        let (Some(a), Some(b)) =
+            (group.first_at(trace, rank, prev), group.first_at(trace, rank, seq))
         else {
             continue;
         };
@@ -175,8 +176,9 @@ fn slow_interval(trace: &Trace, group: &GroupAlignment, rank: u32) -> Option<Slo
         slot.1 += 1;
         slot.2 = (a, b);
     }
-    let (_, &(extra, occurrences, (a, b))) =
-        by_pair.iter().max_by_key(|(k, (extra, _, _))| (*extra, std::cmp::Reverse((*k).clone())))?;
+    let (_, &(extra, occurrences, (a, b))) = by_pair
+        .iter()
+        .max_by_key(|(k, (extra, _, _))| (*extra, std::cmp::Reverse((*k).clone())))?;
     let end = |e: &Entry| IntervalEnd {
         op: e.op().name.to_string(),
         collective_seq_id: e.collective_seq_id,

@@ -32,6 +32,29 @@ impl RankSet {
     pub fn into_vec(self) -> Vec<u32> {
         self.0
     }
+
+    /// For sentences: the whole set while it is short, else its size and how it starts
+    /// (`472 ranks: 0-1,3-8,10-21,…`). Lists, tables and JSON keep the whole set.
+    pub fn brief(&self) -> Brief<'_> {
+        Brief(self)
+    }
+}
+
+/// See [`RankSet::brief`].
+pub struct Brief<'r>(&'r RankSet);
+
+/// Characters of a rank list a sentence shows before it shortens it.
+const BRIEF_CHARS: usize = 40;
+
+impl fmt::Display for Brief<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0.to_string();
+        if text.len() <= BRIEF_CHARS {
+            return f.write_str(&text);
+        }
+        let cut = text[..BRIEF_CHARS].rfind(',').unwrap_or(BRIEF_CHARS);
+        write!(f, "{} ranks: {},…", self.0.len(), &text[..cut])
+    }
 }
 
 impl FromIterator<u32> for RankSet {
@@ -73,6 +96,15 @@ pub fn format_ranks(ranks: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn brief_sets_shorten_only_when_long() {
+        assert_eq!(RankSet::new(vec![0, 1, 2, 5]).brief().to_string(), "0-2,5");
+        let scattered = RankSet::new((0..200).filter(|r| r % 3 != 0).collect());
+        let brief = scattered.brief().to_string();
+        assert!(brief.starts_with("133 ranks: 1-2,4-5,"), "{brief}");
+        assert!(brief.ends_with(",…") && brief.len() < 60, "{brief}");
+    }
 
     #[test]
     fn ranges_compress() {

@@ -17,8 +17,12 @@ use crate::model::RankSet;
 
 /// Why an analysis has no Code section, in one sentence (text and HTML say the same).
 pub(crate) fn no_code_reason(a: &Analysis) -> &'static str {
-    let has_frames =
-        a.trace.ranks.iter().flat_map(|r| &r.entries).any(|e| e.stack().is_some_and(|s| !s.is_empty()));
+    let has_frames = a
+        .trace
+        .ranks
+        .iter()
+        .flat_map(|r| &r.entries)
+        .any(|e| e.stack().is_some_and(|s| !s.is_empty()));
     if a.diagnosis.category == Category::Healthy {
         "the job is healthy: there is no branch point to show"
     } else if !has_frames {

@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 
 use crate::Analysis;
-use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
 use crate::align::{GroupAlignment, Mismatch, MismatchKind};
+use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
 use crate::model::{Entry, RankSet, Trace, format_ranks};
 
 /// Candidates after the best one shown as "also possible" (JSON `code.candidates` has them all).
@@ -507,7 +507,12 @@ fn mismatch_rows(
     dumped: &RankSet,
 ) -> Vec<(String, &'static str, String)> {
     let not_issued = |m: &Mismatch| -> RankSet {
-        m.sides.iter().filter(|s| s.holder.is_none()).flat_map(|s| s.ranks.as_slice()).copied().collect()
+        m.sides
+            .iter()
+            .filter(|s| s.holder.is_none())
+            .flat_map(|s| s.ranks.as_slice())
+            .copied()
+            .collect()
     };
     let absent_text = |ranks: &RankSet| {
         let no_dump = ranks.as_slice().iter().all(|&r| !dumped.contains(r));

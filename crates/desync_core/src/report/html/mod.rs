@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use crate::Analysis;
 use crate::diagnose::{BehaviourGroup, Position, short_path};
-use crate::model::{Trace, format_ranks};
+use crate::model::{RankSet, Trace, format_ranks};
 
 const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("timeline.js");
@@ -89,8 +89,8 @@ fn verdict(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     if !d.culprit_ranks.is_empty() {
         write!(
             out,
-            " <span class=\"fact\">culprit rank(s) <b id=\"culprits\">{}</b></span>",
-            d.culprit_ranks
+            " <span class=\"fact\">culprit rank(s) {}</span>",
+            RankCell { ranks: &d.culprit_ranks, id: Some("culprits") }
         )?;
     }
     if let Some(pg) = d.process_group {
@@ -114,13 +114,24 @@ fn evidence(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     let t = &a.trace;
     let d = &a.diagnosis;
     writeln!(out, "<section id=\"evidence\">\n<h2>Evidence</h2>\n<ul>")?;
-    for fact in &d.evidence {
+    for fact in d.evidence.iter().take(SHOWN_FACTS) {
         writeln!(out, "<li>{}</li>", Esc(fact))?;
     }
     if d.evidence.is_empty() {
         writeln!(out, "<li class=\"dim\">no further evidence beyond the headline</li>")?;
     }
     writeln!(out, "</ul>")?;
+    if d.evidence.len() > SHOWN_FACTS {
+        writeln!(
+            out,
+            "<details class=\"more\"><summary>{} more fact(s)</summary><ul>",
+            d.evidence.len() - SHOWN_FACTS
+        )?;
+        for fact in &d.evidence[SHOWN_FACTS..] {
+            writeln!(out, "<li>{}</li>", Esc(fact))?;
+        }
+        writeln!(out, "</ul></details>")?;
+    }
     if let Some(earliest) = &d.earliest {
         let m = &earliest.mismatch;
         let group = &a.alignment.groups[m.pg];
@@ -145,7 +156,11 @@ fn evidence(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
                 "other"
             };
             let entry = side.holder.and_then(|h| group.entries_at(t, h, m.seq).first().copied());
-            write!(out, "<tr class=\"{role}\"><td>{}</td><td>{role}</td>", side.ranks)?;
+            write!(
+                out,
+                "<tr class=\"{role}\"><td>{}</td><td>{role}</td>",
+                RankCell { ranks: &side.ranks, id: None }
+            )?;
             match entry {
                 Some(entry) => write!(
                     out,
@@ -175,36 +190,85 @@ fn evidence(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "</section>")
 }
 
+/// Rows shown before the rest fold into a `<details>`: a 512-rank partial hang can have dozens
+/// of groups and facts (one per culprit group, repeating the table), and the timeline must
+/// start within the first screen.
+const SHOWN_GROUPS: usize = 4;
+const SHOWN_FACTS: usize = 3;
+
 fn groups(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let all = &a.diagnosis.groups;
     writeln!(
         out,
         "<section id=\"groups\">\n<h2>Behavioural groups <span class=\"dim\">({})</span></h2>",
-        a.diagnosis.groups.len()
+        all.len()
     )?;
-    writeln!(
-        out,
-        "<table><thead><tr><th>ranks</th><th>n</th><th>where</th><th>call site</th><th>waiting for</th></tr></thead><tbody>"
-    )?;
-    for g in &a.diagnosis.groups {
-        let mut class = Vec::new();
-        if g.culprit {
-            class.push("culprit");
-        }
-        if g.stuck {
-            class.push("stuck");
-        }
+    let head = "<table class=\"groups\"><colgroup><col class=\"c-ranks\"><col class=\"c-n\"><col><col class=\"c-wait\"><col class=\"c-site\"></colgroup><thead><tr><th>ranks</th><th>n</th><th>where</th><th>waiting for</th><th>call site</th></tr></thead><tbody>";
+    writeln!(out, "{head}")?;
+    for g in all.iter().take(SHOWN_GROUPS) {
+        group_row(a, g, out)?;
+    }
+    writeln!(out, "</tbody></table>")?;
+    if all.len() > SHOWN_GROUPS {
+        let ranks: usize = all[SHOWN_GROUPS..].iter().map(|g| g.ranks.len()).sum();
         writeln!(
             out,
-            "<tr class=\"{}\"><td class=\"ranks\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            class.join(" "),
-            g.ranks,
-            g.ranks.len(),
-            Esc(&where_text(&a.trace, g)),
-            Esc(&site_text(a, g)),
-            if g.waiting_for.is_empty() { String::new() } else { g.waiting_for.to_string() }
+            "<details class=\"more\"><summary>{} more group(s), {ranks} rank(s)</summary>{head}",
+            all.len() - SHOWN_GROUPS
         )?;
+        for g in &all[SHOWN_GROUPS..] {
+            group_row(a, g, out)?;
+        }
+        writeln!(out, "</tbody></table></details>")?;
     }
-    writeln!(out, "</tbody></table>\n</section>")
+    writeln!(out, "</section>")
+}
+
+fn group_row(a: &Analysis, g: &BehaviourGroup, out: &mut dyn Write) -> io::Result<()> {
+    let mut class = Vec::new();
+    if g.culprit {
+        class.push("culprit");
+    }
+    if g.stuck {
+        class.push("stuck");
+    }
+    writeln!(
+        out,
+        "<tr class=\"{}\"><td class=\"ranks\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        class.join(" "),
+        RankCell { ranks: &g.ranks, id: None },
+        g.ranks.len(),
+        Esc(&where_text(&a.trace, g)),
+        RankCell { ranks: &g.waiting_for, id: None },
+        Esc(&site_text(a, g)),
+    )
+}
+
+/// A rank set as it fits a cell: whole when short, else its count and start, the whole set one
+/// click away (a 400-character list would push everything else off the screen).
+struct RankCell<'r> {
+    ranks: &'r RankSet,
+    id: Option<&'static str>,
+}
+
+/// Characters of a rank list shown before it folds.
+const RANKS_SHOWN: usize = 48;
+
+impl fmt::Display for RankCell<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.ranks.to_string();
+        let id = self.id.map(|id| format!(" id=\"{id}\"")).unwrap_or_default();
+        if text.len() <= RANKS_SHOWN {
+            return write!(f, "<b{id} class=\"rankset\">{text}</b>");
+        }
+        let cut = text[..RANKS_SHOWN].rfind(',').unwrap_or(RANKS_SHOWN);
+        write!(
+            f,
+            "<details class=\"rankset\"><summary>{} ranks: {}…</summary><b{id}>{text}</b></details>",
+            self.ranks.len(),
+            &text[..cut]
+        )
+    }
 }
 
 fn where_text(t: &Trace, g: &BehaviourGroup) -> String {

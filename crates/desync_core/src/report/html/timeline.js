@@ -5,8 +5,8 @@
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('desync-data').textContent);
-  var LH = 16, HEAD = 34, EAGER_CELLS = 60000;
-  var zoom = 1, cws = {};
+  var LH = 16, LABEL_ROW = 13, EAGER_CELLS = 60000;
+  var zoom = 1, cws = {}, axis = 'seq';
   var tip = document.getElementById('tip'), panel = document.getElementById('detail');
   var host = document.getElementById('pgs'), drawn = {};
 
@@ -20,8 +20,18 @@
     var h = D.ops.map(function (op, i) { return '<span><span class="sw" style="background:' + colour(i) + '"></span>' + esc(op) + '</span>'; });
     if (D.states) h.push('<span class="dim">faded: scheduled / started, not completed</span>');
     h.push('<span>zoom <button type="button" data-zoom="-1" aria-label="zoom out">−</button> <button type="button" data-zoom="1" aria-label="zoom in">+</button></span>');
+    h.push('<span>axis <button type="button" id="axis" aria-label="switch the axis between sequence ids and time">seq ⇄ time</button> <span id="axis-note" class="dim"></span></span>');
+    h.push('<span><label>find rank <input id="rank-search" type="search" inputmode="numeric" size="7" placeholder="e.g. 259"></label> <span id="rank-found" class="dim"></span></span>');
     var el = document.getElementById('legend');
     el.innerHTML = h.join('');
+    document.getElementById('rank-search').addEventListener('input', function (e) { findRank(e.target.value.trim()); });
+    document.getElementById('axis').addEventListener('click', function () {
+      axis = axis === 'seq' ? 'time' : 'seq';
+      document.body.setAttribute('data-axis', axis);
+      document.getElementById('axis-note').textContent = axis === 'seq' ? '' :
+        'x: time since the first enqueue' + (D.states ? '' : '; Gloo records no start or end, so each collective is a thin outlined tick at its enqueue time: its length is unknown');
+      Object.keys(drawn).forEach(function (k) { draw(+k); });
+    });
     el.addEventListener('click', function (e) {
       var z = e.target.getAttribute && e.target.getAttribute('data-zoom');
       if (!z) return;
@@ -30,8 +40,20 @@
     });
   }
 
+  // The furthest seq a lane reached (-1: nothing, or no dump): lanes are ordered by it, the
+  // ranks that fell behind first, so the ones holding everyone up sit at the top.
+  function progress(pg, l) {
+    var last = -1;
+    for (var i = 0; i < l.cells.length; i += 2) last = Math.max(last, pg.cols[l.cells[i]]);
+    return last;
+  }
+
   function skeleton() {
     var budget = EAGER_CELLS;
+    D.pgs.forEach(function (pg) {
+      pg.lanes.forEach(function (l, i) { l.progress = progress(pg, l); l.order = i; });
+      pg.lanes.sort(function (a, b) { return a.progress - b.progress || a.order - b.order; });
+    });
     D.pgs.forEach(function (pg, k) {
       var real = pg.cols.filter(function (c) { return c >= 0; }).length;
       var total = pg.cols.reduce(function (n, c) { return n + (c >= 0 ? 1 : -c); }, 0);
@@ -80,7 +102,141 @@
     });
   }
 
-  function draw(k) {
+  // Text widths from the font the labels use, so label boxes are laid out, not guessed.
+  var ctx = document.createElement('canvas').getContext('2d');
+  function textWidth(t) { ctx.font = 'bold 11px system-ui, sans-serif'; return ctx.measureText(t).width; }
+
+  // Each mark's label starts at its column and takes the first row where it overlaps no label
+  // already placed (earliest and stuck first); past three rows, other mismatches keep only a
+  // marker. Returns the rows used and how far right the labels reach.
+  function layoutLabels(pg, xOf) {
+    var rows = [], placed = [], right = 0, MAX_ROWS = 3;
+    var order = pg.marks.map(function (m, i) { return i; }).sort(function (a, b) {
+      return (pg.marks[a].kind === 'mismatch') - (pg.marks[b].kind === 'mismatch') || a - b;
+    });
+    order.forEach(function (i) {
+      var m = pg.marks[i], text = '▾ ' + m.label, x0 = xOf(m);
+      if (x0 === null) return;
+      var x1 = x0 + textWidth(text) + 6, row = 0;
+      function free(r) { return (rows[r] || []).every(function (b) { return x1 <= b[0] || x0 >= b[1]; }); }
+      while (!free(row)) row++;
+      if (row >= MAX_ROWS) {
+        if (m.kind === 'mismatch') { text = '▾'; x1 = x0 + textWidth(text) + 2; row = 0; while (!free(row)) row++; }
+      }
+      (rows[row] = rows[row] || []).push([x0, x1]);
+      placed.push({ kind: m.kind, text: text, x0: x0, x1: x1, row: row });
+      right = Math.max(right, x1);
+    });
+    return { rows: Math.max(1, rows.length), placed: placed, right: right };
+  }
+
+  function inRanks(text, r) {
+    return String(text).split(',').some(function (part) {
+      var b = part.split('-'), lo = +b[0], hi = b.length > 1 ? +b[1] : lo;
+      return r >= lo && r <= hi;
+    });
+  }
+
+  // Highlights the lanes holding a rank in every group (opening and drawing them), and scrolls
+  // to the first; says where the rank is when it sits in a class lane or was not drawn.
+  function findRank(q) {
+    var out = document.getElementById('rank-found');
+    document.querySelectorAll('text.lane-label.found').forEach(function (t) { t.classList.remove('found'); });
+    if (!/^[0-9]+$/.test(q)) { out.textContent = ''; return; }
+    var r = +q, first = null, where = [];
+    D.pgs.forEach(function (pg, k) {
+      pg.lanes.forEach(function (l) {
+        if (!inRanks(l.ranks, r)) return;
+        var el = document.getElementById('pg-' + k);
+        if (!el.open) el.open = true;
+        if (!drawn[k]) draw(k);
+        el.querySelectorAll('text.lane-label').forEach(function (t) {
+          if (t.getAttribute('data-ranks') === l.ranks) { t.classList.add('found'); first = first || t; }
+        });
+        where.push(pg.label);
+      });
+    });
+    out.textContent = where.length ? 'rank ' + r + ': ' + where.length + ' lane(s)' : 'rank ' + r + ' is in no drawn lane';
+    if (first) first.scrollIntoView({ block: 'center' });
+  }
+
+  function draw(k) { if (axis === 'time') drawTime(k); else drawSeq(k); drawn[k] = true; }
+
+  // Ticks every 1, 2 or 5 x 10^n ms, about every 120 px.
+  function tickStep(spanMs, px) {
+    var raw = spanMs * 120 / Math.max(px, 1), p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+    return [1, 2, 5, 10].map(function (m) { return m * p; }).find(function (x) { return x >= raw; });
+  }
+  function msText(ms) { return ms >= 1000 ? (ms / 1000).toFixed(ms % 1000 ? 1 : 0) + ' s' : (+ms.toFixed(3)) + ' ms'; }
+
+  // The time axis: each collective at its enqueue time, as long as the dump says it ran (from
+  // enqueue to completion, or to start when it never completed); without either (Gloo) a thin
+  // outlined tick, never a made-up length. Columns and gaps mean nothing here.
+  function drawTime(k) {
+    var pg = D.pgs[k], el = document.getElementById('pg-' + k), lw = labelWidth();
+    var t0 = Infinity, t1 = -Infinity;
+    pg.lanes.forEach(function (l) {
+      for (var q = 0; q < l.times.length; q += 2) {
+        if (l.times[q] < 0) continue;
+        t0 = Math.min(t0, l.times[q]); t1 = Math.max(t1, l.times[q] + Math.max(0, l.times[q + 1]));
+      }
+    });
+    if (t0 === Infinity) { t0 = 0; t1 = 1; }
+    var pxw = Math.max(200, el.clientWidth - lw - 24) * zoom, span = Math.max(t1 - t0, 1e-3), sc = pxw / span;
+    var X = function (t) { return 4 + (t - t0) * sc; };
+    // A mark sits where its column's collectives were first enqueued.
+    var markX = function (m) {
+      var best = Infinity;
+      pg.lanes.forEach(function (l) {
+        for (var q = 0; q < l.cells.length; q += 2) {
+          if (l.cells[q] >= m.col && l.cells[q] < m.col + m.span && l.times[q] >= 0) best = Math.min(best, l.times[q]);
+        }
+      });
+      return best === Infinity ? null : X(best);
+    };
+    var labels = layoutLabels(pg, markX);
+    var HEAD = pg.head = 22 + labels.rows * LABEL_ROW;
+    var n = pg.lanes.length, w = Math.max(pxw + 24, labels.right + 8), h = HEAD + n * LH + 2;
+    var lab = ['<svg class="lanes" width="' + lw + '" height="' + h + '">'];
+    var s = ['<svg class="cells time" width="' + w + '" height="' + h + '" data-pg="' + k + '">'];
+    pg.tx = [];
+    pg.lanes.forEach(function (l, i) {
+      var y = HEAD + i * LH, cls = l.culprit ? 'culprit' : (i % 2 ? 'zebra' : '');
+      if (cls) s.push('<rect class="laneband ' + cls + '" x="0" y="' + y + '" width="' + w + '" height="' + LH + '"/>');
+      lab.push(laneLabel(l, y));
+    });
+    pg.marks.forEach(function (m) {
+      var x = markX(m);
+      if (x !== null) s.push('<rect class="band ' + m.kind + '" x="' + (x - 1) + '" y="0" width="3" height="' + h + '"/>');
+    });
+    var step = tickStep(span, pxw);
+    for (var t = 0; t <= span + 1e-9; t += step) s.push('<text class="tick" x="' + X(t0 + t) + '" y="' + (HEAD - 8) + '">' + msText(t) + '</text>');
+    pg.lanes.forEach(function (l, i) {
+      var y = HEAD + i * LH + 2, xs = [];
+      for (var q = 0; q < l.cells.length; q += 2) {
+        var at = l.times[q], dur = l.times[q + 1], d = D.details[l.cells[q + 1]];
+        if (at < 0) { xs.push(null); continue; }
+        var x = X(at), wd = dur >= 0 ? Math.max(2, dur * sc) : 3;
+        xs.push([x, x + Math.max(wd, 3)]);
+        var cls = 'cell' + (dur < 0 ? ' dur-unknown' : '') + (D.states && d.state !== 'completed' ? ' s-' + d.state : '');
+        s.push('<rect class="' + cls + '" x="' + x + '" y="' + y + '" width="' + wd + '" height="' + (LH - 4) + '" ' + (dur < 0 ? 'stroke' : 'fill') + '="' + colour(d.op) + '"/>');
+      }
+      pg.tx.push(xs);
+    });
+    labels.placed.forEach(function (p) {
+      s.push('<text class="mlabel ' + p.kind + '" x="' + p.x0 + '" y="' + (11 + p.row * LABEL_ROW) + '">' + esc(p.text) + '</text>');
+    });
+    lab.push('</svg>'); s.push('</svg>');
+    el.querySelector('.labels').innerHTML = lab.join('');
+    el.querySelector('.scroll').innerHTML = s.join('');
+  }
+
+  function laneLabel(l, y) {
+    return '<text class="lane-label' + (l.culprit ? ' culprit' : '') + (l.missing ? ' missing' : '') + '" data-ranks="' + esc(l.ranks) + '" data-progress="' + l.progress +
+      '" x="6" y="' + (y + LH - 4) + '">' + esc(l.label) + (l.culprit ? ' ◀' : '') + (l.stuck ? ' <tspan class="st">stuck</tspan>' : '') + '</text>';
+  }
+
+  function drawSeq(k) {
     var pg = D.pgs[k], el = document.getElementById('pg-' + k);
     pg.grid = pg.grid || grid(pg);
     var lw = labelWidth();
@@ -88,18 +244,19 @@
     var avail = Math.max(200, el.clientWidth - lw - 24);
     var cw = cws[k] = Math.max(2, Math.round(Math.max(4, Math.min(24, Math.floor(avail / pg.cols.length))) * zoom));
     // At least wide enough for a mark's label on a short job.
-    var n = pg.lanes.length, w = Math.max(pg.cols.length * cw + 24, pg.marks.length ? 280 : 0), h = HEAD + n * LH + 2;
+    var labels = layoutLabels(pg, function (m) { return m.col * cw; });
+    var HEAD = pg.head = 22 + labels.rows * LABEL_ROW;
+    var n = pg.lanes.length, w = Math.max(pg.cols.length * cw + 24, labels.right + 8), h = HEAD + n * LH + 2;
     var lab = ['<svg class="lanes" width="' + lw + '" height="' + h + '">'];
     var s = ['<svg class="cells" width="' + w + '" height="' + h + '" data-pg="' + k + '"><defs><pattern id="hatch-' + k + '" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#ccd"/></pattern></defs>'];
     pg.lanes.forEach(function (l, i) {
       var y = HEAD + i * LH, cls = l.culprit ? 'culprit' : (i % 2 ? 'zebra' : '');
       if (cls) s.push('<rect class="laneband ' + cls + '" x="0" y="' + y + '" width="' + pg.cols.length * cw + '" height="' + LH + '"/>');
-      lab.push('<text class="lane-label' + (l.culprit ? ' culprit' : '') + (l.missing ? ' missing' : '') + '" data-ranks="' + esc(l.ranks) +
-        '" x="6" y="' + (y + LH - 4) + '">' + esc(l.label) + (l.culprit ? ' ◀' : '') + (l.stuck ? ' <tspan class="st">stuck</tspan>' : '') + '</text>');
+      lab.push(laneLabel(l, y));
     });
     var hot = {};
     pg.marks.forEach(function (m) {
-      s.push('<rect class="band ' + m.kind + '" x="' + m.col * cw + '" y="0" width="' + cw + '" height="' + h + '"/>');
+      s.push('<rect class="band ' + m.kind + '" x="' + m.col * cw + '" y="0" width="' + cw * m.span + '" height="' + h + '"/>');
       if (m.kind === 'earliest') hot[m.col] = 1;
     });
     var lastTick = -1e9;
@@ -117,16 +274,14 @@
       }
       // Where something happened, a lane that issued nothing is evidence too: outline the hole.
       if (!l.missing) pg.marks.forEach(function (m) {
-        if (pg.grid[i][m.col] < 0) s.push('<rect class="absent" x="' + (m.col * cw + 1.5) + '" y="' + (y + 0.5) + '" width="' + Math.max(1, cw - 3) + '" height="' + (LH - 5) + '"/>');
+        for (var c = m.col; c < m.col + m.span; c++) {
+          if (pg.grid[i][c] < 0) s.push('<rect class="absent" x="' + (c * cw + 1.5) + '" y="' + (y + 0.5) + '" width="' + Math.max(1, cw - 3) + '" height="' + (LH - 5) + '"/>');
+        }
       });
     });
-    // Labels last so they sit above the bands; earliest/stuck get words, others a marker.
-    // Other mismatches get their label too while they are few enough not to collide.
-    var few = pg.marks.length <= 4;
-    pg.marks.forEach(function (m) {
-      var x = m.col * cw + cw / 2, txt = m.kind === 'mismatch' && !few ? '▾' : '▾ ' + m.label;
-      var anchor = m.kind === 'mismatch' || x < 120 ? 'start' : (x > w - 120 ? 'end' : 'middle');
-      s.push('<text class="mlabel ' + m.kind + '" x="' + (anchor === 'start' ? m.col * cw : x) + '" y="11" text-anchor="' + anchor + '">' + esc(txt) + '</text>');
+    // Labels last so they sit above the bands, each on the row layoutLabels gave it.
+    labels.placed.forEach(function (p) {
+      s.push('<text class="mlabel ' + p.kind + '" x="' + p.x0 + '" y="' + (11 + p.row * LABEL_ROW) + '">' + esc(p.text) + '</text>');
     });
     lab.push('</svg>'); s.push('</svg>');
     el.querySelector('.labels').innerHTML = lab.join('');
@@ -142,15 +297,30 @@
     var svg = e.target.closest && e.target.closest('svg.cells');
     if (!svg) return null;
     var k = +svg.getAttribute('data-pg'), pg = D.pgs[k], r = svg.getBoundingClientRect(), cw = cws[k];
-    var col = Math.floor((e.clientX - r.left) / cw), lane = Math.floor((e.clientY - r.top - HEAD) / LH);
+    if (axis === 'time') return hitTime(e, k, pg, r);
+    var col = Math.floor((e.clientX - r.left) / cw), lane = Math.floor((e.clientY - r.top - pg.head) / LH);
     if (col < 0 || col >= pg.cols.length) return null;
-    var marks = pg.marks.filter(function (m) { return m.col === col; });
+    var marks = pg.marks.filter(function (m) { return col >= m.col && col < m.col + m.span; });
     if (pg.cols[col] < 0) return { text: (-pg.cols[col]) + ' seq(s) elided here' };
     if (lane < 0 || lane >= pg.lanes.length) return marks.length ? { text: marks.map(function (m) { return m.label; }).join('\n') } : null;
     var di = pg.grid[lane][col], l = pg.lanes[lane];
     var head = pg.label + ' · seq ' + pg.cols[col] + '\n' + l.label + (l.culprit ? '  (departed)' : '');
     if (di < 0) return { text: head + '\nnothing issued' + (marks.length ? '\n' + marks[0].label : '') };
     return { text: head + '\n' + describe(D.details[di]) + (marks.length ? '\n' + marks[0].label : ''), k: k, lane: lane, col: col, d: D.details[di] };
+  }
+
+  function hitTime(e, k, pg, r) {
+    var x = e.clientX - r.left, lane = Math.floor((e.clientY - r.top - pg.head) / LH);
+    if (lane < 0 || lane >= pg.lanes.length || !pg.tx) return null;
+    var xs = pg.tx[lane], l = pg.lanes[lane];
+    for (var i = 0; i < xs.length; i++) {
+      if (!xs[i] || x < xs[i][0] - 1 || x > xs[i][1] + 1) continue;
+      var col = l.cells[2 * i], d = D.details[l.cells[2 * i + 1]], dur = l.times[2 * i + 1];
+      var when = 'enqueued at ' + msText(l.times[2 * i]) + (dur >= 0 ? ', ran ' + msText(dur) : ', duration not recorded');
+      var text = pg.label + ' · seq ' + pg.cols[col] + '\n' + l.label + '\n' + when + '\n' + describe(d);
+      return { text: text, k: k, lane: lane, col: col, d: d };
+    }
+    return null;
   }
 
   function describe(d) {

@@ -39,6 +39,8 @@ pub(super) struct Timeline {
     pgs: Vec<PgTimeline>,
     /// Labels of process groups left out to keep the report small.
     pgs_elided: Vec<String>,
+    /// The earliest `time_created_ns` of any entry: lanes' times count from here.
+    base_ns: i64,
 }
 
 #[derive(Serialize)]
@@ -83,11 +85,17 @@ struct Lane {
     missing: bool,
     /// Flat `(column, detail)` pairs.
     cells: Vec<u32>,
+    /// Per cell, flat `(created, duration)` in milliseconds since `Timeline::base_ns`; the
+    /// duration is -1 when the dump recorded neither start nor completion (Gloo), and the
+    /// creation -1 when it has no timestamp. The time axis draws from these.
+    times: Vec<f64>,
 }
 
 #[derive(Serialize)]
 struct Mark {
     col: usize,
+    /// Adjacent columns the mark covers (a run of mismatches of one kind).
+    span: usize,
     /// `earliest`, `stuck` or `mismatch`.
     kind: &'static str,
     label: String,
@@ -109,6 +117,7 @@ struct DetailKey {
 struct Builder<'a> {
     a: &'a Analysis,
     options: &'a HtmlOptions,
+    base_ns: i64,
     ops: FxHashMap<std::sync::Arc<str>, usize>,
     details: Vec<Detail>,
     detail_index: FxHashMap<DetailKey, u32>,
@@ -135,9 +144,19 @@ pub(super) fn timeline(a: &Analysis, options: &HtmlOptions) -> Timeline {
             }
         }
     }
+    let base_ns = a
+        .trace
+        .ranks
+        .iter()
+        .flat_map(|r| &r.entries)
+        .map(|e| e.time_created_ns)
+        .filter(|&t| t > 0)
+        .min()
+        .unwrap_or(0);
     let mut b = Builder {
         a,
         options,
+        base_ns,
         ops: FxHashMap::default(),
         details: Vec::new(),
         detail_index: FxHashMap::default(),
@@ -161,6 +180,7 @@ pub(super) fn timeline(a: &Analysis, options: &HtmlOptions) -> Timeline {
         details: b.details,
         pgs,
         pgs_elided,
+        base_ns,
     }
 }
 
@@ -299,10 +319,11 @@ impl Builder<'_> {
             .take(budget)
             .map(|c| {
                 let n = c.ranks.len();
-                let label = if n == 1 {
-                    format!("rank {}", c.ranks)
-                } else {
-                    format!("ranks {} ({n})", short_ranks(c.ranks.as_slice()))
+                let short = short_ranks(c.ranks.as_slice());
+                let label = match n {
+                    1 => format!("rank {}", c.ranks),
+                    _ if short.ends_with(&format!(" of {n}")) => format!("ranks {short}"),
+                    _ => format!("ranks {short} ({n})"),
                 };
                 LaneSpec {
                     label,
@@ -331,7 +352,7 @@ impl Builder<'_> {
     }
 
     fn lane(&mut self, g: &GroupAlignment, spec: LaneSpec, cols: &[i64]) -> Lane {
-        let mut cells = Vec::new();
+        let (mut cells, mut times) = (Vec::new(), Vec::new());
         if let Some(rank) = spec.source {
             for (col, &seq) in cols.iter().enumerate() {
                 if seq < 0 {
@@ -341,6 +362,16 @@ impl Builder<'_> {
                 if !run.is_empty() {
                     cells.push(col as u32);
                     cells.push(self.detail(&run));
+                    let e = run[0];
+                    // Microsecond precision keeps the numbers short in the blob.
+                    let ms = |ns: i64| ((ns - self.base_ns) / 1000) as f64 / 1e3;
+                    let created = if e.time_created_ns > 0 { ms(e.time_created_ns) } else { -1.0 };
+                    let end =
+                        e.completed_ns().or(e.started_ns()).filter(|&t| t >= e.time_created_ns);
+                    let duration =
+                        end.map_or(-1.0, |t| ((t - e.time_created_ns) / 1000) as f64 / 1e3);
+                    times.push(created);
+                    times.push(duration);
                 }
             }
         }
@@ -356,6 +387,7 @@ impl Builder<'_> {
             ranks: format_ranks(ranks),
             label: spec.label,
             cells,
+            times,
         }
     }
 
@@ -410,30 +442,52 @@ impl Builder<'_> {
         {
             let label =
                 if stuck == Some(seq) { "earliest mismatch · stuck" } else { "earliest mismatch" };
-            marks.push(Mark { col, kind: "earliest", label: format!("{label} (seq {seq})") });
+            marks.push(Mark {
+                col,
+                span: 1,
+                kind: "earliest",
+                label: format!("{label} (seq {seq})"),
+            });
         }
         if let Some(seq) = stuck.filter(|&s| Some(s) != earliest)
             && let Some(&col) = seq_col.get(&seq)
         {
-            marks.push(Mark { col, kind: "stuck", label: format!("stuck (seq {seq})") });
+            marks.push(Mark { col, span: 1, kind: "stuck", label: format!("stuck (seq {seq})") });
         }
+        // Other mismatches: a run of adjacent columns with the same kind is one mark (a rank
+        // without a dump misses every seq: one label for the run, not one per seq).
+        let mut run: Option<(usize, usize, MismatchKind, u64, u64)> = None;
+        let flush = |run: Option<(usize, usize, MismatchKind, u64, u64)>, marks: &mut Vec<Mark>| {
+            let Some((col, span, kind, first, last)) = run else { return };
+            let what = match kind {
+                MismatchKind::Missing => "not issued by all".to_owned(),
+                MismatchKind::State => "completed on some".to_owned(),
+                kind => format!("{} mismatch", kind.as_str()),
+            };
+            let seqs = if first == last {
+                format!("seq {first}")
+            } else {
+                format!("seq {first}–{last}")
+            };
+            marks.push(Mark { col, span, kind: "mismatch", label: format!("{what} ({seqs})") });
+        };
         for m in &g.mismatches {
             if Some(m.seq) == earliest || Some(m.seq) == stuck {
                 continue;
             }
-            if let Some(&col) = seq_col.get(&m.seq) {
-                let what = match m.kind {
-                    MismatchKind::Missing => "not issued by all".to_owned(),
-                    MismatchKind::State => "completed on some".to_owned(),
-                    kind => format!("{} mismatch", kind.as_str()),
-                };
-                marks.push(Mark {
-                    col,
-                    kind: "mismatch",
-                    label: format!("{what} (seq {})", m.seq),
-                });
+            let Some(&col) = seq_col.get(&m.seq) else { continue };
+            match &mut run {
+                Some((start, span, kind, _, last)) if *kind == m.kind && *start + *span == col => {
+                    *span += 1;
+                    *last = m.seq;
+                }
+                _ => {
+                    flush(run.take(), &mut marks);
+                    run = Some((col, 1, m.kind, m.seq, m.seq));
+                }
             }
         }
+        flush(run, &mut marks);
         marks
     }
 }
