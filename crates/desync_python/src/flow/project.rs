@@ -136,3 +136,34 @@ fn read_python(path: &Path) -> Option<String> {
     }
     std::fs::read_to_string(path).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An import that resolves (through `..` or a link) to a file outside the roots is not
+    /// followed: its text never reaches an analysis, a report or an MCP answer.
+    #[test]
+    fn imports_never_leave_the_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("job"), dir.path().join("elsewhere"));
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secrets.py"), "TOKEN = 'canary'\n").unwrap();
+        std::fs::write(root.join("settings.py"), "DTYPE = 'bf16'\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("secrets.py"), root.join("linked.py")).unwrap();
+        let train = root.join("pkg").join("train.py");
+        std::fs::write(&train, "import settings\n").unwrap();
+
+        let project = FileProject::new([root.clone()]);
+        let importer = project.load(&train).unwrap();
+        assert!(project.import(&importer, "settings", 0).is_some(), "inside the root: followed");
+        assert!(project.import(&importer, "linked", 0).is_none(), "a link leading outside");
+        // `from ...elsewhere import secrets` from job/pkg/train.py climbs out of the root.
+        assert!(
+            project.import(&importer, "elsewhere.secrets", 3).is_none(),
+            "`..` out of the root"
+        );
+        assert!(project.load(&outside.join("secrets.py")).is_none());
+    }
+}
