@@ -153,6 +153,8 @@ pub fn find_code(
             .collect();
         candidates::line_counts(&per_side, file, line)
     };
+    // A straggler's code is where it arrives late, not where everyone ends up waiting.
+    let late = straggler_late_entry(trace, alignment, d);
     finding.candidates = match (d.category, departed, reference) {
         (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
             let mut found = candidates::rank(candidates::between(&ws, dep, reference), &counts);
@@ -173,11 +175,8 @@ pub fn find_code(
             }
             found
         }
-        (Category::Straggler, _, _) if straggler_late_entry(trace, alignment, d).is_some() => {
-            straggler_late_entry(trace, alignment, d)
-                .and_then(|(entry, from)| straggler_candidate(&ws, entry, from))
-                .into_iter()
-                .collect()
+        (Category::Straggler, _, _) if let Some((entry, from)) = late => {
+            straggler_candidate(&ws, entry, from).into_iter().collect()
         }
         // Stalls, crashes and hangs: the line where the others wait is what can be shown.
         (_, dep, reference) => {
@@ -505,31 +504,19 @@ fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
             .flat_map(|g| g.ranks.as_slice().iter().copied())
             .collect()
     };
+    let culprits = &d.culprit_ranks;
+    match d.category {
+        Category::Straggler => return arriving_late(b, d, at),
+        Category::GpuHang => {
+            return format!(
+                "every rank issued `{}` at {at}; it never ran to completion on rank(s) {culprits}: a kernel, NCCL or network hang, not a different code path (see the next steps)",
+                b.source
+            );
+        }
+        _ => {}
+    }
     let waiting = ranks_where(&|g| g.stuck && !g.culprit);
     let without_dump = ranks_where(&|g| g.culprit && g.position == Position::NoDump);
-    if d.category == Category::Straggler {
-        let interval = d.straggler.as_ref().and_then(|s| s.slow_interval.as_ref());
-        let Some(from) = interval.and_then(|i| i.from.call_site.as_ref()) else {
-            return format!(
-                "rank(s) {} reach `{}` at {at} later than their peers, who wait there for them",
-                d.culprit_ranks, b.source
-            );
-        };
-        let wraps = if from.file == b.file && from.line > b.line {
-            " (the loop's next iteration)"
-        } else {
-            ""
-        };
-        return format!(
-            "rank(s) {} reach `{}` at {at}{wraps} about {:.0} ms later than their peers: the code run after {}:{} and before this line is slower on rank(s) {} (data loading, host work, a rank-local branch)",
-            d.culprit_ranks,
-            b.source,
-            interval.map_or(0.0, |i| i.mean_extra_ms),
-            short_path(&from.file),
-            from.line,
-            d.culprit_ranks
-        );
-    }
     let who = if waiting.is_empty() { "ranks".to_owned() } else { format!("rank(s) {waiting}") };
     let mut text = format!("{who} wait in `{}` at {at}", b.source);
     if !without_dump.is_empty() {
@@ -538,13 +525,34 @@ fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
         ));
     }
     let others: RankSet =
-        d.culprit_ranks.as_slice().iter().copied().filter(|&r| !without_dump.contains(r)).collect();
+        culprits.as_slice().iter().copied().filter(|&r| !without_dump.contains(r)).collect();
     if !others.is_empty() {
         text.push_str(&format!(
             "; rank(s) {others} did not reach it (see their position under Behavioural groups)"
         ));
     }
     text
+}
+
+/// A straggler: the line it reaches late and where the time goes.
+fn arriving_late(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
+    let culprits = &d.culprit_ranks;
+    let interval = d.straggler.as_ref().and_then(|s| s.slow_interval.as_ref());
+    let Some(from) = interval.and_then(|i| i.from.call_site.as_ref()) else {
+        return format!(
+            "rank(s) {culprits} reach `{}` at {at} later than their peers, who wait there for them",
+            b.source
+        );
+    };
+    let wraps =
+        if from.file == b.file && from.line > b.line { " (the loop's next iteration)" } else { "" };
+    format!(
+        "rank(s) {culprits} reach `{}` at {at}{wraps} about {:.0} ms later than their peers: the code run after {}:{} and before this line is slower on rank(s) {culprits} (data loading, host work, a rank-local branch)",
+        b.source,
+        interval.map_or(0.0, |i| i.mean_extra_ms),
+        short_path(&from.file),
+        from.line,
+    )
 }
 
 /// Command-line configuration is the same on every rank unless the launcher differs, so it
