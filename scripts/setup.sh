@@ -3,7 +3,10 @@
 # which one rank stopped early on its own validation loss.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo build --release --locked -p desync
+# Without the S3/GCS reader (the `remote` feature, 31% of the compile work: docs/install.md,
+# "Build time"): the example reads local dumps. `cargo build --release -p desync`, the wheel and
+# `cargo install` keep it.
+cargo build --release --locked -p desync --no-default-features
 example=tests/scenarios/early_stop
 set +e
 ./target/release/desync analyze "$example/dumps" --source-root "$example/src"
