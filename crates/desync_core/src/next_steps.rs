@@ -202,8 +202,12 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
 
 fn fill_in(text: &str, a: &Analysis) -> String {
     let d = &a.diagnosis;
-    let culprits =
-        if d.culprit_ranks.is_empty() { "?".to_owned() } else { d.culprit_ranks.to_string() };
+    // A sentence: 40 scattered culprits read as their count and first ranks.
+    let culprits = if d.culprit_ranks.is_empty() {
+        "?".to_owned()
+    } else {
+        d.culprit_ranks.brief().to_string()
+    };
     let culprit = d.culprit_ranks.as_slice().first().map_or("?".to_owned(), ToString::to_string);
     let pg = d.process_group.map(|pg| a.trace.process_groups[pg].label()).unwrap_or_default();
     let seq = d.collective_seq_id.map_or_else(|| "?".into(), |s| s.to_string());
