@@ -69,12 +69,8 @@ pub struct RunArgs {
     /// desync.torch.enable() itself (Gloo never dumps otherwise; NCCL dumps on its timeout).
     #[arg(long)]
     pub no_inject: bool,
-    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
-    #[arg(long = "path-map", value_name = "FROM=TO")]
-    pub path_maps: Vec<String>,
-    /// Look for the training code under DIR, matching frame paths by their longest suffix.
-    #[arg(long, value_name = "DIR")]
-    pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
     #[command(flatten)]
     pub ownership: OwnershipArgs,
     /// The job's command, after `--`.
@@ -139,14 +135,8 @@ pub struct InputArgs {
     /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
     #[arg(long, short = 'p')]
     pub prefix: Option<String>,
-    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
-    #[arg(long = "path-map", value_name = "FROM=TO")]
-    pub path_maps: Vec<String>,
-    /// Look for the training code under DIR, matching frame paths by their longest suffix.
-    /// Source files are read only under DIR and the --path-map targets (without either,
-    /// only under the working directory).
-    #[arg(long, value_name = "DIR")]
-    pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
     /// The job's world size, when the dumps may not show it (a copy of only some ranks'
     /// dumps): ranks below N with no dump are then named as missing.
     #[arg(long, value_name = "N", value_parser = world_size_range())]
@@ -189,34 +179,47 @@ impl InputArgs {
                 ownership: self.ownership.ownership(),
                 world_size: self.world_size,
             },
-            sources: source_options(&self.path_maps, self.source_root.as_ref())?,
+            sources: self.sources.options()?,
         })
     }
 }
 
-/// `--path-map` and `--source-root`, checked: where the code bridge reads the training code.
-pub fn source_options(
-    path_maps: &[String],
-    source_root: Option<&PathBuf>,
-) -> anyhow::Result<desync_core::bridge::SourceOptions> {
-    let path_maps = path_maps
-        .iter()
-        .map(|m| desync_core::bridge::SourceOptions::parse_path_map(m))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(root) = source_root
-        && !root.is_dir()
-    {
-        return Err(desync_core::Error::SourceRoot(root.clone()).into());
+/// Where the code bridge reads the training code (analyze, report, run, watch).
+#[derive(clap::Args, Debug)]
+pub struct SourceArgs {
+    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
+    #[arg(long = "path-map", value_name = "FROM=TO")]
+    pub path_maps: Vec<String>,
+    /// Look for the training code under DIR, matching frame paths by their longest suffix.
+    /// Source files are read only under DIR and the --path-map targets (without either,
+    /// only under the working directory).
+    #[arg(long, value_name = "DIR")]
+    pub source_root: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    /// `--path-map` and `--source-root`, checked.
+    pub fn options(&self) -> anyhow::Result<desync_core::bridge::SourceOptions> {
+        let path_maps = self
+            .path_maps
+            .iter()
+            .map(|m| desync_core::bridge::SourceOptions::parse_path_map(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(root) = &self.source_root
+            && !root.is_dir()
+        {
+            return Err(desync_core::Error::SourceRoot(root.clone()).into());
+        }
+        // Without --source-root or --path-map, frame paths as written are read only under the
+        // working directory: the job's checkout is where one runs desync, /etc is not
+        // (docs/security.md).
+        let fallback_root = std::env::current_dir().ok();
+        Ok(desync_core::bridge::SourceOptions {
+            path_maps,
+            source_root: self.source_root.clone(),
+            fallback_root,
+        })
     }
-    // Without --source-root or --path-map, frame paths as written are read only under the
-    // working directory: the job's checkout is where one runs desync, /etc is not
-    // (docs/security.md).
-    let fallback_root = std::env::current_dir().ok();
-    Ok(desync_core::bridge::SourceOptions {
-        path_maps,
-        source_root: source_root.cloned(),
-        fallback_root,
-    })
 }
 
 // These doc comments are `--help` text: backticks would print as they are.
@@ -273,12 +276,8 @@ pub struct WatchArgs {
     /// text: a status line and the full report on alert; json: one JSON object per line.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Read frames under FROM from TO instead (repeatable), e.g. /workspace/job=./job.
-    #[arg(long = "path-map", value_name = "FROM=TO")]
-    pub path_maps: Vec<String>,
-    /// Look for the training code under DIR, matching frame paths by their longest suffix.
-    #[arg(long, value_name = "DIR")]
-    pub source_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
     #[command(flatten)]
     pub ownership: OwnershipArgs,
 }

@@ -315,13 +315,12 @@ mod tests {
         assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
     }
 
-    #[test]
-    fn a_failing_job_keeps_its_status() {
-        let dir = tempfile::tempdir().unwrap();
-        let options = JobOptions {
-            command: ["sh", "-c", "exit 7"].map(OsString::from).to_vec(),
+    /// A job running `command` with dumps under `dir`, watched every 100 ms.
+    fn test_job(command: &[&str], dir: &std::path::Path, grace: Duration) -> JobOptions {
+        JobOptions {
+            command: command.iter().map(OsString::from).collect(),
             env: Vec::new(),
-            dump_dir: dir.path().join("dumps"),
+            dump_dir: dir.join("dumps"),
             load: LoadOptions::default(),
             pipe_dir: None,
             trigger: None,
@@ -334,8 +333,14 @@ mod tests {
                 sources: desync_core::bridge::SourceOptions::default(),
             },
             hang_after: Duration::from_mins(1),
-            grace: Duration::from_millis(200),
-        };
+            grace,
+        }
+    }
+
+    #[test]
+    fn a_failing_job_keeps_its_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = test_job(&["sh", "-c", "exit 7"], dir.path(), Duration::from_millis(200));
         let ending = run_job(&options, &AtomicBool::new(false), &mut |_| {}).unwrap();
         match ending {
             Ending::Exited(status) => assert_eq!(exit_code(status), 7),
@@ -347,24 +352,8 @@ mod tests {
     fn an_interrupt_stops_the_whole_group() {
         let dir = tempfile::tempdir().unwrap();
         // The shell's child (sleep) is in the job's group too and must not outlive it.
-        let options = JobOptions {
-            command: ["sh", "-c", "sleep 30 & wait"].map(OsString::from).to_vec(),
-            env: Vec::new(),
-            dump_dir: dir.path().join("dumps"),
-            load: LoadOptions::default(),
-            pipe_dir: None,
-            trigger: None,
-            watch: WatchOptions {
-                interval: Duration::from_millis(100),
-                lag: Duration::from_secs(1),
-                duration: None,
-                exit_on_alert: true,
-                save_dir: None,
-                sources: desync_core::bridge::SourceOptions::default(),
-            },
-            hang_after: Duration::from_mins(1),
-            grace: Duration::from_secs(2),
-        };
+        let options =
+            test_job(&["sh", "-c", "sleep 30 & wait"], dir.path(), Duration::from_secs(2));
         let interrupted = AtomicBool::new(true);
         let started = Instant::now();
         let ending = run_job(&options, &interrupted, &mut |_| {}).unwrap();

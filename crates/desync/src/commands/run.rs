@@ -19,7 +19,7 @@ use desync_live::job::{Ending, JobEvent, JobOptions, StopCause};
 use desync_live::{Event, WatchOptions};
 
 use crate::Outcome;
-use crate::cli::{RunArgs, source_options};
+use crate::cli::RunArgs;
 
 /// Each rank writes `dumps/rank_<N>` (the prefix torch's own writer gets from
 /// `TORCH_FR_DUMP_TEMP_FILE`, and the one `desync.torch` uses).
@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     // A trigger left by an earlier run would make the ranks dump for good at once.
     let _ = std::fs::remove_file(dir.join("dump-now"));
 
-    let sources = source_options(&args.path_maps, args.source_root.as_ref())?;
+    let sources = args.sources.options()?;
     let load = desync_core::load::LoadOptions {
         prefix: Some(PREFIX.to_owned()),
         ownership: args.ownership.ownership(),

@@ -10,7 +10,7 @@ use desync_live::watch::Judgement;
 use desync_live::{Alert, Event, Flow, Source, Status, WatchOptions};
 
 use crate::Outcome;
-use crate::cli::{Format, WatchArgs, source_options};
+use crate::cli::{Format, WatchArgs};
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
     let options = WatchOptions {
@@ -19,7 +19,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
         duration: args.duration.map(|d| seconds("--for", d)).transpose()?,
         exit_on_alert: args.exit_on_alert,
         save_dir: (!args.no_save).then(|| args.save.clone()),
-        sources: source_options(&args.path_maps, args.source_root.as_ref())?,
+        sources: args.sources.options()?,
     };
     let timeout = seconds("--timeout", args.timeout)?;
     if timeout.is_zero() {
