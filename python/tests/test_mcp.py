@@ -154,3 +154,48 @@ async def _main() -> None:
 
 def test_mcp_workflow() -> None:
     _run(_main())
+
+
+def test_calls_sent_together_take_effect_in_order() -> None:
+    """A client may write several requests before reading any answer. Calls that touch the
+    session must act in the order they were sent: a verdict sent after a release of the same
+    handle is refused, one sent before it is answered. Run over several server processes
+    because a race shows only on some runs (before the fix: 68 of 100)."""
+    import subprocess
+
+    dumps = str(SCENARIO_DIR / "early_stop" / "dumps")
+
+    def call(i: int, name: str, args: dict) -> dict:
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": name, "arguments": args}}
+
+    def lines(reqs: list[dict]) -> bytes:
+        return "".join(json.dumps(r) + "\n" for r in reqs).encode()
+
+    for attempt in range(12):
+        proc = subprocess.Popen([str(desync_bin()), "mcp"], cwd=str(REPO), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdin.write(lines([
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {},
+                "clientInfo": {"name": "order", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            call(1, "load_dumps", {"path": dumps})]))
+        proc.stdin.flush()
+        answers: dict = {}
+        while 1 not in answers:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read().decode(errors="replace")
+            msg = json.loads(line)
+            answers[msg.get("id")] = msg
+        handle = json.loads(answers[1]["result"]["content"][0]["text"])["handle"]
+        together = [call(2, "verdict", {"handle": handle}), call(3, "groups", {"handle": handle}),
+                    call(4, "release", {"handle": handle}), call(5, "verdict", {"handle": handle}),
+                    call(6, "groups", {"handle": handle}), call(7, "release", {"handle": handle})]
+        out, err = proc.communicate(lines(together), timeout=60)
+        for line in out.decode().splitlines():
+            msg = json.loads(line)
+            answers[msg.get("id")] = msg
+        refused = {i for i in range(2, 8)
+                   if "error" in answers[i] or answers[i]["result"].get("isError")}
+        assert refused == {5, 6, 7}, (attempt, {i: answers[i] for i in range(2, 8)})
