@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use desync_core::load::{LoadOptions, Loader};
 use desync_core::model::Trace;
 
 use crate::store::{StoreClient, StoreError};
-use crate::workers::{self, Recorder, Worker};
+use crate::workers::{self, Detail, Recorder, Worker};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -26,6 +27,8 @@ pub enum SourceError {
     Load(#[from] desync_core::Error),
 }
 
+// One snapshot exists per poll and is consumed at once; boxing the trace would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Snapshot {
     /// Nothing changed since the last snapshot (a dump directory not rewritten).
     Unchanged,
@@ -38,13 +41,18 @@ pub enum Snapshot {
         /// Among them, the ranks whose worker was reached but did not answer in time: busy or
         /// slow, not gone, so their missing dump is no evidence of a crash.
         slow: Vec<u32>,
+        /// Whether some ranks answered with their active entries only ([`Detail::Active`]).
+        active_only: bool,
+        /// Bytes fetched or read for this snapshot.
+        bytes: u64,
     },
 }
 
 pub trait Source {
     /// Names the source in reports (the store address, the directory).
     fn input(&self) -> PathBuf;
-    fn snapshot(&mut self) -> Result<Snapshot, SourceError>;
+    /// A snapshot with at most `detail`: sources that cannot fetch less take everything.
+    fn snapshot(&mut self, detail: Detail) -> Result<Snapshot, SourceError>;
     /// Every rank's Python stacks, when the source can get them (live workers only).
     fn tracebacks(&mut self) -> BTreeMap<u32, String>;
     /// Each rank's dump as raw bytes, with its rank and a file name that keeps the rank.
@@ -61,12 +69,19 @@ pub struct Live {
     last_discovery: Option<Instant>,
     /// Whether the last snapshot's recorders showed no rank without a registered worker.
     complete: bool,
+    /// When the last whole snapshot was taken.
+    last_full: Option<Instant>,
 }
 
 struct StoreSettings {
     addr: String,
     world_size: Option<u32>,
 }
+
+/// Active-only snapshots miss what already completed: two ranks that issued different
+/// collectives which both completed (a latent mismatch that has not hung yet). A whole
+/// snapshot at least this often still catches those.
+const FULL_AT_LEAST_EVERY: Duration = Duration::from_secs(30);
 
 /// Workers register when their rank reaches `start_debug_server`, and a restarted job
 /// registers new ports: look again this often, and at once when every worker is down.
@@ -103,6 +118,7 @@ impl Live {
             concurrency,
             last_discovery: None,
             complete: true,
+            last_full: None,
         }
     }
 
@@ -143,7 +159,7 @@ impl Source for Live {
         }
     }
 
-    fn snapshot(&mut self) -> Result<Snapshot, SourceError> {
+    fn snapshot(&mut self, detail: Detail) -> Result<Snapshot, SourceError> {
         if let Err(e) = self.rediscover_if_due() {
             // The store can go away (its host rank died, the agent restarted) while the workers
             // still answer: keep polling them; without any, there is nothing to poll.
@@ -151,12 +167,23 @@ impl Source for Live {
                 return Err(e);
             }
         }
+        let full_due = self.last_full.is_none_or(|t| t.elapsed() >= FULL_AT_LEAST_EVERY);
+        let detail = if full_due { Detail::Full } else { detail };
         let loader = Loader::default();
         let unreachable = Mutex::new(Vec::new());
         let slow = Mutex::new(Vec::new());
-        workers::fetch_all(&self.workers, &self.recorders, self.timeout, self.concurrency, &|f| {
+        let active_only = AtomicBool::new(false);
+        let bytes = AtomicU64::new(0);
+        let (workers, recorders) = (&self.workers, &self.recorders);
+        workers::fetch_all(workers, recorders, detail, self.timeout, self.concurrency, &|f| {
             match f.result {
-                Ok(bytes) => loader.add(f.source, Some(f.rank), &bytes),
+                Ok(body) => {
+                    bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                    if f.active_only {
+                        active_only.store(true, Ordering::Relaxed);
+                    }
+                    loader.add(f.source, Some(f.rank), &body);
+                }
                 Err(e) => {
                     if e.is_slow() {
                         workers::lock(&slow).push(f.rank);
@@ -183,7 +210,18 @@ impl Source for Live {
         // with no worker have not registered yet, or died before they could.
         let world = trace.world_size as usize;
         self.complete = world <= self.workers.len();
-        Ok(Snapshot::Taken { trace, expected: world.max(self.workers.len()), unreachable, slow })
+        let active_only = active_only.into_inner();
+        if !active_only {
+            self.last_full = Some(Instant::now());
+        }
+        Ok(Snapshot::Taken {
+            trace,
+            expected: world.max(self.workers.len()),
+            unreachable,
+            slow,
+            active_only,
+            bytes: bytes.into_inner(),
+        })
     }
 
     fn tracebacks(&mut self) -> BTreeMap<u32, String> {
@@ -192,7 +230,8 @@ impl Source for Live {
 
     fn raw_dumps(&mut self) -> Vec<(u32, String, Vec<u8>)> {
         let out = Mutex::new(Vec::new());
-        workers::fetch_all(&self.workers, &self.recorders, self.timeout, self.concurrency, &|f| {
+        let (workers, recorders) = (&self.workers, &self.recorders);
+        workers::fetch_all(workers, recorders, Detail::Full, self.timeout, self.concurrency, &|f| {
             if let Ok(bytes) = f.result {
                 let extension = if bytes.first() == Some(&0x80) { "pkl" } else { "json" };
                 let name = format!("rank_{}.{extension}", f.rank);
@@ -234,7 +273,7 @@ impl Source for Directory {
         self.dir.clone()
     }
 
-    fn snapshot(&mut self) -> Result<Snapshot, SourceError> {
+    fn snapshot(&mut self, _: Detail) -> Result<Snapshot, SourceError> {
         let fingerprint = self.fingerprint().map_err(|source| {
             SourceError::Load(desync_core::Error::Io { path: self.dir.clone(), source })
         })?;
@@ -242,9 +281,17 @@ impl Source for Directory {
             return Ok(Snapshot::Unchanged);
         }
         let trace = desync_core::load::load(&self.dir, &self.load, &desync_core::NoProgress)?;
+        let bytes = fingerprint.iter().map(|(_, _, len)| len).sum();
         self.seen = Some(fingerprint);
         let expected = trace.ranks.len() + trace.missing_ranks.len();
-        Ok(Snapshot::Taken { trace, expected, unreachable: Vec::new(), slow: Vec::new() })
+        Ok(Snapshot::Taken {
+            trace,
+            expected,
+            unreachable: Vec::new(),
+            slow: Vec::new(),
+            active_only: false,
+            bytes,
+        })
     }
 
     fn tracebacks(&mut self) -> BTreeMap<u32, String> {

@@ -24,6 +24,7 @@ use desync_core::diagnose::Category;
 use desync_core::{Analysis, bridge::SourceOptions};
 
 use crate::source::{Snapshot, Source};
+use crate::workers::Detail;
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -81,6 +82,7 @@ pub fn urgency(a: &Analysis) -> Urgency {
 }
 
 /// Remembers the finding in progress and the settled category across snapshots.
+#[derive(Clone)]
 pub struct Judge {
     pending: Option<(FindingKey, Instant)>,
     alerted: Vec<FindingKey>,
@@ -224,6 +226,10 @@ pub struct Status {
     pub observed: Category,
     pub headline: String,
     pub judgement: Judgement,
+    /// Whether this poll read active entries only (the all-clear came from them).
+    pub active_only: bool,
+    /// Bytes fetched for this poll (both fetches when the active ones called for the whole).
+    pub bytes: u64,
 }
 
 pub struct Alert {
@@ -264,12 +270,12 @@ pub fn watch(
     loop {
         let cycle = Instant::now();
         let mut flow = Flow::Continue;
-        match source.snapshot() {
+        match take(source, Detail::Active, options) {
             Err(problem) => {
                 last = None;
                 flow = on_event(Event::SourceDown(&problem.to_string()));
             }
-            Ok(Snapshot::Unchanged) => {
+            Ok(None) => {
                 if let Some(l) = &mut last {
                     l.status.at = SystemTime::now();
                     l.status.took = cycle.elapsed();
@@ -278,27 +284,42 @@ pub fn watch(
                     flow = on_event(Event::Status(&l.status));
                 }
             }
-            Ok(Snapshot::Taken { trace, expected, unreachable, slow }) => {
-                let taken = SystemTime::now();
-                let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
-                let mut urgency = urgency(&analysis);
-                let mut key = FindingKey::of(&analysis);
-                let waiting_on_slow = waits_only_on(&analysis, &slow);
-                if waiting_on_slow.is_some() {
-                    // A worker too slow to answer is not a dead rank: nothing to judge yet.
-                    urgency = Urgency::None;
-                    key.category = Category::Inconclusive;
+            Ok(Some(mut taken)) => {
+                let before = judge.clone();
+                let mut finding = Finding::of(&taken, &mut judge, cycle, options.lag);
+                // An alert is decided on whole recorders: an active-only poll that would alert
+                // is taken again whole and judged in its place, from the judge's state before.
+                if taken.active_only && matches!(finding.judgement, Judgement::Alert { .. }) {
+                    match take(source, Detail::Full, options) {
+                        Ok(Some(whole)) => {
+                            judge = before;
+                            let polled = taken.bytes;
+                            taken = whole;
+                            taken.bytes += polled;
+                            finding = Finding::of(&taken, &mut judge, cycle, options.lag);
+                        }
+                        // Gone in between: the next poll says so; no alert on half the data.
+                        Ok(None) | Err(_) => {
+                            judge = before;
+                            finding.judgement =
+                                Judgement::Suspect { key: finding.key.clone(), held: Duration::ZERO };
+                        }
+                    }
                 }
-                let judgement = judge.judge(urgency, &key, cycle, options.lag);
-                let mut status = status(&analysis, expected, unreachable, judgement, taken);
-                if let Some(headline) = waiting_on_slow {
+                let Taken { analysis, expected, unreachable, active_only, bytes, .. } = taken;
+                let at = SystemTime::now();
+                let mut status = status(&analysis, expected, unreachable, finding.judgement, at);
+                status.active_only = active_only;
+                status.bytes = bytes;
+                if let Some(headline) = finding.waiting_on_slow {
                     status.observed = Category::Inconclusive;
                     status.headline = headline;
                 }
                 status.category = judge.settled();
                 status.took = cycle.elapsed();
                 flow = on_event(Event::Status(&status));
-                last = Some(Last { urgency, key, status, analysis: Some(analysis), taken });
+                let (urgency, key) = (finding.urgency, finding.key);
+                last = Some(Last { urgency, key, status, analysis: Some(analysis), taken: at });
             }
         }
         if let Some(l) = &mut last
@@ -317,6 +338,55 @@ pub fn watch(
         }
         let spent = cycle.elapsed();
         std::thread::sleep(options.interval.saturating_sub(spent));
+    }
+}
+
+/// One snapshot, analysed.
+struct Taken {
+    analysis: Analysis,
+    expected: usize,
+    unreachable: Vec<(u32, String)>,
+    slow: Vec<u32>,
+    active_only: bool,
+    bytes: u64,
+}
+
+/// One snapshot with at most `detail`, analysed; `None`: nothing changed since the last.
+fn take(
+    source: &mut dyn Source,
+    detail: Detail,
+    options: &WatchOptions,
+) -> Result<Option<Taken>, crate::SourceError> {
+    let Snapshot::Taken { trace, expected, unreachable, slow, active_only, bytes } =
+        source.snapshot(detail)?
+    else {
+        return Ok(None);
+    };
+    let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
+    Ok(Some(Taken { analysis, expected, unreachable, slow, active_only, bytes }))
+}
+
+/// What one snapshot shows, judged.
+struct Finding {
+    urgency: Urgency,
+    key: FindingKey,
+    judgement: Judgement,
+    /// Set when the finding is only that slow workers did not answer: the status line instead.
+    waiting_on_slow: Option<String>,
+}
+
+impl Finding {
+    fn of(taken: &Taken, judge: &mut Judge, now: Instant, lag: Duration) -> Self {
+        let mut urgency = urgency(&taken.analysis);
+        let mut key = FindingKey::of(&taken.analysis);
+        let waiting_on_slow = waits_only_on(&taken.analysis, &taken.slow);
+        if waiting_on_slow.is_some() {
+            // A worker too slow to answer is not a dead rank: nothing to judge yet.
+            urgency = Urgency::None;
+            key.category = Category::Inconclusive;
+        }
+        let judgement = judge.judge(urgency, &key, now, lag);
+        Self { urgency, key, judgement, waiting_on_slow }
     }
 }
 
@@ -416,6 +486,8 @@ fn status(
         observed: a.diagnosis.category,
         headline: a.diagnosis.headline.clone(),
         judgement,
+        active_only: false,
+        bytes: 0,
     }
 }
 

@@ -40,6 +40,9 @@ pub enum Recorder {
     Unknown,
     Cpu,
     Nccl,
+    /// An NCCL recorder whose handler refused the query parameters (HTTP 400): always
+    /// fetched whole.
+    NcclWithoutParams,
 }
 
 impl Recorder {
@@ -47,13 +50,29 @@ impl Recorder {
         match self {
             Self::Unknown => &[NCCL_HANDLER, CPU_HANDLER],
             Self::Cpu => &[CPU_HANDLER],
-            Self::Nccl => &[NCCL_HANDLER],
+            Self::Nccl | Self::NcclWithoutParams => &[NCCL_HANDLER],
         }
     }
 }
 
+/// How much of each recorder a snapshot fetches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every entry the ring buffer holds, with stack frames: what `analyze` reads.
+    Full,
+    /// What a judgement needs while the job looks healthy: the entries not completed yet,
+    /// without frames, and `pg_status` (the last enqueued, started and completed seq per
+    /// group). A few entries per rank instead of up to 2,000 with stacks.
+    Active,
+}
+
 const CPU_HANDLER: &str = "fr_trace_json";
 const NCCL_HANDLER: &str = "dump_nccl_trace_pickle";
+/// torch's NCCL handler (`FlightRecorderCuda.cpp`, >= 2.3) takes `includecollectives`,
+/// `includestacktraces` and `onlyactive` (`true`/`false`) and answers 400 to any other
+/// parameter. The CPU handler `fr_trace_json` reads none in 2.10 and 2.11 (it always dumps
+/// active entries only, and Gloo's entries never complete), so it is always asked plainly.
+const NCCL_ACTIVE_QUERY: &str = "?onlyactive=true&includestacktraces=false";
 pub const TRACEBACK_HANDLER: &str = "dump_traceback";
 
 /// Reads `debug_server/rank<N>` for every rank that registered. `world_size` bounds the
@@ -134,6 +153,8 @@ pub struct Fetched {
     /// A URL naming what was fetched, used as the dump's path in reports.
     pub source: PathBuf,
     pub result: Result<Vec<u8>, HttpError>,
+    /// Whether only the active entries were asked for ([`Detail::Active`]).
+    pub active_only: bool,
 }
 
 /// Fetches each worker's recorder snapshot, `concurrency` requests at a time, and hands every
@@ -141,6 +162,7 @@ pub struct Fetched {
 pub fn fetch_all(
     workers: &[Worker],
     recorders: &Mutex<BTreeMap<u32, Recorder>>,
+    detail: Detail,
     timeout: Duration,
     concurrency: usize,
     each: &(dyn Fn(Fetched) + Sync),
@@ -148,7 +170,7 @@ pub fn fetch_all(
     for_each_worker(workers, concurrency, &|worker| {
         let known = lock(recorders).get(&worker.rank).copied();
         let (recorder, fetched) =
-            fetch_recorder(worker, known.unwrap_or(Recorder::Unknown), timeout);
+            fetch_recorder(worker, known.unwrap_or(Recorder::Unknown), detail, timeout);
         if let Some(recorder) = recorder {
             lock(recorders).insert(worker.rank, recorder);
         }
@@ -172,15 +194,28 @@ fn for_each_worker(workers: &[Worker], concurrency: usize, work: &(dyn Fn(&Worke
 }
 
 /// Fetches the snapshot from the recorder this worker uses; when that is not known yet, tries
-/// the NCCL one first and falls back to the CPU one when NCCL has nothing (a Gloo job, or a
-/// torch built without NCCL, which answers 404). Everything for one worker shares one
-/// deadline, `timeout` from now, so a slow worker costs the snapshot at most that.
+/// the NCCL one first (whole, so the first snapshot is complete) and falls back to the CPU
+/// one when NCCL has nothing (a Gloo job, or a torch built without NCCL, which answers 404).
+/// An NCCL handler that refuses the [`Detail::Active`] parameters is asked again plainly and
+/// remembered. Everything for one worker shares one deadline, `timeout` from now, so a slow
+/// worker costs the snapshot at most that.
 fn fetch_recorder(
     worker: &Worker,
     recorder: Recorder,
+    detail: Detail,
     timeout: Duration,
 ) -> (Option<Recorder>, Fetched) {
     let deadline = Instant::now() + timeout;
+    if recorder == Recorder::Nccl && detail == Detail::Active {
+        let path = format!("/handler/{NCCL_HANDLER}{NCCL_ACTIVE_QUERY}");
+        let result = http::post(&worker.endpoint, &path, deadline);
+        if !matches!(result, Err(HttpError::Status { status: 400, .. })) {
+            let source = PathBuf::from(format!("{}{path}", worker.endpoint.url()));
+            return (None, Fetched { rank: worker.rank, source, result, active_only: true });
+        }
+        let (_, fetched) = fetch_recorder(worker, Recorder::NcclWithoutParams, detail, timeout);
+        return (Some(Recorder::NcclWithoutParams), fetched);
+    }
     let mut last = None;
     for &handler in recorder.handlers() {
         let path = format!("/handler/{handler}");
@@ -188,11 +223,12 @@ fn fetch_recorder(
         let result = http::post(&worker.endpoint, &path, deadline);
         let learned = match (&result, handler) {
             (Ok(body), NCCL_HANDLER) if recorder == Recorder::Unknown && !has_entries(body) => None,
+            (Ok(_), NCCL_HANDLER) if recorder == Recorder::NcclWithoutParams => Some(recorder),
             (Ok(_), NCCL_HANDLER) => Some(Recorder::Nccl),
             (Ok(_), _) => Some(Recorder::Cpu),
             (Err(_), _) => None,
         };
-        let fetched = Fetched { rank: worker.rank, source, result };
+        let fetched = Fetched { rank: worker.rank, source, result, active_only: false };
         if learned.is_some() {
             return (learned, fetched);
         }
@@ -202,6 +238,7 @@ fn fetch_recorder(
         rank: worker.rank,
         source: PathBuf::from(worker.endpoint.url()),
         result: Err(HttpError::Malformed("no handler".into())),
+        active_only: false,
     });
     (None, fetched)
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use desync_core::diagnose::Category;
 use desync_live::watch::{Event, Flow, WatchOptions};
-use desync_live::{Live, Snapshot, Source, SourceError};
+use desync_live::{Detail, Live, Snapshot, Source, SourceError};
 
 /// Serves rank N's dump at `POST /handler/fr_trace_json`, a one-thread stack at
 /// `dump_traceback`, 404 for anything else (like a worker without the NCCL recorder).
@@ -130,16 +130,16 @@ fn a_restarted_job_is_found_again() {
     let mut job = Job::start();
     let mut live =
         Live::from_store(format!("127.0.0.1:{}", job.port), None, Duration::from_secs(3), 8);
-    assert_eq!(ranks(live.snapshot().unwrap()), [0, 1, 2, 3]);
+    assert_eq!(ranks(live.snapshot(Detail::Active).unwrap()), [0, 1, 2, 3]);
     let before: Vec<String> = live.workers().iter().map(|w| w.registered.clone()).collect();
 
     job.restart();
     // The old workers are gone: reported, and the next snapshot looks them up again.
-    match live.snapshot() {
+    match live.snapshot(Detail::Active) {
         Err(SourceError::AllDown { count: 4, .. }) => {}
         other => panic!("expected every worker down, got {:?}", other.err()),
     }
-    assert_eq!(ranks(live.snapshot().unwrap()), [0, 1, 2, 3]);
+    assert_eq!(ranks(live.snapshot(Detail::Active).unwrap()), [0, 1, 2, 3]);
     let after: Vec<String> = live.workers().iter().map(|w| w.registered.clone()).collect();
     assert_ne!(before, after, "the restarted job's workers have new ports");
 }

@@ -21,7 +21,7 @@
 use std::fmt::Write as _;
 
 use crate::pickler::Pickler;
-use crate::plan::{Entry, PgStatus, Plan, RankClass};
+use crate::plan::{Entry, PgStatus, Plan, RankClass, State};
 use crate::spec::Format;
 
 /// `thread_name` of the main Python thread in a torchrun job.
@@ -67,8 +67,9 @@ impl<'a> Ctx<'a> {
 
     fn entries(&self, mut f: impl FnMut(&Entry<'_>)) {
         let first = self.first_kept;
+        let only_active = self.plan.spec.only_active;
         self.plan.simulate(self.rank, &self.rc, |e| {
-            if e.record_id >= first {
+            if e.record_id >= first && !(only_active && e.state == State::Completed) {
                 f(e);
             }
         });

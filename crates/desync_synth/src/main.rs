@@ -38,6 +38,9 @@ struct Args {
     /// Include Python stack frames in pickle entries.
     #[arg(long)]
     frames: bool,
+    /// Only entries not completed yet (the recorder's `onlyactive=true`).
+    #[arg(long)]
+    only_active: bool,
     /// Process-group families, e.g. tp=8,dp (blocks of 8, then strided by 8).
     #[arg(long, default_value = "")]
     groups: String,
@@ -62,6 +65,7 @@ fn main() -> anyhow::Result<()> {
     spec.groups = parse_groups(&args.groups)?;
     spec.ops = OpMix::parse(&args.ops)?;
     spec.frames = args.frames;
+    spec.only_active = args.only_active;
     spec.fault = args.fault;
     spec.tail = args.tail;
     spec.seed = args.seed;

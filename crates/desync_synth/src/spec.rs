@@ -31,6 +31,9 @@ pub struct Spec {
     pub ops: OpMix,
     /// Include `frames` (Python stacks) in pickle entries.
     pub frames: bool,
+    /// Only entries not completed yet, as the recorder writes them when asked
+    /// with `onlyactive=true` (`pg_status` still tells the completed seqs).
+    pub only_active: bool,
     pub fault: Fault,
     /// State of the newest op on ranks that are not stuck (a dump taken
     /// while training runs catches the last op in flight).
@@ -55,6 +58,7 @@ impl Spec {
             groups: Vec::new(),
             ops: OpMix::default(),
             frames: false,
+            only_active: false,
             fault: Fault::None,
             tail: TailState::Started,
             seed: 0,

@@ -319,6 +319,8 @@ fn status_json(s: &Status) -> serde_json::Value {
         "event": "status",
         "at": desync_live::watch::stamp(s.at),
         "took_ms": s.took.as_millis(),
+        "bytes": s.bytes,
+        "active_only": s.active_only,
         "ranks_seen": s.ranks_seen,
         "ranks_expected": s.ranks_expected,
         "unreachable": s.unreachable.iter().map(|(r, why)| serde_json::json!({"rank": r, "error": why})).collect::<Vec<_>>(),

@@ -224,8 +224,13 @@ fn entries_at<'t>(dump: &'t RankDump, indices: &[u32], seq: u64) -> Vec<&'t Entr
 }
 
 fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignment {
-    let streams: Vec<RankStream> =
-        pg.members.iter().filter_map(|&r| trace.rank(r)).map(|dump| stream(dump, pg)).collect();
+    let agreed = agreed_pg_id(trace, pg);
+    let streams: Vec<RankStream> = pg
+        .members
+        .iter()
+        .filter_map(|&r| trace.rank(r))
+        .map(|dump| stream(dump, pg, agreed))
+        .collect();
     let absent = pg.members.iter().copied().filter(|&r| trace.rank(r).is_none()).collect();
     let window_start = streams
         .iter()
@@ -257,7 +262,21 @@ fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignm
     group
 }
 
-fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
+/// The process-local `pg_id` every entry of `pg` carries, on whichever rank, when they all
+/// carry the same one. `pg_status` is keyed by that id; a rank that holds no entry of the
+/// group (a recorder asked for active entries only, between two collectives; or a ring
+/// buffer that has dropped them all) can only be tied to its status through it.
+fn agreed_pg_id(trace: &Trace, pg: &ProcessGroup) -> Option<i64> {
+    let mut ids = pg
+        .members
+        .iter()
+        .filter_map(|&r| trace.rank(r))
+        .flat_map(|d| d.entries.iter().filter(|e| *e.pg_name() == pg.name).map(Entry::pg_id));
+    let first = ids.next()?;
+    ids.all(|id| id == first).then_some(first)
+}
+
+fn stream(dump: &RankDump, pg: &ProcessGroup, agreed_pg_id: Option<i64>) -> RankStream {
     let mut entries: Vec<u32> = dump
         .entries
         .iter()
@@ -282,7 +301,7 @@ fn stream(dump: &RankDump, pg: &ProcessGroup) -> RankStream {
         }
     }
     // pg_status is keyed by the process-local pg_id; any entry of this group tells it.
-    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id());
+    let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id()).or(agreed_pg_id);
     if let Some(status) = pg_id.and_then(|id| dump.pg_status.iter().find(|s| s.pg_id == id)) {
         progress.last_enqueued = progress.last_enqueued.max(status.last_enqueued);
         progress.last_started = progress.last_started.max(status.last_started);

@@ -1,0 +1,103 @@
+"""`desync watch --store` against stand-in NCCL workers (python/desync_jobs/standin.py) that
+answer like torch's `dump_nccl_trace_pickle` handler, registered in a real torch TCPStore.
+
+What must hold, decided from the stand-ins' design before desync runs:
+- while the job is healthy, polls ask for active entries without frames
+  (`onlyactive=true&includestacktraces=false`) after one whole first poll, and fetch far
+  fewer bytes than the whole recorders;
+- after the injected stall (rank 5 never issues a collective the others wait in), the alert
+  names rank 5 as a stall, from whole recorders with frames (the report has a call site);
+- a handler that refuses parameters (HTTP 400) is asked plainly and the watch works the same.
+The 256 to 4,096-rank figures come from bench/watch_scale.py, not from here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import desync_bin, synth_bin
+
+torch_dist = pytest.importorskip("torch.distributed")
+
+from desync_jobs.standin import StandIns, healthy_states, synth_state  # noqa: E402
+
+RANKS = 32
+STALLED = 5
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory):
+    out = tmp_path_factory.mktemp("standin")
+    healthy = healthy_states(synth_bin(), out, RANKS)
+    fault = synth_state(synth_bin(), out / "fault", RANKS, f"stall:ranks={STALLED},seq=2300")
+    return healthy, fault
+
+
+def _watch_standins(states, refuse_params: bool):
+    healthy, fault = states
+    workers = StandIns(RANKS, healthy, fault, refuse_params=refuse_params).start()
+    store = torch_dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    workers.register("127.0.0.1", store.port)
+    proc = subprocess.Popen(
+        [str(desync_bin()), "watch", "--store", f"127.0.0.1:{store.port}", "--interval", "0.5",
+         "--lag", "2", "--format", "json", "--no-save", "--exit-on-alert", "--for", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    events: list[tuple[float, dict]] = []
+
+    def read():
+        for line in proc.stdout:
+            events.append((time.time(), json.loads(line)))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(5)
+    workers.switch()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=5)
+        workers.stop()
+    return proc, events, workers
+
+
+def _check(proc, events, workers):
+    err = proc.stderr.read()
+    assert proc.returncode == 1, f"exit {proc.returncode}: {err[-2000:]}"
+    before = [e for t, e in events if e.get("event") == "status" and t < workers.switched_at]
+    assert len(before) >= 4, before
+    assert not before[0]["active_only"], "the first poll reads whole recorders"
+    cheap = [e for e in before[1:] if e["active_only"]]
+    assert cheap, "no active-only poll while the job was healthy"
+    assert max(e["bytes"] for e in cheap) * 20 < before[0]["bytes"], \
+        (before[0]["bytes"], [e["bytes"] for e in cheap])
+    alerts = [e for _, e in events if e.get("event") == "alert"]
+    assert len(alerts) == 1, alerts
+    verdict = alerts[0]["report"]["verdict"]
+    assert verdict["category"] == "stall"
+    assert verdict["culprit_ranks"] == [STALLED]
+    sites = json.dumps(alerts[0]["report"]).count('"line"')
+    assert sites > 0, "the alert came without frames: it was not taken from whole recorders"
+
+
+def test_watch_polls_active_entries_and_alerts_from_whole_recorders(states):
+    proc, events, workers = _watch_standins(states, refuse_params=False)
+    _check(proc, events, workers)
+    assert workers.counters.by_kind.get("active", 0) > 0
+    assert workers.counters.refused == 0
+
+
+def test_a_handler_that_refuses_parameters_is_asked_plainly(states):
+    proc, events, workers = _watch_standins(states, refuse_params=True)
+    err = proc.stderr.read()
+    assert proc.returncode == 1, f"exit {proc.returncode}: {err[-2000:]}"
+    # Each worker refuses once, is remembered, and is fetched whole from then on.
+    assert workers.counters.refused == RANKS, workers.counters
+    alerts = [e for _, e in events if e.get("event") == "alert"]
+    assert [a["report"]["verdict"]["culprit_ranks"] for a in alerts] == [[STALLED]]
