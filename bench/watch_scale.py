@@ -69,8 +69,10 @@ def one_size(ranks: int, args, desync: Path, synth: Path, tmp: Path) -> dict:
     def sample():
         while proc.poll() is None:
             try:
-                usage["cpu_s"] = proc_cpu_s(proc.pid)
-                usage["peak_mib"] = proc_peak_mib(proc.pid)
+                usage["cpu_s"] = max(usage["cpu_s"], proc_cpu_s(proc.pid))
+                peak = proc_peak_mib(proc.pid)  # NaN once the process is a zombie
+                if peak == peak:
+                    usage["peak_mib"] = max(usage["peak_mib"], peak)
             except (OSError, ValueError, IndexError):
                 break
             time.sleep(0.2)

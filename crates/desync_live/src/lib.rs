@@ -15,5 +15,5 @@ pub mod watch;
 pub mod workers;
 
 pub use source::{Directory, Live, Snapshot, Source, SourceError};
-pub use workers::Detail;
 pub use watch::{Alert, Event, Flow, Status, WatchOptions, watch};
+pub use workers::Detail;

@@ -175,8 +175,13 @@ impl Source for Live {
         let active_only = AtomicBool::new(false);
         let bytes = AtomicU64::new(0);
         let (workers, recorders) = (&self.workers, &self.recorders);
-        workers::fetch_all(workers, recorders, detail, self.timeout, self.concurrency, &|f| {
-            match f.result {
+        workers::fetch_all(
+            workers,
+            recorders,
+            detail,
+            self.timeout,
+            self.concurrency,
+            &|f| match f.result {
                 Ok(body) => {
                     bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                     if f.active_only {
@@ -190,8 +195,8 @@ impl Source for Live {
                     }
                     workers::lock(&unreachable).push((f.rank, e.to_string()));
                 }
-            }
-        });
+            },
+        );
         let mut slow = workers::into_inner(slow);
         slow.sort_unstable();
         let mut unreachable = workers::into_inner(unreachable);
@@ -231,13 +236,20 @@ impl Source for Live {
     fn raw_dumps(&mut self) -> Vec<(u32, String, Vec<u8>)> {
         let out = Mutex::new(Vec::new());
         let (workers, recorders) = (&self.workers, &self.recorders);
-        workers::fetch_all(workers, recorders, Detail::Full, self.timeout, self.concurrency, &|f| {
-            if let Ok(bytes) = f.result {
-                let extension = if bytes.first() == Some(&0x80) { "pkl" } else { "json" };
-                let name = format!("rank_{}.{extension}", f.rank);
-                workers::lock(&out).push((f.rank, name, bytes));
-            }
-        });
+        workers::fetch_all(
+            workers,
+            recorders,
+            Detail::Full,
+            self.timeout,
+            self.concurrency,
+            &|f| {
+                if let Ok(bytes) = f.result {
+                    let extension = if bytes.first() == Some(&0x80) { "pkl" } else { "json" };
+                    let name = format!("rank_{}.{extension}", f.rank);
+                    workers::lock(&out).push((f.rank, name, bytes));
+                }
+            },
+        );
         workers::into_inner(out)
     }
 }

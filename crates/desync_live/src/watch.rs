@@ -16,6 +16,9 @@
 //! inconclusive reading once it has held for `lag`, and an all-clear at once (a snapshot in
 //! which every rank agrees cannot be a timing artefact). Until anything settles the status
 //! reads `inconclusive`. What this one snapshot showed is reported beside it (`observed`).
+//!
+//! Polls ask for active entries only where the source can give them (NCCL workers), and an
+//! alert is always decided on whole recorders: see [`take`] and docs/watch.md.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -301,8 +304,10 @@ pub fn watch(
                         // Gone in between: the next poll says so; no alert on half the data.
                         Ok(None) | Err(_) => {
                             judge = before;
-                            finding.judgement =
-                                Judgement::Suspect { key: finding.key.clone(), held: Duration::ZERO };
+                            finding.judgement = Judgement::Suspect {
+                                key: finding.key.clone(),
+                                held: Duration::ZERO,
+                            };
                         }
                     }
                 }

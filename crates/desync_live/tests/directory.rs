@@ -32,11 +32,18 @@ fn a_rewrite_in_a_subdirectory_is_a_new_snapshot() {
     copy_dumps(&node);
     let mut source = Directory::new(dir.path().to_path_buf(), LoadOptions::default());
     assert_eq!(taken_ranks(source.snapshot(Detail::Active).unwrap()), Some(4));
-    assert_eq!(taken_ranks(source.snapshot(Detail::Active).unwrap()), None, "nothing was rewritten");
+    assert_eq!(
+        taken_ranks(source.snapshot(Detail::Active).unwrap()),
+        None,
+        "nothing was rewritten"
+    );
 
     // A rank rewrites its dump (here: a shorter copy of its own bytes, a different size).
     let dump = std::fs::read_dir(&node).unwrap().next().unwrap().unwrap().path();
     let bytes = std::fs::read(&dump).unwrap();
     std::fs::write(&dump, &bytes[..bytes.len() - 1]).unwrap();
-    assert!(taken_ranks(source.snapshot(Detail::Active).unwrap()).is_some(), "the rewrite was missed");
+    assert!(
+        taken_ranks(source.snapshot(Detail::Active).unwrap()).is_some(),
+        "the rewrite was missed"
+    );
 }
