@@ -224,13 +224,18 @@ fn entries_at<'t>(dump: &'t RankDump, indices: &[u32], seq: u64) -> Vec<&'t Entr
 }
 
 fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignment {
-    let agreed = agreed_pg_id(trace, pg);
-    let streams: Vec<RankStream> = pg
-        .members
-        .iter()
-        .filter_map(|&r| trace.rank(r))
-        .map(|dump| stream(dump, pg, agreed))
-        .collect();
+    let dumps: Vec<&RankDump> = pg.members.iter().filter_map(|&r| trace.rank(r)).collect();
+    let mut streams: Vec<RankStream> = dumps.iter().map(|dump| stream(dump, pg, None)).collect();
+    // Only a member without entries needs the group's agreed pg_id: a pass over every entry
+    // of the group, skipped on the common path where each member holds some.
+    if streams.iter().any(|s| s.entries.is_empty()) {
+        let agreed = agreed_pg_id(trace, pg);
+        for (s, dump) in streams.iter_mut().zip(&dumps) {
+            if s.entries.is_empty() {
+                *s = stream(dump, pg, agreed);
+            }
+        }
+    }
     let absent = pg.members.iter().copied().filter(|&r| trace.rank(r).is_none()).collect();
     let window_start = streams
         .iter()
