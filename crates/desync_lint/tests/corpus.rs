@@ -122,3 +122,35 @@ fn files_without_collectives_or_with_syntax_errors() {
     let findings = lint_source(path, broken, &Options::default());
     assert_eq!(findings.iter().map(|f| f.line).collect::<Vec<_>>(), [4]);
 }
+
+/// Names that refer to themselves, as real code writes them (`def __init__(self, dict: dict)`
+/// in nanotron, a module `random.py` that imports `random`, `x = x.y`, classes and functions
+/// that name each other): each used to be one cycle away from a resolver that never stops,
+/// and a stack overflow aborts the whole lint. Every file must lint, and the real collectives
+/// in them are still found.
+#[test]
+fn names_that_refer_to_themselves_terminate() {
+    let sources: &[(&str, &str)] = &[
+        (
+            "annotation.py",
+            "class R:\n    def __init__(self, dict: dict):\n        self._dict = dict.copy()\n    def __iter__(self):\n        return self._dict.__iter__()\n",
+        ),
+        (
+            "random.py",
+            "import random\nimport torch.distributed as dist\ndef f():\n    random.seed(dist.get_rank())\n",
+        ),
+        (
+            "cycles.py",
+            "import torch.distributed as dist\nx = x.y\nclass A(A):\n    C = A\n    def f(self, m: \"A\", n: m, o: A.f):\n        self.m = self.m.module\n        return self.f(m).f(m)\ndef a(v): return b(v)\ndef b(v): return a(v)\ndef g(loader=g):\n    for e in loader:\n        loader = [loader]\n        if a(e) or e.sum() > 0:\n            break\n        dist.barrier()\nfor q in q:\n    q = q[q]\n    dist.all_gather(q, q)\n",
+        ),
+    ];
+    for (name, source) in sources {
+        let _ = lint_source(Path::new(name), source, &Options::default());
+    }
+    let (_, cycles) = sources[2];
+    let findings = lint_source(Path::new("cycles.py"), cycles, &Options::default());
+    assert_eq!(
+        findings.iter().map(|f| (f.rule, f.line)).collect::<Vec<_>>(),
+        [(Rule::LocalEarlyExit, 14)]
+    );
+}

@@ -90,7 +90,7 @@ impl Eval<'_, '_> {
             Source::Class(class) => {
                 Sym::Class(ClassRef { local: Some(class.start()), ..ClassRef::default() })
             }
-            Source::Parameter => self.parameter_type(name, binding.scope),
+            Source::Parameter => self.parameter_type(name, binding.scope, depth),
             Source::Value(v) | Source::WithItem(v) => {
                 let outer = std::mem::replace(&mut self.scope, binding.scope);
                 let sym = self.resolve_depth(v, binding.at, depth + 1);
@@ -153,7 +153,7 @@ impl Eval<'_, '_> {
     }
 
     /// `self` in a method, an annotated parameter, or a parameter a framework hook fills.
-    fn parameter_type(&mut self, name: &str, scope: Scope<'_>) -> Sym {
+    fn parameter_type(&mut self, name: &str, scope: Scope<'_>, depth: usize) -> Sym {
         let Some(def) = scope.function else { return Sym::Unknown };
         let params: Vec<&ruff_python_ast::Parameter> =
             def.parameters.iter_non_variadic_params().map(|p| &p.parameter).collect();
@@ -168,8 +168,13 @@ impl Eval<'_, '_> {
             return Sym::Instance(ClassRef { local: Some(class.start()), ..ClassRef::default() });
         }
         if let Some(annotation) = &params[index].annotation {
-            let at = annotation.start();
-            match self.resolve(annotation, at) {
+            // Python evaluates an annotation where the `def` is, not inside the function: in
+            // `def __init__(self, dict: dict)` the annotation is the builtin, not the
+            // parameter (resolving it in the function's scope looped until the stack ran out).
+            let outer = std::mem::replace(&mut self.scope, Scope::module(self.module));
+            let sym = self.resolve_depth(annotation, def.start(), depth + 1);
+            self.scope = outer;
+            match sym {
                 Sym::Class(c) => return Sym::Instance(c),
                 Sym::Path(p) => {
                     return Sym::Instance(ClassRef { qualified: Some(p), ..ClassRef::default() });
@@ -222,6 +227,18 @@ impl Eval<'_, '_> {
             }
             return Sym::Unknown;
         };
+        let key = (super::key_of(self.module), at, attr.to_owned());
+        if let Some(known) = self.cx.members.borrow().get(&key) {
+            return known.clone().unwrap_or(Sym::Unknown);
+        }
+        self.cx.members.borrow_mut().insert(key.clone(), None);
+        let sym = self.own_class_member(at, attr, depth);
+        self.cx.members.borrow_mut().insert(key, Some(sym.clone()));
+        sym
+    }
+
+    /// [`Self::class_member`] of a class of the module being evaluated, not memoised.
+    fn own_class_member(&mut self, at: TextSize, attr: &str, depth: usize) -> Sym {
         let Some(cls) = class_at(self.module, at) else { return Sym::Unknown };
         if let Some(def) = method(cls, attr) {
             return Sym::Function(FnRef { module: None, def: def.start(), is_method: true });
@@ -336,28 +353,20 @@ pub(crate) fn class_of<'m>(module: &'m Module, def: &StmtFunctionDef) -> Option<
     }
 }
 
-/// The `class` statement starting at `at`.
+/// The `class` statement starting at `at`: found by descending through the blocks that hold
+/// `at` (a walk of the whole module per lookup made files with many classes quadratic:
+/// transformers' `cache_utils.py` took minutes).
 pub(crate) fn class_at(module: &Module, at: TextSize) -> Option<&StmtClassDef> {
-    let mut found = None;
-    crate::tree::walk_all(module.body(), &mut |s| {
-        if let Stmt::ClassDef(c) = s
-            && c.start() == at
-        {
-            found = Some(c);
-        }
-    });
-    found
+    match crate::tree::stmt_starting_at(module.body(), at)? {
+        Stmt::ClassDef(c) => Some(c),
+        _ => None,
+    }
 }
 
 /// The `def` starting at `at`.
 pub(crate) fn def_at(module: &Module, at: TextSize) -> Option<&StmtFunctionDef> {
-    let mut found = None;
-    crate::tree::walk_all(module.body(), &mut |s| {
-        if let Stmt::FunctionDef(d) = s
-            && d.start() == at
-        {
-            found = Some(d);
-        }
-    });
-    found
+    match crate::tree::stmt_starting_at(module.body(), at)? {
+        Stmt::FunctionDef(d) => Some(d),
+        _ => None,
+    }
 }

@@ -888,6 +888,29 @@ impl<'a, 'm> Eval<'a, 'm> {
                 return d;
             }
         }
+        let key = (super::key_of(self.module), class.start(), attr.to_owned());
+        let known = self.cx.attributes.borrow().get(&key).cloned();
+        let (mut out, found) = match known {
+            Some(known) => known,
+            None => {
+                let computed = self.assigned_attribute(class, attr);
+                self.cx.attributes.borrow_mut().insert(key, computed.clone());
+                computed
+            }
+        };
+        if !found {
+            out.opaque = Some(format!("{} (not assigned in the class)", self.quoted(e)));
+        }
+        out
+    }
+
+    /// What the assignments `self.<attr> = value` in the methods of `class` depend on, and
+    /// whether there is any.
+    fn assigned_attribute(
+        &mut self,
+        class: &'m ruff_python_ast::StmtClassDef,
+        attr: &str,
+    ) -> (Deps, bool) {
         let mut out = Deps::default();
         let mut found = false;
         for stmt in &class.body {
@@ -938,10 +961,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                 self.scope = outer;
             }
         }
-        if !found {
-            out.opaque = Some(format!("{} (not assigned in the class)", self.quoted(e)));
-        }
-        out
+        (out, found)
     }
 
     /// Qualified names of the framework classes `class` derives from (through the file's own
