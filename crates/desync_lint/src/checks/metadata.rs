@@ -61,10 +61,11 @@ fn ragged_gather(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
 }
 
 fn per_rank_dtype(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
-    // Object collectives pickle whatever they are given: no dtype to agree on.
-    if let SiteVia::Table(q) = &site.site.via
-        && knowledge().api(q).is_some_and(|a| a.pickles)
-    {
+    // Only the table's tensor collectives exchange buffers whose dtypes must match: object
+    // collectives pickle, state-dict and checkpoint APIs take dicts and paths, helpers are
+    // checked at the collective inside them.
+    let SiteVia::Table(q) = &site.site.via else { return None };
+    if !knowledge().api(q).is_some_and(|a| a.tensors && !a.pickles) {
         return None;
     }
     let call = site.call?;

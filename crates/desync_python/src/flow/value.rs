@@ -658,9 +658,12 @@ impl<'a, 'm> Eval<'a, 'm> {
             Role::Data => {
                 Deps::reason(LocalData, format!("{origin} (each rank holds its own data)"))
             }
-            Role::Uniform | Role::Collective | Role::Payload | Role::Wrapper | Role::RankOnly => {
-                Deps::default()
-            }
+            Role::Uniform
+            | Role::Collective
+            | Role::Payload
+            | Role::Wrapper
+            | Role::RankOnly
+            | Role::Pad => Deps::default(),
         })
     }
 
@@ -800,6 +803,8 @@ impl<'a, 'm> Eval<'a, 'm> {
         let api = knowledge().api(path)?;
         let origin = self.quoted(e);
         let deps = match api.role {
+            // Padding keeps its input's values: a call like any other.
+            Role::Pad => return None,
             Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)

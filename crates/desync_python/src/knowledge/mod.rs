@@ -29,6 +29,7 @@ pub enum Role {
     Wrapper,
     RankOnly,
     Exception,
+    Pad,
 }
 
 /// Which part of a collective call holds the value that is identical on every rank afterwards.
@@ -68,6 +69,10 @@ pub struct Api {
     /// first, and there is no dtype to agree on.
     #[serde(default)]
     pub pickles: bool,
+    /// The positional arguments are the tensors the collective exchanges: every rank's must
+    /// have the same dtype (`dist.all_reduce(t)`; not `dcp.load(state_dict, ...)`).
+    #[serde(default)]
+    pub tensors: bool,
     /// Where the fact comes from: a file of the package and its version.
     pub source: String,
 }

@@ -67,6 +67,8 @@ const NOT_SIZES: &[&str] = &[
     "unsqueeze",
     "flatten",
 ];
+/// Calls that turn a value into a number: inside them, a tensor's values count.
+const NUMBERS: &[&str] = &["int", "float", "round", "math.ceil", "math.floor"];
 /// Methods that grow a list in place.
 const GROWS: &[&str] = &["append", "extend", "insert"];
 
@@ -91,7 +93,7 @@ impl Collectives<'_, '_> {
 
     fn metadata(&self, module: &Module, line: u32, expr_source: &str, mode: Mode) -> Finding {
         let deps = self.cx.parsed(module, line, expr_source, |eval, expr, at| {
-            let mut m = Meta { owner: self, mode, depth: 0 };
+            let mut m = Meta { owner: self, mode, depth: 0, number: false };
             m.of(eval, expr, at)
         });
         Finding::from_deps(&deps)
@@ -102,9 +104,20 @@ struct Meta<'c, 'a, 'p> {
     owner: &'c Collectives<'a, 'p>,
     mode: Mode,
     depth: usize,
+    /// Following a number used as a size (`torch.zeros(n)`, `int(mask.sum())`), where values
+    /// matter, rather than a tensor, whose size is its shape (`mask.sum()` is one element).
+    number: bool,
 }
 
 impl Meta<'_, '_, '_> {
+    /// `f` with [`Meta::number`] set to `number`.
+    fn in_context(&mut self, number: bool, f: impl FnOnce(&mut Self) -> Deps) -> Deps {
+        let outer = std::mem::replace(&mut self.number, number);
+        let d = f(self);
+        self.number = outer;
+        d
+    }
+
     fn of(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
         if self.depth > MAX_DEPTH {
             return Deps::default();
@@ -218,7 +231,7 @@ impl Meta<'_, '_, '_> {
             Source::Parameter => self.parameter(eval, name, &binding),
             _ => Deps::default(),
         };
-        d.merge(Self::control_between(eval, &binding, at));
+        d.merge(self.control_between(eval, name, &binding, at));
         d
     }
 
@@ -235,16 +248,50 @@ impl Meta<'_, '_, '_> {
         d
     }
 
-    /// The tests of the `if`s (and the `except`) that decide whether the binding runs, short
-    /// of those that also hold the use: `x = x[:n]` under `if fault == rank:` resizes `x` on
-    /// some ranks only.
+    /// `t.half()` and the other casting methods, `t.to(d)`/`t.type(d)` with a dtype argument
+    /// (not `t.to(device)`).
+    fn is_cast(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
+        let Expr::Call(c) = e else { return false };
+        let Expr::Attribute(a) = &*c.func else { return false };
+        match a.attr.id.as_str() {
+            "half" | "float" | "bfloat16" | "double" | "long" | "int" | "bool" => true,
+            "to" | "type" => {
+                c.arguments
+                    .keywords
+                    .iter()
+                    .any(|k| k.arg.as_ref().is_some_and(|n| n.id.as_str() == "dtype"))
+                    || c.arguments.args.iter().any(|arg| self.could_be_dtype(eval, arg, at))
+            }
+            _ => false,
+        }
+    }
+
+    /// The tests of the `if`s that decide whether the binding runs, short of those that also
+    /// hold the use: `x = x[:n]` under `if fault == rank:` resizes `x` on some ranks only.
+    ///
+    /// A condition changes the tensor on some ranks only when the others keep an older value:
+    /// the binding rewrites the name from itself (`x = x[:n]`, `x += pad`), or no other clause
+    /// of the `if` binds the name. A buffer made on both sides (`if root: buf = torch.empty(n)
+    /// else: buf = torch.zeros(n)`, how roots and non-roots prepare a broadcast) is judged by
+    /// its own size. For a dtype the binding must also cast (`t = t.half()`): a buffer allocated
+    /// on some ranks is not a cast, and a test on a tensor's own dtype (`if t.dtype != d: t =
+    /// t.to(d)`) makes every rank end with `d`.
     fn control_between<'m>(
+        &mut self,
         eval: &mut Eval<'_, 'm>,
+        name: &str,
         binding: &Binding<'m>,
         use_at: TextSize,
     ) -> Deps {
         let mut out = Deps::default();
-        if matches!(binding.source, Source::Parameter | Source::Import { .. }) {
+        let value = match binding.source {
+            Source::Parameter | Source::Import { .. } => return out,
+            Source::Value(v) | Source::Augmented(v) | Source::WithItem(v) => Some(v),
+            _ => None,
+        };
+        let rewrites_itself = matches!(binding.source, Source::Augmented(_))
+            || value.is_some_and(|v| mentions_name(v, name));
+        if self.mode == Mode::Dtype && !value.is_some_and(|v| self.is_cast(eval, v, binding.at)) {
             return out;
         }
         let module = eval.module;
@@ -255,6 +302,9 @@ impl Meta<'_, '_, '_> {
             if s.range().contains(use_at) {
                 continue;
             }
+            if !rewrites_itself && other_clause_binds(module, s, name, binding) {
+                continue;
+            }
             let tests: Vec<&Expr> = match level.slot {
                 Slot::Body => vec![&s.test],
                 Slot::Clause(i) => std::iter::once(&*s.test)
@@ -263,6 +313,9 @@ impl Meta<'_, '_, '_> {
                 _ => continue,
             };
             for t in tests {
+                if self.mode == Mode::Dtype && reads_dtype(t) {
+                    continue;
+                }
                 let hop = format!(
                     "{} under `if {}` (line {})",
                     quote(module.text(binding_range(module, binding))),
@@ -311,8 +364,14 @@ impl Meta<'_, '_, '_> {
             }
             Expr::NumberLiteral(_) | Expr::StringLiteral(_) => {}
             index if selects(index) => d.merge(selected(eval, index, at)),
-            // `chunks[rank]`: a rank picks its own element, which can have its own size.
-            index => d.merge(Self::value(eval, index, at)),
+            // `sizes[rank]`: a rank reads its own number; `chunks[rank]` of a split: its own
+            // piece, and the last piece of a split can be shorter. Any other list is taken to
+            // hold equal pieces (`dist.all_gather(parts, parts[rank])`: each rank sends its slot
+            // of the output list).
+            index if self.number || from_split(eval, &s.value, at) => {
+                d.merge(Self::value(eval, index, at));
+            }
+            _ => {}
         }
         d
     }
@@ -344,10 +403,14 @@ impl Meta<'_, '_, '_> {
                             d.opaque = None;
                             d
                         }
+                        Role::Pad => self.padded(eval, c, at),
                         // A random draw has the size it is asked for; other rows, what they
                         // are given.
                         _ => self.generic(eval, c, method, at),
                     };
+                }
+                if self.mode == Mode::Size && NUMBERS.contains(&p.as_str()) {
+                    return self.in_context(true, |m| m.generic(eval, c, method, at));
                 }
                 if self.mode == Mode::Size && p == "len" {
                     return c
@@ -367,6 +430,32 @@ impl Meta<'_, '_, '_> {
         self.generic(eval, c, method, at)
     }
 
+    /// `F.pad(x, amounts)`: as large as `x` plus the amounts; padded up to a size agreed
+    /// through a collective (the amounts read a gathered maximum), the same on every rank.
+    fn padded(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
+        let keyword = |name: &str| {
+            c.arguments
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == name))
+                .map(|k| &k.value)
+        };
+        let input = c.arguments.args.first().or_else(|| keyword("input"));
+        let amounts = c.arguments.args.get(1).or_else(|| keyword("pad"));
+        let mut d = input.map_or_else(Deps::default, |x| self.of(eval, x, at));
+        if self.mode == Mode::Dtype {
+            return d;
+        }
+        if let Some(amounts) = amounts {
+            let by = eval.value(amounts, at).whole;
+            if !by.agreed.is_empty() {
+                return Deps::default();
+            }
+            d.merge(self.in_context(true, |m| m.of(eval, amounts, at)));
+        }
+        d
+    }
+
     /// A call the table does not name: the sizes (dtype) of what it is given.
     fn generic(
         &mut self,
@@ -382,18 +471,27 @@ impl Meta<'_, '_, '_> {
                         return selected(eval, &c.func, at);
                     }
                     if READS_VALUES.contains(&m) {
+                        // As a tensor, `x.sum()` (no dimension) is one element on every rank;
+                        // as a number (`int(x.sum())`, `x.sum().item()`) it is read from the
+                        // values.
+                        let number = self.number || matches!(m, "item" | "tolist");
+                        if !number && c.arguments.is_empty() {
+                            return Deps::default();
+                        }
                         return selected(eval, &c.func, at);
                     }
                     if matches!(m, "size" | "numel" | "__len__") {
                         let Expr::Attribute(a) = &*c.func else { return Deps::default() };
                         return match c.arguments.args.first().map(literal_index) {
-                            None | Some(Some(0)) => self.of(eval, &a.value, at),
+                            None | Some(Some(0)) => {
+                                self.in_context(false, |m| m.of(eval, &a.value, at))
+                            }
                             _ => Deps::default(),
                         };
                     }
                 }
                 let mut d = match &*c.func {
-                    Expr::Attribute(a) => self.of(eval, &a.value, at),
+                    Expr::Attribute(a) => self.in_context(false, |m| m.of(eval, &a.value, at)),
                     _ => Deps::default(),
                 };
                 if !method.is_some_and(|m| NOT_SIZES.contains(&m)) {
@@ -460,6 +558,16 @@ impl Meta<'_, '_, '_> {
 
     /// The dependence of a dtype value (`comm_dtype`), followed into callers.
     fn dtype_value(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+        // `dtype=x.dtype`: the dtype of `x`, not what its values depend on (`inputs[rank]`
+        // picks a rank's own tensor, not its own dtype).
+        if let Expr::Attribute(a) = e
+            && a.attr.id.as_str() == "dtype"
+        {
+            let mode = std::mem::replace(&mut self.mode, Mode::Dtype);
+            let d = self.of(eval, &a.value, at);
+            self.mode = mode;
+            return d;
+        }
         let mut d = eval.value(e, at).whole;
         d.opaque = None;
         // Rank-local *data* does not choose a dtype: `x.to(y.dtype)` has y's dtype.
@@ -898,4 +1006,63 @@ fn mentions_targets(elt: &Expr, generators: &[ruff_python_ast::Comprehension]) -
 
 fn binding_range(module: &Module, binding: &Binding<'_>) -> TextRange {
     module.line_range(module.line_of(binding.at)).unwrap_or_default()
+}
+
+/// Whether `e` reads the name `name`.
+fn mentions_name(e: &Expr, name: &str) -> bool {
+    let mut found = false;
+    crate::expr::walk(e, &mut |x| {
+        if matches!(x, Expr::Name(n) if n.id.as_str() == name) {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Whether a test reads a tensor's dtype (`t.dtype != d`).
+fn reads_dtype(test: &Expr) -> bool {
+    let mut found = false;
+    crate::expr::walk(test, &mut |x| {
+        if matches!(x, Expr::Attribute(a) if a.attr.id.as_str() == "dtype") {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Whether a clause of `s` other than the one holding `binding` also binds `name`.
+fn other_clause_binds(
+    module: &Module,
+    s: &ruff_python_ast::StmtIf,
+    name: &str,
+    binding: &Binding<'_>,
+) -> bool {
+    let clause_of = |at: TextSize| -> Option<usize> {
+        if s.body.first().is_some_and(|f| f.start() <= at)
+            && s.body.last().is_some_and(|l| at < l.end())
+        {
+            return Some(0);
+        }
+        s.elif_else_clauses.iter().position(|c| c.range().contains(at)).map(|i| i + 1)
+    };
+    let Some(own) = clause_of(binding.at) else { return false };
+    bindings::bindings(module, binding.scope, name)
+        .iter()
+        .filter(|b| s.range().contains(b.at))
+        .any(|b| clause_of(b.at).is_some_and(|c| c != own))
+}
+
+/// Functions and methods that cut a tensor into pieces whose last one can be shorter.
+const SPLITS: &[&str] = &["split", "chunk", "tensor_split", "array_split", "split_with_sizes"];
+
+/// Whether `e` is (or names a value assigned from) a split of a tensor into pieces.
+fn from_split(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
+    let is_split = |e: &Expr| matches!(e, Expr::Call(c) if crate::expr::last_segment(&c.func).is_some_and(|n| SPLITS.contains(&n)));
+    match e {
+        Expr::Name(n) => match bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) {
+            Some(Binding { source: Source::Value(v), .. }) => is_split(v),
+            _ => false,
+        },
+        e => is_split(e),
+    }
 }
