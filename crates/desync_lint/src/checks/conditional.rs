@@ -30,6 +30,10 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             continue;
         }
         let Some((test, line, deps)) = rank_test(ctx, cond) else { continue };
+        // A clause that leaves after issuing what the others issue later is paired with them.
+        if super::paths::clauses_are_balanced(ctx, cond) == Some(true) {
+            continue;
+        }
         let ops = |c: &Vec<&Site<'_>>| {
             let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
             v.sort_unstable();

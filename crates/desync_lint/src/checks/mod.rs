@@ -7,6 +7,7 @@ mod except;
 mod jumps;
 mod metadata;
 mod order;
+mod paths;
 
 use std::collections::HashSet;
 use std::path::Path;
