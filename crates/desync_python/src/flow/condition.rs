@@ -51,8 +51,39 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             }
             deps
         }
+        Expr::Compare(c) if is_none_test(c) => {
+            let side =
+                if matches!(&*c.left, Expr::NoneLiteral(_)) { &c.comparators[0] } else { &c.left };
+            structure(e, side, at)
+        }
+        Expr::Call(c)
+            if matches!(
+                crate::expr::dotted(&c.func).as_deref(),
+                Some("isinstance" | "hasattr" | "callable")
+            ) && !c.arguments.args.is_empty() =>
+        {
+            structure(e, &c.arguments.args[0], at)
+        }
         _ => e.value(expr, at).whole,
     }
+}
+
+/// What decides a test of a value's structure (`x is None`, `isinstance(x, T)`,
+/// `hasattr(x, "a")`): the code path that made the value, not its contents. A batch, a loss or
+/// a model's outputs hold different numbers on every rank but the same structure (the same
+/// keys, the same `None`s), so rank-local *data* decides nothing here; the rank, the
+/// environment and the rest still do.
+fn structure(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
+    let mut deps = e.value(x, at).whole;
+    deps.reasons.retain(|r| r.kind != DependenceKind::LocalData);
+    deps
+}
+
+/// `x is None`, `x is not None` (either way round).
+fn is_none_test(c: &ExprCompare) -> bool {
+    let ([op], [right]) = (&*c.ops, &*c.comparators) else { return false };
+    matches!(op, CmpOp::Is | CmpOp::IsNot)
+        && (matches!(right, Expr::NoneLiteral(_)) || matches!(&*c.left, Expr::NoneLiteral(_)))
 }
 
 /// `x != -1`, `x == -1`, `x < 0`, `x >= 0`, `x > -1` (either way round).

@@ -241,7 +241,15 @@ impl<'a, 'm> Eval<'a, 'm> {
         if let Some(agreement) = self.agreed_between(name, &binding, at) {
             return Value::of(Deps { agreed: vec![agreement], ..Deps::default() });
         }
-        self.follow(name, binding)
+        let loop_item = matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..));
+        let mut value = self.follow(name, binding);
+        if loop_item {
+            // Each iteration's item is a fresh object: only what the body writes into it before
+            // this use reaches it (a write later in the body goes into this item after the use,
+            // and the next iteration takes the next item).
+            value.whole.merge(self.mutations(name, &binding, Some(at)));
+        }
+        value
     }
 
     /// Follows `name` to what `binding` assigns, memoised per binding.
@@ -276,7 +284,9 @@ impl<'a, 'm> Eval<'a, 'm> {
         self.tracing.push(binding.at);
         let mut value = self.bound_value(name, &binding);
         value.whole.merge(self.control(&binding));
-        value.whole.merge(self.mutations(name, &binding));
+        if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
+            value.whole.merge(self.mutations(name, &binding, None));
+        }
         self.tracing.pop();
         self.foreign = foreign;
         self.scope = outer_scope;
@@ -331,7 +341,10 @@ impl<'a, 'm> Eval<'a, 'm> {
                     if let Some(api) = knowledge().api(&p)
                         && api.role == Role::Data
                     {
+                        // What the loader was built from (a sampler given the rank, a worker
+                        // seed) makes its items each rank's own data, not a decision by rank.
                         let mut v = self.value(iter, at);
+                        v.whole.reasons.clear();
                         v.whole.merge(Deps::reason(
                             LocalData,
                             format!(
@@ -347,6 +360,9 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         // `for batch in loader` where `loader` is a data loader built elsewhere in view.
         let mut v = self.value(iter, at);
+        if self.is_data_source(iter, at) {
+            v.whole.reasons.retain(|r| r.kind == LocalData);
+        }
         if self.is_data_source(iter, at) && !v.whole.reasons.iter().any(|r| r.kind == LocalData) {
             v.whole.merge(Deps::reason(
                 LocalData,
@@ -499,10 +515,11 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// `x.attr = v`, `x[i] += v`, and calls of in-place methods (torch's `x.zero_()`,
     /// `x.copy_(y)`: a trailing underscore; a list's `append`/`extend`/`insert`, a dict's
     /// `update`/`setdefault`), each with what decides whether it runs.
-    fn mutations(&mut self, name: &str, binding: &Binding<'m>) -> Deps {
+    /// `until`: only the writes that start before it.
+    fn mutations(&mut self, name: &str, binding: &Binding<'m>, until: Option<TextSize>) -> Deps {
         let mut found: Vec<(&'m Stmt, Vec<&'m Expr>)> = Vec::new();
         crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
-            if stmt.start() < binding.effective {
+            if stmt.start() < binding.effective || until.is_some_and(|u| stmt.start() >= u) {
                 return;
             }
             let writes: Option<Vec<&Expr>> = match stmt {

@@ -30,7 +30,7 @@ fn continue_on_non_finite_loss() {
     assert_eq!(kinds(&b), [DependenceKind::LocalData]);
     let evidence = &b.dependence[0].evidence;
     assert!(evidence.starts_with("`loss` = `model(batch)` (line 8) ← `batch`"), "{evidence}");
-    assert!(evidence.ends_with("each rank reads its own data)"), "{evidence}");
+    assert!(evidence.ends_with("each rank iterates its own data)"), "{evidence}");
 }
 
 #[test]
