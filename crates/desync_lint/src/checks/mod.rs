@@ -8,6 +8,7 @@ mod jumps;
 mod metadata;
 mod order;
 mod paths;
+mod setup;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -31,10 +32,14 @@ pub(crate) struct Raw {
 
 pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> {
     let mut raw = Vec::new();
-    if ctx.sites.is_empty() {
-        return Vec::new();
-    }
     let wants = |rules: &[Rule]| rules.iter().any(|r| enabled(*r));
+    // Setup for later collectives (a comm hook) can sit in a file that issues none itself.
+    if wants(&[Rule::RaggedGather, Rule::RankDependentDtype]) {
+        raw.extend(setup::check(ctx));
+    }
+    if ctx.sites.is_empty() {
+        return finish(ctx, file, enabled, raw);
+    }
     if wants(&[Rule::RankConditionalCollective, Rule::RankDependentOrder]) {
         raw.extend(conditional::check(ctx));
     }
@@ -50,6 +55,16 @@ pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool
     if wants(&[Rule::RaggedGather, Rule::RankDependentDtype]) {
         raw.extend(metadata::check(ctx));
     }
+    finish(ctx, file, enabled, raw)
+}
+
+/// Columns, hints and source lines; duplicates removed, rule selection applied, sorted.
+fn finish(
+    ctx: &Context<'_>,
+    file: &Path,
+    enabled: &dyn Fn(Rule) -> bool,
+    raw: Vec<Raw>,
+) -> Vec<Finding> {
     let mut seen = HashSet::new();
     let mut out: Vec<Finding> = raw
         .into_iter()
