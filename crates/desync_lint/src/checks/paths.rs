@@ -88,7 +88,7 @@ fn staying_paths(
 }
 
 /// The innermost `if` of `function` with a clause holding `line`, and that clause's index.
-fn innermost_clause<'c>(
+pub(super) fn innermost_clause<'c>(
     ctx: &'c Context<'_>,
     function: Option<u32>,
     line: u32,

@@ -28,20 +28,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             _ => continue,
         };
         let function = innermost_function(ctx, setup.line);
-        let Some((cond, clause)) = ctx
-            .outline
-            .conditionals
-            .iter()
-            .filter(|c| c.function == function)
-            .filter_map(|c| {
-                let i = c
-                    .clauses
-                    .iter()
-                    .position(|cl| (cl.body.first..=cl.body.last).contains(&setup.line))?;
-                Some((c, i))
-            })
-            .max_by_key(|(c, _)| c.line)
-        else {
+        let Some((cond, clause)) = super::paths::innermost_clause(ctx, function, setup.line) else {
             continue;
         };
         if every_clause_calls(cond, clause, &setups, &setup.qualified) {
