@@ -360,10 +360,12 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         // `for batch in loader` where `loader` is a data loader built elsewhere in view.
         let mut v = self.value(iter, at);
-        if self.is_data_source(iter, at) {
+        let data_source = self.is_data_source(iter, at);
+        if data_source {
+            // As above: the items are local data, not a decision by what built the loader.
             v.whole.reasons.retain(|r| r.kind == LocalData);
         }
-        if self.is_data_source(iter, at) && !v.whole.reasons.iter().any(|r| r.kind == LocalData) {
+        if data_source && !v.whole.reasons.iter().any(|r| r.kind == LocalData) {
             v.whole.merge(Deps::reason(
                 LocalData,
                 format!("the items of {} (each rank iterates its own data)", self.quoted(iter)),
