@@ -27,7 +27,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             "size" => Rule::RaggedGather,
             _ => continue,
         };
-        let function = innermost_function(ctx, setup.line);
+        let function = ctx.module.function_at(setup.line).map(|f| f.def_line);
         let Some((cond, clause)) = super::paths::innermost_clause(ctx, function, setup.line) else {
             continue;
         };
@@ -54,16 +54,6 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         });
     }
     out
-}
-
-/// `def` line of the innermost function around `line` (`None`: module level).
-fn innermost_function(ctx: &Context<'_>, line: u32) -> Option<u32> {
-    ctx.outline
-        .functions
-        .iter()
-        .filter(|f| f.def_line <= line && line <= f.end_line)
-        .max_by_key(|f| f.def_line)
-        .map(|f| f.def_line)
 }
 
 /// Whether every other clause of `cond` (a missing `else` calls nothing) makes a call of the

@@ -358,7 +358,7 @@ fn loop_bindings<'a>(
 }
 
 /// True when `name` appears as a plain name anywhere in `target`.
-fn mentions(target: &Expr, name: &str) -> bool {
+pub(crate) fn mentions(target: &Expr, name: &str) -> bool {
     let mut hit = false;
     expr::walk(target, &mut |e| hit |= is_name(e, name));
     hit

@@ -67,6 +67,8 @@ const NOT_SIZES: &[&str] = &[
     "unsqueeze",
     "flatten",
 ];
+/// Tensor methods that cast to a fixed dtype (`t.half()`).
+const CASTS: &[&str] = &["half", "float", "bfloat16", "double", "long", "int", "bool"];
 /// Calls that turn a value into a number: inside them, a tensor's values count.
 const NUMBERS: &[&str] = &["int", "float", "round", "math.ceil", "math.floor"];
 /// Methods that grow a list in place.
@@ -254,12 +256,9 @@ impl Meta<'_, '_, '_> {
         let Expr::Call(c) = e else { return false };
         let Expr::Attribute(a) = &*c.func else { return false };
         match a.attr.id.as_str() {
-            "half" | "float" | "bfloat16" | "double" | "long" | "int" | "bool" => true,
+            m if CASTS.contains(&m) => true,
             "to" | "type" => {
-                c.arguments
-                    .keywords
-                    .iter()
-                    .any(|k| k.arg.as_ref().is_some_and(|n| n.id.as_str() == "dtype"))
+                c.arguments.find_keyword("dtype").is_some()
                     || c.arguments.args.iter().any(|arg| self.could_be_dtype(eval, arg, at))
             }
             _ => false,
@@ -290,7 +289,7 @@ impl Meta<'_, '_, '_> {
             _ => None,
         };
         let rewrites_itself = matches!(binding.source, Source::Augmented(_))
-            || value.is_some_and(|v| mentions_name(v, name));
+            || value.is_some_and(|v| bindings::mentions(v, name));
         if self.mode == Mode::Dtype && !value.is_some_and(|v| self.is_cast(eval, v, binding.at)) {
             return out;
         }
@@ -433,15 +432,8 @@ impl Meta<'_, '_, '_> {
     /// `F.pad(x, amounts)`: as large as `x` plus the amounts; padded up to a size agreed
     /// through a collective (the amounts read a gathered maximum), the same on every rank.
     fn padded(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
-        let keyword = |name: &str| {
-            c.arguments
-                .keywords
-                .iter()
-                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == name))
-                .map(|k| &k.value)
-        };
-        let input = c.arguments.args.first().or_else(|| keyword("input"));
-        let amounts = c.arguments.args.get(1).or_else(|| keyword("pad"));
+        let input = c.arguments.find_argument_value("input", 0);
+        let amounts = c.arguments.find_argument_value("pad", 1);
         let mut d = input.map_or_else(Deps::default, |x| self.of(eval, x, at));
         if self.mode == Mode::Dtype {
             return d;
@@ -516,23 +508,11 @@ impl Meta<'_, '_, '_> {
                     }
                     return d;
                 }
-                if let Some(kw) = c
-                    .arguments
-                    .keywords
-                    .iter()
-                    .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "dtype"))
-                {
+                if let Some(kw) = c.arguments.find_keyword("dtype") {
                     return self.dtype_value(eval, &kw.value, at);
                 }
                 match &*c.func {
-                    Expr::Attribute(a)
-                        if !matches!(
-                            method,
-                            Some(
-                                "float" | "half" | "bfloat16" | "double" | "long" | "int" | "bool"
-                            )
-                        ) =>
-                    {
+                    Expr::Attribute(a) if !method.is_some_and(|m| CASTS.contains(&m)) => {
                         self.of(eval, &a.value, at)
                     }
                     Expr::Attribute(_) => Deps::default(),
@@ -1006,17 +986,6 @@ fn mentions_targets(elt: &Expr, generators: &[ruff_python_ast::Comprehension]) -
 
 fn binding_range(module: &Module, binding: &Binding<'_>) -> TextRange {
     module.line_range(module.line_of(binding.at)).unwrap_or_default()
-}
-
-/// Whether `e` reads the name `name`.
-fn mentions_name(e: &Expr, name: &str) -> bool {
-    let mut found = false;
-    crate::expr::walk(e, &mut |x| {
-        if matches!(x, Expr::Name(n) if n.id.as_str() == name) {
-            found = true;
-        }
-    });
-    found
 }
 
 /// Whether a test reads a tensor's dtype (`t.dtype != d`).
