@@ -213,9 +213,19 @@ fn fetch_recorder(
             let source = PathBuf::from(format!("{}{path}", worker.endpoint.url()));
             return (None, Fetched { rank: worker.rank, source, result, active_only: true });
         }
-        let (_, fetched) = fetch_recorder(worker, Recorder::NcclWithoutParams, detail, timeout);
+        // The plain retry shares the deadline: a refusing worker still costs at most `timeout`.
+        let (_, fetched) = fetch_handlers(worker, Recorder::NcclWithoutParams, deadline);
         return (Some(Recorder::NcclWithoutParams), fetched);
     }
+    fetch_handlers(worker, recorder, deadline)
+}
+
+/// Tries `recorder`'s handlers in turn, asked plainly, until one answers with a recorder.
+fn fetch_handlers(
+    worker: &Worker,
+    recorder: Recorder,
+    deadline: Instant,
+) -> (Option<Recorder>, Fetched) {
     let mut last = None;
     for &handler in recorder.handlers() {
         let path = format!("/handler/{handler}");
