@@ -22,6 +22,8 @@ pub(super) struct Site<'a> {
     /// Loops whose body holds the jump, outermost first.
     loops: Vec<&'a Stmt>,
     guard: Option<Guard<'a>>,
+    /// The blocks around the jump in its function, outermost first.
+    frames: Vec<Frame<'a>>,
 }
 
 /// Every jump statement of `suite` (a function body), nested `def`s excluded.
@@ -45,7 +47,8 @@ pub(super) fn sites<'a>(module: &Module, suite: &'a [Stmt]) -> Vec<Site<'a>> {
             .map(|f| f.owner)
             .collect();
         let guard = guard_of(&frames);
-        out.push(Site { stmt, construct, line: module.line_of(stmt.start()), loops, guard });
+        let line = module.line_of(stmt.start());
+        out.push(Site { stmt, construct, line, loops, guard, frames });
     }
     out
 }
@@ -121,6 +124,9 @@ pub(super) fn skipping<'a>(
                 false
             }
         };
+        if in_sibling_clause(site, skipped) {
+            continue;
+        }
         let distance = site.line.abs_diff(skipped.line);
         let target = Target { stmt: site.stmt, construct: site.construct, guard };
         let mut candidate = Candidate::jump(target, skipped.line);
@@ -129,6 +135,28 @@ pub(super) fn skipping<'a>(
     }
     ranked.sort_by_key(|(key, _)| *key);
     ranked.into_iter().map(|(_, c)| c).collect()
+}
+
+/// A `continue` or `return` in one clause of an `if` and the line in another clause of the
+/// same `if`: the ranks that jump were never going to run that clause on this pass, so the
+/// jump skips it only on a later pass of a loop around the `if` (a `return`; a `continue`
+/// only ends the pass it is on). `if role == SENDER: ...; return` / `elif role == MEMBER:
+/// broadcast(...)` is a choice between the clauses, which the clause comparison judges.
+fn in_sibling_clause(site: &Site<'_>, skipped: &Path<'_>) -> bool {
+    if !matches!(site.construct, Construct::Continue | Construct::Return) {
+        return false;
+    }
+    site.frames.iter().enumerate().any(|(i, frame)| {
+        if !matches!(frame.owner, Stmt::If(_)) {
+            return false;
+        }
+        let other_clause = skipped
+            .levels
+            .iter()
+            .any(|l| l.owner.is_some_and(|o| std::ptr::eq(o, frame.owner)) && l.slot != frame.slot);
+        let looped = site.frames[..i].iter().any(|f| is_loop(f.owner) && f.slot == Slot::Body);
+        other_clause && (site.construct == Construct::Continue || !looped)
+    })
 }
 
 /// True when `path`'s line lies in the body of loop `lp` (not its header or `else`).
