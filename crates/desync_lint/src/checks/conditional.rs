@@ -34,6 +34,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         if super::paths::clauses_are_balanced(ctx, cond) == Some(true) {
             continue;
         }
+        if members_of_groups(ctx, cond, &clauses) {
+            continue;
+        }
         let ops = |c: &Vec<&Site<'_>>| {
             let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
             v.sort_unstable();
@@ -122,6 +125,47 @@ fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<Vec<&'c Sit
         clauses.push(Vec::new());
     }
     clauses
+}
+
+/// A sub-group's collectives issued by its members: a clause's test asks whether the rank is
+/// in a collection (`if dist.get_rank() in ranks:`, `if rank not in group_ranks: skip`), every
+/// collective of the `if` names a process group, the clauses that issue any issue the same
+/// (op, group) sequence, and the clauses that issue none are the non-members' (after an `in`
+/// clause, or the `not in` clause itself). A rank outside a group has nothing to issue on it.
+/// The sequence is compared without the roots: `broadcast(t, src=self_rank, group=g)` on the
+/// leader and `broadcast(t, src=leader, group=g)` on the members pair.
+fn members_of_groups(ctx: &Context<'_>, cond: &Conditional, clauses: &[Vec<&Site<'_>>]) -> bool {
+    let mut tested = false;
+    for (i, clause) in cond.clauses.iter().enumerate() {
+        let Some(m) = &clause.membership else { continue };
+        let line = clause.test_line.unwrap_or(clause.line);
+        if !has_rank_id(&ctx.dependence(line, &m.member)) {
+            continue;
+        }
+        let silent: Vec<usize> = (0..clauses.len()).filter(|&j| clauses[j].is_empty()).collect();
+        let non_members_silent = if m.negated {
+            silent == [i]
+        } else {
+            !clauses[i].is_empty() && silent.iter().all(|&j| j > i)
+        };
+        if !non_members_silent {
+            return false;
+        }
+        tested = true;
+    }
+    if !tested {
+        return false;
+    }
+    let named = |s: &&Site<'_>| s.group().is_some();
+    if !clauses.iter().flatten().all(named) {
+        return false;
+    }
+    let keyed = |c: &Vec<&Site<'_>>| -> Vec<(String, Option<String>)> {
+        c.iter().map(|s| (s.op.clone(), s.group().map(str::to_owned))).collect()
+    };
+    let mut issuing = clauses.iter().filter(|c| !c.is_empty()).map(keyed);
+    let first = issuing.next();
+    issuing.all(|k| Some(k) == first)
 }
 
 /// The first test of the chain that depends on the rank id: (text, line, dependence).

@@ -6,7 +6,8 @@
 mod types;
 
 pub use types::{
-    Call, Clause, Conditional, Handler, Import, JumpStmt, LineRange, Loop, Outline, TryBlock,
+    Call, Clause, Conditional, Handler, Import, JumpStmt, LineRange, Loop, Membership, Outline,
+    TryBlock,
 };
 
 use ruff_python_ast::{ExceptHandler, Expr, Stmt};
@@ -148,6 +149,30 @@ impl Walker<'_> {
             test: test.map(|t| self.module.text(t.range()).to_owned()),
             test_line: test.map(|t| self.module.line_of(t.start())),
             body: self.range(body),
+            membership: test.and_then(|t| self.membership(t)),
+        }
+    }
+
+    /// `x in c`, `x not in c`, `not x in c`, or one of them joined to others by `and` (for
+    /// `x in c`: the clause runs only on members).
+    fn membership(&self, test: &Expr) -> Option<Membership> {
+        match test {
+            Expr::Compare(c) if c.ops.len() == 1 => {
+                let negated = match c.ops[0] {
+                    ruff_python_ast::CmpOp::In => false,
+                    ruff_python_ast::CmpOp::NotIn => true,
+                    _ => return None,
+                };
+                Some(Membership { member: self.module.text(c.left.range()).to_owned(), negated })
+            }
+            Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => self
+                .membership(&u.operand)
+                .filter(|m| !m.negated)
+                .map(|m| Membership { negated: true, ..m }),
+            Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => {
+                b.values.iter().filter_map(|v| self.membership(v)).find(|m| !m.negated)
+            }
+            _ => None,
         }
     }
 

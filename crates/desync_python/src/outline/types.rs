@@ -111,6 +111,17 @@ pub struct Clause {
     /// Line where the test starts.
     pub test_line: Option<u32>,
     pub body: LineRange,
+    /// The test is (or, joined by `and`, includes) a membership test `x in c` / `x not in c`.
+    pub membership: Option<Membership>,
+}
+
+/// A membership test in a clause's test: `rank in ranks`, `rank not in group_ranks`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Membership {
+    /// Source text of the tested member (`dist.get_rank()`).
+    pub member: String,
+    /// `not in`: the clause runs on the non-members.
+    pub negated: bool,
 }
 
 /// A `for` or `while` loop.
