@@ -193,10 +193,23 @@ fn reorders(stmt: &Stmt, name: &str) -> bool {
                 }
             }
         }
-        Stmt::Assign(s) => s.targets.iter().any(|t| binds_name(t, name)),
-        Stmt::AnnAssign(s) => s.value.is_some() && binds_name(&s.target, name),
+        Stmt::Assign(s) => s.targets.iter().any(|t| binds_name(t, name)) && !wraps(&s.value, name),
+        Stmt::AnnAssign(s) => {
+            s.value.as_deref().is_some_and(|v| !wraps(v, name)) && binds_name(&s.target, name)
+        }
         _ => false,
     }
+}
+
+/// `[name]` or `(name,)`: one item wrapped into a one-element list (input normalisation,
+/// `if not isinstance(xs, list): xs = [xs]`); a single element has no order to change.
+fn wraps(value: &Expr, name: &str) -> bool {
+    let elts = match value {
+        Expr::List(l) => &l.elts,
+        Expr::Tuple(t) => &t.elts,
+        _ => return false,
+    };
+    matches!(&elts[..], [Expr::Name(n)] if n.id.as_str() == name)
 }
 
 /// `name = ...`, or `name`/`name[i]` among the elements of a tuple target (a swap).

@@ -104,6 +104,23 @@ def reduce(tp_group, dp_group, x):
 }
 
 #[test]
+fn wrapping_one_item_into_a_list_is_not_a_reordering() {
+    for form in ["order = [order]", "order = (order,)", "order: list = [order]"] {
+        let src = format!(
+            "\
+def reduce(order, x):
+    rank = dist.get_rank()
+    if rank % 2 == 1:
+        {form}
+    for g in order:
+        dist.all_reduce(x, group=g)  # <A>
+"
+        );
+        assert!(order(&src).is_none(), "{form}");
+    }
+}
+
+#[test]
 fn list_literals_in_if_and_else_and_elif() {
     let src = "\
 def reduce(tp, dp, x, cfg):
