@@ -176,6 +176,21 @@ const DISTRIBUTED_PREDICATES: &[&str] = &[
     "deepspeed.comm.is_initialized",
 ];
 
+/// `is_initialized()`, or several distributed predicates joined by `and`: true on every rank of
+/// a distributed job.
+fn distributed_test(eval: &mut Eval<'_, '_>, test: &Expr) -> bool {
+    match test {
+        Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => {
+            b.values.iter().all(|v| distributed_test(eval, v))
+        }
+        Expr::Call(c) => matches!(
+            eval.resolve(&c.func, c.start()),
+            Sym::Path(p) if DISTRIBUTED_PREDICATES.contains(&p.as_str())
+        ),
+        _ => false,
+    }
+}
+
 /// Whether `stmt` sits in the body of `if not <distributed predicate>()`.
 fn single_process(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> bool {
     let Some(path) = module.path(module.line_of(stmt.start())) else { return false };
@@ -205,15 +220,25 @@ fn enclosing_counts(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> De
     out
 }
 
-/// Parameters passed, at the top level of the body (so on every call), as the first argument
-/// of a collective that leaves it identical on every rank.
+/// Parameters passed, at the top level of the body (so on every call) or in the body of a
+/// top-level `if` that holds on every rank of a distributed job, as the first argument of a
+/// collective that leaves it identical on every rank.
 fn agreed_parameters(
     eval: &mut Eval<'_, '_>,
     def: &StmtFunctionDef,
     parameters: &[String],
 ) -> Vec<usize> {
     let mut out = Vec::new();
+    // `if dist.is_available() and dist.is_initialized(): dist.all_reduce(t)`: the body runs on
+    // every rank of a distributed job; a single process has no peers to disagree with.
+    let mut stmts: Vec<&Stmt> = Vec::new();
     for stmt in &def.body {
+        match stmt {
+            Stmt::If(s) if distributed_test(eval, &s.test) => stmts.extend(s.body.iter()),
+            _ => stmts.push(stmt),
+        }
+    }
+    for stmt in stmts {
         let Stmt::Expr(s) = stmt else { continue };
         let Expr::Call(c) = &*s.value else { continue };
         let Some(Expr::Name(first)) = c.arguments.args.first() else { continue };
