@@ -8,7 +8,9 @@ For each size: desync-synth writes the healthy job and the faulted one (whole re
 frames, and their active entries without frames); stand-in workers (python/desync_jobs/
 standin.py) serve them on loopback, registered in a real torch TCPStore; `desync watch --store
 ... --interval 2 --format json` polls them. After `--inject-after` seconds the workers switch
-to the faulted state; latency is the time from that switch to the alert line. Watch's CPU
+to the faulted state (not before two active polls came, so that the job is watched in its
+steady state, not during the first whole poll); latency is the time from that switch to the
+alert line. Watch's CPU
 time and peak RSS come from /proc while it runs. Prints a Markdown table for BENCHMARKS.md
 and writes the raw numbers as JSON.
 """
@@ -82,7 +84,11 @@ def one_size(ranks: int, args, desync: Path, synth: Path, tmp: Path) -> dict:
     for t in threads:
         t.start()
     started = time.time()
-    while time.time() - started < args.inject_after and proc.poll() is None:
+    def active_polls() -> int:
+        return sum(1 for _, e in events if e.get("event") == "status" and e["active_only"])
+
+    while ((time.time() - started < args.inject_after or active_polls() < 2)
+           and proc.poll() is None and time.time() - started < args.wait):
         time.sleep(0.1)
     cpu_before = usage["cpu_s"]
     polls_before = sum(1 for _, e in events if e.get("event") == "status")
@@ -102,6 +108,7 @@ def one_size(ranks: int, args, desync: Path, synth: Path, tmp: Path) -> dict:
     cheap = [e for e in healthy_polls if e["active_only"]]
     whole = [e for e in healthy_polls if not e["active_only"]]
     alert = next(((t, e) for t, e in events if e.get("event") == "alert"), None)
+    alerting = next((e for _, e in events if e.get("judgement") == "alert"), None)
     return {
         "ranks": ranks,
         "fault": args.fault_spec,
@@ -116,6 +123,10 @@ def one_size(ranks: int, args, desync: Path, synth: Path, tmp: Path) -> dict:
         "alert_category": alert[1]["category"] if alert else None,
         "alert_culprits": alert[1]["report"]["verdict"]["culprit_ranks"] if alert else None,
         "latency_s": alert[0] - workers.switched_at if alert else None,
+        # The poll that alerted: ranks read again whole to confirm it, and its bytes.
+        "confirmed_whole": alerting.get("confirmed_whole") if alerting else None,
+        "alert_poll_bytes": alerting["bytes"] if alerting else None,
+        "alert_poll_took_ms": alerting["took_ms"] if alerting else None,
         "statuses": len(statuses),
         "stderr_tail": proc.stderr.read()[-2000:] if proc.stderr else "",
     }
@@ -124,8 +135,9 @@ def one_size(ranks: int, args, desync: Path, synth: Path, tmp: Path) -> dict:
 def markdown(rows: list[dict], args) -> str:
     out = [f"Stand-in ranks, fault `{args.fault_spec}`, `--interval {args.interval} --lag "
            f"{args.lag}`, {args.concurrency} fetches at once:", "",
-           "| ranks | healthy poll (active entries) | whole poll (first, and each 30 s) | "
-           "watch CPU per healthy poll | watch peak RSS | alert | latency after injection |",
+           "| ranks | healthy poll (active entries) | whole poll (first, then spaced) | "
+           "watch CPU per healthy poll | watch peak RSS | alert (ranks read whole to confirm, "
+           "poll bytes and time) | latency after injection |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:
         mb = lambda b: "n/a" if b is None else f"{b / 1e6:.2f} MB"  # noqa: E731
@@ -136,7 +148,8 @@ def markdown(rows: list[dict], args) -> str:
             f"| {r['ranks']:,} | {mb(r['active_bytes_median'])} in {ms(r['active_took_ms_median'])}"
             f" | {mb(r['whole_bytes'])} in {ms(r['whole_took_ms'])} | "
             f"{'n/a' if cpu is None else f'{cpu:.2f} s'} | {r['watch_peak_mib']:.0f} MiB | "
-            f"{r['alert_category']} {r['alert_culprits']} | "
+            f"{r['alert_category']} {r['alert_culprits']} ({r['confirmed_whole']} ranks, "
+            f"{mb(r['alert_poll_bytes'])} in {ms(r['alert_poll_took_ms'])}) | "
             f"{'none' if lat is None else f'{lat:.1f} s'} |")
     return "\n".join(out)
 

@@ -60,10 +60,14 @@ class Counters:
     bytes: int = 0
     refused: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    # Requests per kind, and the same counts when the workers switched to the fault.
+    requests_by_kind: dict[str, int] = field(default_factory=dict)
+    at_switch: dict[str, int] = field(default_factory=dict)
 
     def add(self, kind: str, size: int) -> None:
         self.requests += 1
         self.bytes += size
+        self.requests_by_kind[kind] = self.requests_by_kind.get(kind, 0) + 1
         self.by_kind[kind] = self.by_kind.get(kind, 0) + size
 
 
@@ -103,6 +107,7 @@ class StandIns:
             registry.set(f"rank{rank}", f"http://127.0.0.1:{port}")
 
     def switch(self) -> None:
+        self.counters.at_switch = dict(self.counters.requests_by_kind)
         self.state = "fault"
         self.switched_at = time.time()
 

@@ -6,7 +6,9 @@ What must hold, decided from the stand-ins' design before desync runs:
   (`onlyactive=true&includestacktraces=false`) after one whole first poll, and fetch far
   fewer bytes than the whole recorders;
 - after the injected stall (rank 5 never issues a collective the others wait in), the alert
-  names rank 5 as a stall, from whole recorders with frames (the report has a call site);
+  names rank 5 as a stall, from whole recorders with frames (the report has a call site),
+  read again whole only from the ranks the finding is about: rank 5 and one rank of those
+  waiting for it, never every rank;
 - a handler that refuses parameters (HTTP 400) is asked plainly and the watch works the same.
 The 256 to 4,096-rank figures come from bench/watch_scale.py, not from here.
 """
@@ -91,6 +93,13 @@ def test_watch_polls_active_entries_and_alerts_from_whole_recorders(states):
     _check(proc, events, workers)
     assert workers.counters.by_kind.get("active", 0) > 0
     assert workers.counters.refused == 0
+    # Confirmed from the stalled rank and a representative of the waiting ones, not all 32.
+    counters = workers.counters
+    whole_after = counters.requests_by_kind.get("whole", 0) - counters.at_switch.get("whole", 0)
+    assert 2 <= whole_after <= 4, (whole_after, counters)
+    alerting = [e for _, e in events if e.get("judgement") == "alert"]
+    assert [e["confirmed_whole"] for e in alerting] == [whole_after], alerting
+    assert not alerting[0]["active_only"]
 
 
 def test_a_handler_that_refuses_parameters_is_asked_plainly(states):
@@ -101,3 +110,55 @@ def test_a_handler_that_refuses_parameters_is_asked_plainly(states):
     assert workers.counters.refused == RANKS, workers.counters
     alerts = [e for _, e in events if e.get("event") == "alert"]
     assert [a["report"]["verdict"]["culprit_ranks"] for a in alerts] == [[STALLED]]
+
+
+def test_per_node_publishers_and_one_judge(states, tmp_path):
+    """Above one watcher: two agents (`desync publish`, one per "node" of 16 ranks) keep their
+    ranks' recorders in one directory; one `desync watch --dir` judges the whole job and names
+    the stalled rank. Each agent polls its own ranks only."""
+    healthy, fault = states
+    workers = StandIns(RANKS, healthy, fault).start()
+    store = torch_dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    workers.register("127.0.0.1", store.port)
+    shared = tmp_path / "live"
+    half = RANKS // 2
+    agents = [
+        subprocess.Popen(
+            [str(desync_bin()), "publish", "--store", f"127.0.0.1:{store.port}", "--ranks",
+             f"{low}-{low + half - 1}", "-o", str(shared), "--interval", "0.5", "--format",
+             "json", "--for", "60"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for low in (0, half)
+    ]
+    try:
+        # The judge starts once the agents have written every rank.
+        deadline = time.time() + 30
+        while len(list(shared.glob("rank_*"))) < RANKS and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(list(shared.glob("rank_*"))) == RANKS, sorted(p.name for p in shared.iterdir())
+        judge = subprocess.Popen(
+            [str(desync_bin()), "watch", "--dir", str(shared), "--interval", "0.5", "--lag", "2",
+             "--format", "json", "--no-save", "--exit-on-alert", "--for", "60"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        workers.switch()
+        out, err = judge.communicate(timeout=90)
+    finally:
+        for agent in agents:
+            agent.kill()
+        polls = [[json.loads(line) for line in agent.communicate(timeout=30)[0].splitlines()]
+                 for agent in agents]
+        workers.stop()
+    assert judge.returncode == 1, f"exit {judge.returncode}: {err[-2000:]}"
+    events = [json.loads(line) for line in out.splitlines()]
+    statuses = [e for e in events if e.get("event") == "status"]
+    # The healthy job moves on between polls: nothing held long enough to alert before the fault.
+    assert statuses[0]["observed"] != "stall" and statuses[0]["judgement"] != "alert", statuses[0]
+    alerts = [e for e in events if e.get("event") == "alert"]
+    assert len(alerts) == 1, alerts
+    verdict = alerts[0]["report"]["verdict"]
+    assert (verdict["category"], verdict["culprit_ranks"]) == ("stall", [STALLED])
+    for agent_polls in polls:
+        published = [p for p in agent_polls if p["event"] == "published"]
+        assert published and all(p["written"] == half for p in published), agent_polls[:3]
+        assert any(p["active_only"] for p in published), "agents poll active entries"

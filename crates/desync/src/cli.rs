@@ -37,6 +37,10 @@ pub enum Command {
     /// Watch a live job (its debug-server workers, or a dump directory it rewrites) and
     /// report a desync while it hangs, before the watchdog fires (exit 1 after an alert).
     Watch(WatchArgs),
+    /// Poll some ranks' debug-server workers (one node's, say) and keep their recorders as
+    /// files in a directory that one `desync watch --dir` judges: an agent per node for jobs
+    /// too large for one watcher (runs until interrupted or --for ends).
+    Publish(PublishArgs),
     /// Run a job (`desync run -- torchrun ... train.py`) with Flight Recorder on and watch it;
     /// when it fails or hangs, print the diagnosis and write the HTML report next to the
     /// dumps. Exits with the job's own exit code.
@@ -280,6 +284,47 @@ pub struct WatchArgs {
     pub sources: SourceArgs,
     #[command(flatten)]
     pub ownership: OwnershipArgs,
+}
+
+// These doc comments are `--help` text: backticks would print as they are.
+#[allow(clippy::doc_markdown)]
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("live").required(true).args(["store", "workers"])))]
+pub struct PublishArgs {
+    /// The job's TCPStore (MASTER_ADDR:MASTER_PORT), where each rank's debug-server worker
+    /// registered (torch.distributed.debug.start_debug_server). Read only.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub store: Option<String>,
+    /// Poll these debug-server workers instead: `URL` (rank = position) or `RANK=URL`.
+    #[arg(long, value_name = "URL", num_args = 1..)]
+    pub workers: Vec<String>,
+    /// Only these ranks: a list of ranks and ranges, e.g. `0-7` or `0-3,8,12-15` (default:
+    /// every rank that registered). With torchrun, node N of P-GPU nodes owns N*P to N*P+P-1.
+    #[arg(long, value_name = "RANKS")]
+    pub ranks: Option<String>,
+    /// Directory to keep the files in (created if missing): `rank_<N>.pkl` or `.json` per
+    /// rank, replaced whole at every poll. Point `desync watch --dir` at it.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
+    /// With --store: the job's world size, the ranks to look for (default: probe until no
+    /// more register).
+    #[arg(long, value_name = "N", value_parser = world_size_range())]
+    pub world_size: Option<u32>,
+    /// Seconds between polls (at least 0.1).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    pub interval: f64,
+    /// Seconds to wait for the store or one worker before calling it down.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Workers fetched at once (1 to 1024).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub concurrency: u16,
+    /// Stop after this many seconds.
+    #[arg(long = "for", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// text: one line per poll on stderr; json: one JSON object per poll on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 #[derive(clap::Args, Debug)]

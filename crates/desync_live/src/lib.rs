@@ -4,9 +4,12 @@
 //! Sources ([`source`]) produce snapshots: a live job's debug-server workers (found through
 //! its `TCPStore`, [`store`], or listed), or a dump directory the job rewrites. The loop
 //! ([`watch`]) runs `desync_core`'s analysis on each and decides when a finding is real.
+//! On jobs too large for one watcher, agents ([`publish`]) poll their share of the workers
+//! into a directory that one watch judges.
 
 pub mod http;
 pub mod job;
+pub mod publish;
 pub mod save;
 pub mod source;
 pub mod store;

@@ -43,6 +43,9 @@ pub enum Snapshot {
         slow: Vec<u32>,
         /// Whether some ranks answered with their active entries only ([`Detail::Active`]).
         active_only: bool,
+        /// For a confirmation ([`Source::confirm`]) that read only some ranks whole: how many.
+        /// The others kept what the poll before it read.
+        confirmed: Option<usize>,
         /// Bytes fetched or read for this snapshot.
         bytes: u64,
     },
@@ -53,6 +56,13 @@ pub trait Source {
     fn input(&self) -> PathBuf;
     /// A snapshot with at most `detail`: sources that cannot fetch less take everything.
     fn snapshot(&mut self, detail: Detail) -> Result<Snapshot, SourceError>;
+    /// A snapshot to decide an alert on: whole recorders of `ranks` (the ones the finding is
+    /// about) beside what the last poll read of the others. Sources that cannot fetch some
+    /// ranks alone take everything whole.
+    fn confirm(&mut self, ranks: &[u32]) -> Result<Snapshot, SourceError> {
+        let _ = ranks;
+        self.snapshot(Detail::Full)
+    }
     /// Every rank's Python stacks, when the source can get them (live workers only).
     fn tracebacks(&mut self) -> BTreeMap<u32, String>;
     /// Each rank's dump as raw bytes, with its rank and a file name that keeps the rank.
@@ -69,8 +79,13 @@ pub struct Live {
     last_discovery: Option<Instant>,
     /// Whether the last snapshot's recorders showed no rank without a registered worker.
     complete: bool,
-    /// When the last whole snapshot was taken.
+    /// When the last whole snapshot was taken, and how long until the next is due.
     last_full: Option<Instant>,
+    full_every: Duration,
+    /// The last poll, when it was an active one small enough to keep.
+    last_poll: Option<LastPoll>,
+    /// Only these ranks' workers (an agent's share of a large job); `None`: every rank.
+    only: Option<Vec<u32>>,
 }
 
 struct StoreSettings {
@@ -80,7 +95,8 @@ struct StoreSettings {
 
 /// Active-only snapshots miss what already completed: two ranks that issued different
 /// collectives which both completed (a latent mismatch that has not hung yet). A whole
-/// snapshot at least this often still catches those.
+/// snapshot at least this often still catches those (less often on jobs so large that a
+/// whole poll takes more than a tenth of this).
 const FULL_AT_LEAST_EVERY: Duration = Duration::from_secs(30);
 
 /// Workers register when their rank reaches `start_debug_server`, and a restarted job
@@ -119,11 +135,24 @@ impl Live {
             last_discovery: None,
             complete: true,
             last_full: None,
+            full_every: FULL_AT_LEAST_EVERY,
+            last_poll: None,
+            only: None,
         }
     }
 
     pub fn workers(&self) -> &[Worker] {
         &self.workers
+    }
+
+    /// Polls only these ranks' workers (sorted or not), wherever they were found.
+    #[must_use]
+    pub fn only_ranks(mut self, mut ranks: Vec<u32>) -> Self {
+        ranks.sort_unstable();
+        ranks.dedup();
+        self.workers.retain(|w| ranks.binary_search(&w.rank).is_ok());
+        self.only = Some(ranks);
+        self
     }
 
     fn rediscover_if_due(&mut self) -> Result<(), SourceError> {
@@ -138,7 +167,10 @@ impl Live {
         // one per snapshot.
         self.last_discovery = Some(Instant::now());
         let mut client = StoreClient::connect(&store.addr, self.timeout)?;
-        let found = workers::discover(&mut client, store.world_size)?;
+        let mut found = workers::discover(&mut client, store.world_size)?;
+        if let Some(only) = &self.only {
+            found.retain(|w| only.binary_search(&w.rank).is_ok());
+        }
         if found.is_empty() {
             return Err(SourceError::NoWorkers(store.addr.clone()));
         }
@@ -151,6 +183,116 @@ impl Live {
     }
 }
 
+impl Live {
+    /// Fetches `workers`' recorders at `detail`, handing each answer to `each` as it arrives
+    /// (so it can be decoded and dropped).
+    fn fetch(
+        &self,
+        workers: &[Worker],
+        detail: Detail,
+        each: &(dyn Fn(u32, PathBuf, Vec<u8>) + Sync),
+    ) -> Fetch {
+        let unreachable = Mutex::new(Vec::new());
+        let slow = Mutex::new(Vec::new());
+        let active_only = AtomicBool::new(false);
+        let bytes = AtomicU64::new(0);
+        let each_fetched = |f: workers::Fetched| match f.result {
+            Ok(body) => {
+                bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                if f.active_only {
+                    active_only.store(true, Ordering::Relaxed);
+                }
+                each(f.rank, f.source, body);
+            }
+            Err(e) => {
+                if e.is_slow() {
+                    workers::lock(&slow).push(f.rank);
+                }
+                workers::lock(&unreachable).push((f.rank, e.to_string()));
+            }
+        };
+        let recorders = &self.recorders;
+        workers::fetch_all(
+            workers,
+            recorders,
+            detail,
+            self.timeout,
+            self.concurrency,
+            &each_fetched,
+        );
+        let mut slow = workers::into_inner(slow);
+        slow.sort_unstable();
+        let mut unreachable = workers::into_inner(unreachable);
+        unreachable.sort_unstable();
+        Fetch {
+            unreachable,
+            slow,
+            active_only: active_only.into_inner(),
+            bytes: bytes.into_inner(),
+        }
+    }
+
+    /// One poll of every worker (the whole recorders when one is due, else at `detail`),
+    /// handing each answer to `each` with the detail asked for.
+    pub(crate) fn poll(
+        &mut self,
+        detail: Detail,
+        each: &(dyn Fn(Detail, u32, PathBuf, Vec<u8>) + Sync),
+    ) -> Result<(Detail, Fetch), SourceError> {
+        if let Err(e) = self.rediscover_if_due() {
+            // The store can go away (its host rank died, the agent restarted) while the workers
+            // still answer: keep polling them; without any, there is nothing to poll.
+            if self.workers.is_empty() {
+                return Err(e);
+            }
+        }
+        let full_due = self.last_full.is_none_or(|t| t.elapsed() >= self.full_every);
+        let detail = if full_due { Detail::Full } else { detail };
+        let started = Instant::now();
+        let fetch = self.fetch(&self.workers, detail, &|rank, source, body| {
+            each(detail, rank, source, body);
+        });
+        if fetch.unreachable.len() == self.workers.len() && !self.workers.is_empty() {
+            self.last_poll = None;
+            let (rank, first) = fetch.unreachable[0].clone();
+            // Every worker gone: a restarted job may be registering new ones.
+            if self.store.is_some() {
+                self.last_discovery = None;
+            }
+            return Err(SourceError::AllDown { count: self.workers.len(), rank, first });
+        }
+        if !fetch.active_only {
+            self.last_full = Some(Instant::now());
+            // A whole poll takes long on a large job and delays every judgement behind it:
+            // space them so that they take at most a tenth of the watch's time.
+            self.full_every = FULL_AT_LEAST_EVERY.max(started.elapsed() * 10);
+        }
+        Ok((detail, fetch))
+    }
+
+    fn taken(
+        &mut self,
+        loader: Loader,
+        fetch: Fetch,
+        confirmed: Option<usize>,
+    ) -> Result<Snapshot, SourceError> {
+        let trace = loader.finish(&self.input(), Vec::new())?;
+        // The recorders know the world (process-group members, gather shapes): ranks in it
+        // with no worker have not registered yet, or died before they could.
+        let world = trace.world_size as usize;
+        self.complete = world <= self.workers.len();
+        Ok(Snapshot::Taken {
+            trace,
+            expected: world.max(self.workers.len()),
+            unreachable: fetch.unreachable,
+            slow: fetch.slow,
+            active_only: fetch.active_only,
+            confirmed,
+            bytes: fetch.bytes,
+        })
+    }
+}
+
 impl Source for Live {
     fn input(&self) -> PathBuf {
         match &self.store {
@@ -160,73 +302,51 @@ impl Source for Live {
     }
 
     fn snapshot(&mut self, detail: Detail) -> Result<Snapshot, SourceError> {
-        if let Err(e) = self.rediscover_if_due() {
-            // The store can go away (its host rank died, the agent restarted) while the workers
-            // still answer: keep polling them; without any, there is nothing to poll.
-            if self.workers.is_empty() {
-                return Err(e);
-            }
-        }
-        let full_due = self.last_full.is_none_or(|t| t.elapsed() >= FULL_AT_LEAST_EVERY);
-        let detail = if full_due { Detail::Full } else { detail };
         let loader = Loader::default();
-        let unreachable = Mutex::new(Vec::new());
-        let slow = Mutex::new(Vec::new());
-        let active_only = AtomicBool::new(false);
-        let bytes = AtomicU64::new(0);
-        let (workers, recorders) = (&self.workers, &self.recorders);
-        workers::fetch_all(
-            workers,
-            recorders,
-            detail,
-            self.timeout,
-            self.concurrency,
-            &|f| match f.result {
-                Ok(body) => {
-                    bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-                    if f.active_only {
-                        active_only.store(true, Ordering::Relaxed);
-                    }
-                    loader.add(f.source, Some(f.rank), &body);
+        let kept = Mutex::new((BTreeMap::new(), 0u64));
+        let (detail, fetch) = self.poll(detail, &|detail, rank, source, body| {
+            loader.add(source.clone(), Some(rank), &body);
+            // Only active polls are kept: they are small, and only they can be confirmed.
+            if detail == Detail::Active {
+                let mut kept = workers::lock(&kept);
+                kept.1 += body.len() as u64;
+                if kept.1 <= KEEP_AT_MOST {
+                    kept.0.insert(rank, (source, body));
                 }
-                Err(e) => {
-                    if e.is_slow() {
-                        workers::lock(&slow).push(f.rank);
-                    }
-                    workers::lock(&unreachable).push((f.rank, e.to_string()));
-                }
-            },
-        );
-        let mut slow = workers::into_inner(slow);
-        slow.sort_unstable();
-        let mut unreachable = workers::into_inner(unreachable);
-        if unreachable.len() == self.workers.len() && !self.workers.is_empty() {
-            unreachable.sort_unstable();
-            let (rank, first) = unreachable.swap_remove(0);
-            // Every worker gone: a restarted job may be registering new ones.
-            if self.store.is_some() {
-                self.last_discovery = None;
             }
-            return Err(SourceError::AllDown { count: self.workers.len(), rank, first });
+        })?;
+        let (bodies, kept_bytes) = workers::into_inner(kept);
+        self.last_poll = (detail == Detail::Active && kept_bytes <= KEEP_AT_MOST).then(|| {
+            LastPoll { bodies, unreachable: fetch.unreachable.clone(), slow: fetch.slow.clone() }
+        });
+        self.taken(loader, fetch, None)
+    }
+
+    fn confirm(&mut self, ranks: &[u32]) -> Result<Snapshot, SourceError> {
+        let Some(mut poll) = self.last_poll.take() else {
+            return self.snapshot(Detail::Full);
+        };
+        let chosen: Vec<Worker> =
+            self.workers.iter().filter(|w| ranks.contains(&w.rank)).cloned().collect();
+        let whole = Mutex::new(Vec::new());
+        let fetch = self.fetch(&chosen, Detail::Full, &|rank, source, body| {
+            workers::lock(&whole).push((rank, source, body));
+        });
+        let whole = workers::into_inner(whole);
+        let confirmed = whole.len();
+        // A chosen rank that does not answer now is missing, as in a whole snapshot (a crashed
+        // culprit's worker is gone with it).
+        for (rank, _) in &fetch.unreachable {
+            poll.bodies.remove(rank);
         }
-        unreachable.sort_unstable();
-        let trace = loader.finish(&self.input(), Vec::new())?;
-        // The recorders know the world (process-group members, gather shapes): ranks in it
-        // with no worker have not registered yet, or died before they could.
-        let world = trace.world_size as usize;
-        self.complete = world <= self.workers.len();
-        let active_only = active_only.into_inner();
-        if !active_only {
-            self.last_full = Some(Instant::now());
+        for (rank, source, body) in whole {
+            poll.bodies.insert(rank, (source, body));
         }
-        Ok(Snapshot::Taken {
-            trace,
-            expected: world.max(self.workers.len()),
-            unreachable,
-            slow,
-            active_only,
-            bytes: bytes.into_inner(),
-        })
+        let loader = Loader::default();
+        decode_all(&loader, &poll.bodies);
+        let merged = merge_fetches(&poll, fetch);
+        self.last_poll = Some(poll);
+        self.taken(loader, merged, Some(confirmed))
     }
 
     fn tracebacks(&mut self) -> BTreeMap<u32, String> {
@@ -234,6 +354,14 @@ impl Source for Live {
     }
 
     fn raw_dumps(&mut self) -> Vec<(u32, String, Vec<u8>)> {
+        // After a confirmation: exactly what the alert was decided on.
+        if let Some(poll) = &self.last_poll {
+            return poll
+                .bodies
+                .iter()
+                .map(|(&rank, (_, body))| (rank, dump_name(rank, body), body.clone()))
+                .collect();
+        }
         let out = Mutex::new(Vec::new());
         let (workers, recorders) = (&self.workers, &self.recorders);
         workers::fetch_all(
@@ -244,14 +372,69 @@ impl Source for Live {
             self.concurrency,
             &|f| {
                 if let Ok(bytes) = f.result {
-                    let extension = if bytes.first() == Some(&0x80) { "pkl" } else { "json" };
-                    let name = format!("rank_{}.{extension}", f.rank);
-                    workers::lock(&out).push((f.rank, name, bytes));
+                    workers::lock(&out).push((f.rank, dump_name(f.rank, &bytes), bytes));
                 }
             },
         );
         workers::into_inner(out)
     }
+}
+
+/// `rank_<N>.pkl` or `.json`, by what the worker served.
+pub(crate) fn dump_name(rank: u32, body: &[u8]) -> String {
+    let extension = if body.first() == Some(&0x80) { "pkl" } else { "json" };
+    format!("rank_{rank}.{extension}")
+}
+
+/// What a fetch over some workers brought besides the bodies it handed on.
+pub(crate) struct Fetch {
+    pub unreachable: Vec<(u32, String)>,
+    /// Among them, those reached that did not answer in time.
+    pub slow: Vec<u32>,
+    pub active_only: bool,
+    pub bytes: u64,
+}
+
+/// The last active poll's answers, kept so that a confirmation re-reads only the ranks an
+/// alert is about and takes the others from here.
+struct LastPoll {
+    bodies: BTreeMap<u32, (PathBuf, Vec<u8>)>,
+    unreachable: Vec<(u32, String)>,
+    slow: Vec<u32>,
+}
+
+/// Bytes of one poll kept at most. Active answers are a few kB per rank (about 25 kB at 4,096
+/// ranks, nearly all of it `pg_config`); a poll whose workers answered whole (a handler that
+/// refuses parameters) can be a GB and is not kept: its alerts are confirmed whole.
+const KEEP_AT_MOST: u64 = 256 << 20;
+
+/// The poll's unreachable and slow ranks with the confirmation's, and the confirmation's bytes.
+fn merge_fetches(poll: &LastPoll, confirm: Fetch) -> Fetch {
+    let mut unreachable = poll.unreachable.clone();
+    unreachable.extend(confirm.unreachable);
+    unreachable.sort_unstable();
+    unreachable.dedup_by_key(|(rank, _)| *rank);
+    let mut slow = poll.slow.clone();
+    slow.extend(confirm.slow);
+    slow.sort_unstable();
+    slow.dedup();
+    Fetch { unreachable, slow, active_only: false, bytes: confirm.bytes }
+}
+
+/// Decodes kept answers on every core: a confirmation re-reads thousands of them.
+fn decode_all(loader: &Loader, bodies: &BTreeMap<u32, (PathBuf, Vec<u8>)>) {
+    let bodies: Vec<_> = bodies.iter().collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let chunk = bodies.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in bodies.chunks(chunk) {
+            scope.spawn(move || {
+                for (rank, (source, body)) in part {
+                    loader.add(source.clone(), Some(**rank), body);
+                }
+            });
+        }
+    });
 }
 
 /// A directory a job rewrites with fresh dumps (FR's pipe trigger, or
@@ -302,6 +485,7 @@ impl Source for Directory {
             unreachable: Vec::new(),
             slow: Vec::new(),
             active_only: false,
+            confirmed: None,
             bytes,
         })
     }

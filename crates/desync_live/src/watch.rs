@@ -231,6 +231,8 @@ pub struct Status {
     pub judgement: Judgement,
     /// Whether this poll read active entries only (the all-clear came from them).
     pub active_only: bool,
+    /// When an active poll was confirmed from some ranks' whole recorders: how many.
+    pub confirmed: Option<usize>,
     /// Bytes fetched for this poll (both fetches when the active ones called for the whole).
     pub bytes: u64,
 }
@@ -291,30 +293,34 @@ pub fn watch(
                 let before = judge.clone();
                 let mut finding = Finding::of(&taken, &mut judge, cycle, options.lag);
                 // An alert is decided on whole recorders: an active-only poll that would alert
-                // is taken again whole and judged in its place, from the judge's state before.
+                // is taken again, the ranks it is about whole, and judged in its place from
+                // the judge's state before.
                 if taken.active_only && matches!(finding.judgement, Judgement::Alert { .. }) {
-                    match take(source, Detail::Full, options) {
-                        Ok(Some(whole)) => {
-                            judge = before;
-                            let polled = taken.bytes;
-                            taken = whole;
-                            taken.bytes += polled;
-                            finding = Finding::of(&taken, &mut judge, cycle, options.lag);
-                        }
+                    let involved = involved_ranks(&taken.analysis);
+                    let again = if (1..=CONFIRM_AT_MOST).contains(&involved.len()) {
+                        source.confirm(&involved)
+                    } else {
+                        source.snapshot(Detail::Full)
+                    };
+                    judge = before;
+                    if let Ok(Some(confirmed)) = analysed(source, again, options) {
+                        let polled = taken.bytes;
+                        taken = confirmed;
+                        taken.bytes += polled;
+                        finding = Finding::of(&taken, &mut judge, cycle, options.lag);
+                    } else {
                         // Gone in between: the next poll says so; no alert on half the data.
-                        Ok(None) | Err(_) => {
-                            judge = before;
-                            finding.judgement = Judgement::Suspect {
-                                key: finding.key.clone(),
-                                held: Duration::ZERO,
-                            };
-                        }
+                        let key = finding.key.clone();
+                        finding.judgement = Judgement::Suspect { key, held: Duration::ZERO };
                     }
                 }
-                let Taken { analysis, expected, unreachable, active_only, bytes, .. } = taken;
+                let Taken {
+                    analysis, expected, unreachable, active_only, confirmed, bytes, ..
+                } = taken;
                 let at = SystemTime::now();
                 let mut status = status(&analysis, expected, unreachable, finding.judgement, at);
                 status.active_only = active_only;
+                status.confirmed = confirmed;
                 status.bytes = bytes;
                 if let Some(headline) = finding.waiting_on_slow {
                     status.observed = Category::Inconclusive;
@@ -353,6 +359,7 @@ struct Taken {
     unreachable: Vec<(u32, String)>,
     slow: Vec<u32>,
     active_only: bool,
+    confirmed: Option<usize>,
     bytes: u64,
 }
 
@@ -362,13 +369,40 @@ fn take(
     detail: Detail,
     options: &WatchOptions,
 ) -> Result<Option<Taken>, crate::SourceError> {
-    let Snapshot::Taken { trace, expected, unreachable, slow, active_only, bytes } =
-        source.snapshot(detail)?
+    let snapshot = source.snapshot(detail);
+    analysed(source, snapshot, options)
+}
+
+fn analysed(
+    source: &dyn Source,
+    snapshot: Result<Snapshot, crate::SourceError>,
+    options: &WatchOptions,
+) -> Result<Option<Taken>, crate::SourceError> {
+    let Snapshot::Taken { trace, expected, unreachable, slow, active_only, confirmed, bytes } =
+        snapshot?
     else {
         return Ok(None);
     };
     let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
-    Ok(Some(Taken { analysis, expected, unreachable, slow, active_only, bytes }))
+    Ok(Some(Taken { analysis, expected, unreachable, slow, active_only, confirmed, bytes }))
+}
+
+/// Ranks confirmed alone at most; a finding about more is confirmed from every rank.
+const CONFIRM_AT_MOST: usize = 64;
+
+/// The ranks an alert must be confirmed from: the culprits, the ranks others wait for, and
+/// one rank of each behaviour group (the ranks that stand at the same place). The others
+/// stand where their group's representative does, which their active entries already show.
+fn involved_ranks(a: &Analysis) -> Vec<u32> {
+    let d = &a.diagnosis;
+    let mut ranks: Vec<u32> = d.culprit_ranks.as_slice().to_vec();
+    for group in &d.groups {
+        ranks.extend(group.waiting_for.as_slice());
+        ranks.extend(group.ranks.as_slice().first());
+    }
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks
 }
 
 /// What one snapshot shows, judged.
@@ -492,6 +526,7 @@ fn status(
         headline: a.diagnosis.headline.clone(),
         judgement,
         active_only: false,
+        confirmed: None,
         bytes: 0,
     }
 }

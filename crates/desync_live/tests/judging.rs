@@ -30,7 +30,15 @@ fn scenario(name: &str) -> Trace {
 
 fn taken(trace: Trace, active_only: bool) -> Snapshot {
     let (unreachable, slow) = (Vec::new(), Vec::new());
-    Snapshot::Taken { trace, expected: 4, unreachable, slow, active_only, bytes: 1 }
+    Snapshot::Taken {
+        trace,
+        expected: 4,
+        unreachable,
+        slow,
+        active_only,
+        confirmed: None,
+        bytes: 1,
+    }
 }
 
 /// One snapshot of the hung job, then nothing new.

@@ -4,6 +4,7 @@ mod analyze;
 mod export;
 mod lint;
 mod mcp;
+mod publish;
 mod report;
 mod run;
 mod summarize;
@@ -36,6 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Summarize(a) => summarize::run(&a),
         Command::Mcp => mcp::run(),
         Command::Watch(a) => watch::run(&a),
+        Command::Publish(a) => publish::run(&a),
         Command::Run(a) => run::run(&a),
     }
 }

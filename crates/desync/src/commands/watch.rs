@@ -25,17 +25,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
     if timeout.is_zero() {
         bail!("--timeout must be more than 0 seconds");
     }
-    let mut source: Box<dyn Source> = if let Some(store) = &args.store {
-        if !store.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) {
-            bail!("--store wants HOST:PORT (the job's MASTER_ADDR:MASTER_PORT), not `{store}`");
-        }
-        Box::new(desync_live::Live::from_store(
-            store.clone(),
-            args.world_size,
-            timeout,
-            usize::from(args.concurrency),
-        ))
-    } else if let Some(dir) = &args.dir {
+    let mut source: Box<dyn Source> = if let Some(dir) = &args.dir {
         if !dir.is_dir() {
             bail!("--dir {}: not a directory", dir.display());
         }
@@ -46,9 +36,14 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
         };
         Box::new(desync_live::Directory::new(dir.clone(), load))
     } else {
-        let workers = desync_live::workers::parse_workers(&args.workers)
-            .context("--workers wants http://HOST:PORT or RANK=http://HOST:PORT")?;
-        Box::new(desync_live::Live::from_workers(workers, timeout, usize::from(args.concurrency)))
+        let workers = LiveArgs {
+            store: args.store.as_deref(),
+            workers: &args.workers,
+            world_size: args.world_size,
+            timeout,
+            concurrency: args.concurrency,
+        };
+        Box::new(workers.live()?)
     };
 
     let mut printer = Printer::new(args.format);
@@ -81,13 +76,41 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
 }
 
 /// A shorter interval would only hammer the workers: each snapshot fetches every rank.
-const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How to reach a live job's workers (`--store` or `--workers`), shared with `publish`.
+pub(crate) struct LiveArgs<'a> {
+    pub store: Option<&'a str>,
+    pub workers: &'a [String],
+    pub world_size: Option<u32>,
+    pub timeout: Duration,
+    pub concurrency: u16,
+}
+
+impl LiveArgs<'_> {
+    pub fn live(&self) -> anyhow::Result<desync_live::Live> {
+        let concurrency = usize::from(self.concurrency);
+        if let Some(store) = self.store {
+            if !store
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+            {
+                bail!("--store wants HOST:PORT (the job's MASTER_ADDR:MASTER_PORT), not `{store}`");
+            }
+            let (store, world_size) = (store.to_owned(), self.world_size);
+            return Ok(desync_live::Live::from_store(store, world_size, self.timeout, concurrency));
+        }
+        let workers = desync_live::workers::parse_workers(self.workers)
+            .context("--workers wants http://HOST:PORT or RANK=http://HOST:PORT")?;
+        Ok(desync_live::Live::from_workers(workers, self.timeout, concurrency))
+    }
+}
 
 /// Durations past this (about 115 days) are typos, and past ~5·10^11 s they would not even
 /// fit the clock's arithmetic.
 const MAX_SECONDS: f64 = 1e7;
 
-fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+pub(crate) fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     if !(value.is_finite() && value >= 0.0) {
         bail!("{flag} wants a number of seconds, not {value}");
     }
@@ -247,7 +270,7 @@ impl Printer {
     }
 }
 
-fn json_line(value: &serde_json::Value) -> std::io::Result<()> {
+pub(crate) fn json_line(value: &serde_json::Value) -> std::io::Result<()> {
     let out = std::io::stdout();
     let mut out = out.lock();
     serde_json::to_writer(&mut out, value)?;
@@ -321,6 +344,7 @@ fn status_json(s: &Status) -> serde_json::Value {
         "took_ms": s.took.as_millis(),
         "bytes": s.bytes,
         "active_only": s.active_only,
+        "confirmed_whole": s.confirmed,
         "ranks_seen": s.ranks_seen,
         "ranks_expected": s.ranks_expected,
         "unreachable": s.unreachable.iter().map(|(r, why)| serde_json::json!({"rank": r, "error": why})).collect::<Vec<_>>(),
@@ -334,7 +358,7 @@ fn status_json(s: &Status) -> serde_json::Value {
 }
 
 /// `17:15:02` in UTC: the status line's clock, comparable with torch's log timestamps.
-fn clock(at: SystemTime) -> String {
+pub(crate) fn clock(at: SystemTime) -> String {
     let stamp = desync_live::watch::stamp(at);
     let time = &stamp[9..15];
     format!("{}:{}:{}", &time[0..2], &time[2..4], &time[4..6])
