@@ -31,6 +31,16 @@ impl Eval<'_, '_> {
             Expr::Generator(c) => self.comprehension_length(&c.generators, at),
             Expr::DictComp(c) => self.comprehension_length(&c.generators, at),
             Expr::Name(n) => self.name_length(n.id.as_str(), e, at),
+            // `self.loader`: as long as what the class's methods assign to it.
+            Expr::Attribute(a) => {
+                let class = match &*a.value {
+                    Expr::Name(n) => self.self_class(n.id.as_str(), at),
+                    _ => None,
+                };
+                class
+                    .and_then(|c| self.class_attribute_length(c, a.attr.id.as_str()))
+                    .unwrap_or_else(|| self.value(e, at).whole)
+            }
             Expr::Call(c) => self.call_length(e, c, at),
             // `x @ w + 0.1 * noise`: elementwise arithmetic keeps (broadcasts) its operands'
             // lengths, whatever their values are.

@@ -279,7 +279,8 @@ pub struct Analysis<'p> {
     /// `class` statement, name), with whether any method assigns it: every read of
     /// `self.name` in a 4,000-line class re-walked all its methods (transformers' `Trainer`
     /// took minutes).
-    pub(crate) attributes: RefCell<HashMap<(ModuleKey, TextSize, String), (Deps, bool)>>,
+    /// The last key is `true` for the lengths of what is assigned (`self.loader`'s length).
+    pub(crate) attributes: RefCell<HashMap<(ModuleKey, TextSize, String, bool), (Deps, bool)>>,
 }
 
 impl std::fmt::Debug for Analysis<'_> {

@@ -881,7 +881,7 @@ impl<'a, 'm> Eval<'a, 'm> {
     // ---- classes -----------------------------------------------------------------------------
 
     /// The class whose instance `name` is, when it is `self` of a method (or `cls`).
-    fn self_class(
+    pub(super) fn self_class(
         &mut self,
         name: &str,
         at: TextSize,
@@ -912,28 +912,48 @@ impl<'a, 'm> Eval<'a, 'm> {
                 return d;
             }
         }
-        let key = (super::key_of(self.module), class.start(), attr.to_owned());
-        let known = self.cx.attributes.borrow().get(&key).cloned();
-        let (mut out, found) = match known {
-            Some(known) => known,
-            None => {
-                let computed = self.assigned_attribute(class, attr);
-                self.cx.attributes.borrow_mut().insert(key, computed.clone());
-                computed
-            }
-        };
+        let (mut out, found) = self.attribute_of_class(class, attr, false);
         if !found {
             out.opaque = Some(format!("{} (not assigned in the class)", self.quoted(e)));
         }
         out
     }
 
-    /// What the assignments `self.<attr> = value` in the methods of `class` depend on, and
-    /// whether there is any.
+    /// The length of `self.<attr>` (a loader the class builds in a setup method): the lengths
+    /// of what its methods assign to it; `None` when none does.
+    pub(super) fn class_attribute_length(
+        &mut self,
+        class: &'m ruff_python_ast::StmtClassDef,
+        attr: &str,
+    ) -> Option<Deps> {
+        let (out, found) = self.attribute_of_class(class, attr, true);
+        found.then_some(out)
+    }
+
+    /// [`Self::assigned_attribute`], memoised per analysis.
+    fn attribute_of_class(
+        &mut self,
+        class: &'m ruff_python_ast::StmtClassDef,
+        attr: &str,
+        length: bool,
+    ) -> (Deps, bool) {
+        let key = (super::key_of(self.module), class.start(), attr.to_owned(), length);
+        let known = self.cx.attributes.borrow().get(&key).cloned();
+        if let Some(known) = known {
+            return known;
+        }
+        let computed = self.assigned_attribute(class, attr, length);
+        self.cx.attributes.borrow_mut().insert(key, computed.clone());
+        computed
+    }
+
+    /// What the assignments `self.<attr> = value` in the methods of `class` depend on (or, with
+    /// `length`, what their lengths depend on), and whether there is any.
     fn assigned_attribute(
         &mut self,
         class: &'m ruff_python_ast::StmtClassDef,
         attr: &str,
+        length: bool,
     ) -> (Deps, bool) {
         let mut out = Deps::default();
         let mut found = false;
@@ -977,7 +997,8 @@ impl<'a, 'm> Eval<'a, 'm> {
                         quote(self.module.text(value.range())),
                         self.line_of(at)
                     );
-                    let d = self.value(value, at).whole;
+                    let d =
+                        if length { self.length(value, at) } else { self.value(value, at).whole };
                     out.merge(d.hop(&hop));
                     self.tracing.pop();
                 }
