@@ -181,9 +181,7 @@ impl Live {
         }
         Ok(())
     }
-}
 
-impl Live {
     /// Fetches `workers`' recorders at `detail`, handing each answer to `each` as it arrives
     /// (so it can be decoded and dropped).
     fn fetch(
