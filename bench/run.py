@@ -212,12 +212,13 @@ def run_cmd(cmd, **kw):
 
 def fault_seq_for(args, ranks: int, scratch: Path) -> int:
     """The default PG's seq in the middle of the simulated run: a tiny probe
-    set (1 entry kept per rank, JSON) of the same job tells the last seq."""
+    (rank 0 of the same job, 1 entry kept, JSON) tells the last seq."""
     probe = scratch / f"probe-{ranks}"
     shutil.rmtree(probe, ignore_errors=True)
     run_cmd([args.synth, "--out", str(probe), "--ranks", str(ranks), "--entries", "1",
              "--history", str(args.history), "--format", "json", "--groups", args.groups,
-             "--ops", args.ops, "--seed", str(args.seed), "--prefix", args.prefix])
+             "--ops", args.ops, "--seed", str(args.seed), "--prefix", args.prefix,
+             "--rank-range", "0-0"])
     doc = json.loads((probe / f"{args.prefix}0").read_text())
     shutil.rmtree(probe, ignore_errors=True)
     return int(doc["pg_status"]["0"]["last_enqueued_collective"]) // 2

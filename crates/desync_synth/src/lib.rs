@@ -72,8 +72,21 @@ pub fn write_dir(
     prefix: &str,
     format: Format,
 ) -> Result<WriteSummary, Error> {
+    let ranks = 0..=plan.spec().world_size.saturating_sub(1);
+    write_ranks(plan, dir, prefix, format, ranks)
+}
+
+/// [`write_dir`] for the ranks in `ranks` only: a job too large for the disk
+/// is written (and summarized) in slices of one plan.
+pub fn write_ranks(
+    plan: &Plan,
+    dir: &Path,
+    prefix: &str,
+    format: Format,
+    ranks: std::ops::RangeInclusive<u32>,
+) -> Result<WriteSummary, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    let per_rank = (0..plan.spec().world_size)
+    let per_rank = ranks
         .into_par_iter()
         .map(|rank| {
             let Some(bytes) = render_rank(plan, rank, format) else {

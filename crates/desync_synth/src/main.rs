@@ -5,12 +5,13 @@
 //! Invariant: all validation errors come from the library, so the CLI and
 //! library callers reject the same specs.
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
-use desync_synth::{Fault, Format, OpMix, Plan, Spec, TailState, parse_groups, write_dir};
+use desync_synth::{Fault, Format, OpMix, Plan, Spec, TailState, parse_groups, write_ranks};
 
 /// Generate a synthetic torch Flight Recorder (NCCL) dump set.
 #[derive(Debug, Parser)]
@@ -53,6 +54,10 @@ struct Args {
     /// Random seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Write only the files of ranks FIRST to LAST (inclusive) of the job: a job too large
+    /// for the disk is written in slices (the same plan, so the slices make one job).
+    #[arg(long, value_name = "FIRST-LAST")]
+    rank_range: Option<String>,
     /// File name prefix; files are <prefix><rank>.
     #[arg(long, default_value = "nccl_trace_rank_")]
     prefix: String,
@@ -71,7 +76,11 @@ fn main() -> anyhow::Result<()> {
     spec.seed = args.seed;
     let started = Instant::now();
     let plan = Plan::new(&spec)?;
-    let summary = write_dir(&plan, &args.out, &args.prefix, args.format)
+    let ranks = match &args.rank_range {
+        Some(text) => parse_range(text, spec.world_size)?,
+        None => 0..=spec.world_size.saturating_sub(1),
+    };
+    let summary = write_ranks(&plan, &args.out, &args.prefix, args.format, ranks)
         .with_context(|| format!("writing {}", args.out.display()))?;
     eprintln!(
         "wrote {} files, {:.1} MB, to {} in {:.2?} (step of {} ops)",
@@ -88,4 +97,15 @@ fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `FIRST-LAST`, inside the world.
+fn parse_range(text: &str, world_size: u32) -> anyhow::Result<RangeInclusive<u32>> {
+    let parsed = text.split_once('-').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+    match parsed {
+        Some((first, last)) if first <= last && last < world_size => Ok(first..=last),
+        _ => anyhow::bail!(
+            "--rank-range wants FIRST-LAST with FIRST <= LAST < --ranks ({world_size}), not `{text}`"
+        ),
+    }
 }
