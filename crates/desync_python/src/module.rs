@@ -32,6 +32,8 @@ pub struct Module {
     words: std::sync::OnceLock<HashMap<String, u32>>,
     /// Per scope (first statement, length), its [`ScopeIndex`], built on first use.
     scopes: std::sync::Mutex<HashMap<(TextSize, usize), Arc<ScopeIndex>>>,
+    /// Which calls of the module are worth resolving as collective sites, built on first use.
+    pub(crate) gate: std::sync::OnceLock<crate::flow::Gate>,
 }
 
 /// For one scope, name -> start offsets of statements, in source order.
@@ -96,6 +98,7 @@ impl Module {
             refused: None,
             scopes: std::sync::Mutex::default(),
             words: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
         }
     }
 
@@ -122,6 +125,7 @@ impl Module {
             refused: Some(why),
             scopes: std::sync::Mutex::default(),
             words: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
         }
     }
 

@@ -45,6 +45,7 @@ use crate::types::{Dependence, DependenceKind};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;
+pub(crate) use sites::Gate;
 pub use sites::{Argument, CollectiveSite, Collectives, RankOnly, SiteVia};
 pub(crate) use summary::Summary;
 
@@ -484,6 +485,15 @@ impl<'p> Analysis<'p> {
     /// Calls of `module` that change what later collectives carry (the table's `payload` rows:
     /// comm hooks, autocast, mixed-precision policies, device meshes), with the line of each.
     pub fn setup_calls(&self, module: &Module) -> Vec<SetupCall> {
+        static WORDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let words = WORDS.get_or_init(|| {
+            crate::knowledge::knowledge().role_words(crate::knowledge::Role::Payload)
+        });
+        // Resolving every call of the file found nothing in most files (a fifth of the
+        // linter's time): a payload row's name is built from words of the file.
+        if !words.iter().any(|w| has_word(module.source(), w)) {
+            return Vec::new();
+        }
         let mut calls: Vec<&ruff_python_ast::ExprCall> = Vec::new();
         crate::tree::walk_all(module.body(), &mut |stmt| {
             for e in crate::tree::header_exprs(stmt) {
@@ -495,9 +505,15 @@ impl<'p> Analysis<'p> {
             }
         });
         let mut out = Vec::new();
+        // Calls come in source order, several to a line: the scope is found once per line.
+        let mut scope: Option<(u32, Scope<'_>)> = None;
         for c in calls {
             let line = module.line_of(c.start());
-            let mut eval = value::Eval::new(self, module, Scope::at(module, line), 0);
+            let scope = match scope {
+                Some((l, s)) if l == line => s,
+                _ => scope.insert((line, Scope::at(module, line))).1,
+            };
+            let mut eval = value::Eval::new(self, module, scope, 0);
             if let Sym::Path(p) = eval.resolve(&c.func, c.start())
                 && let Some(api) = crate::knowledge::knowledge().api(&p)
                 && api.role == crate::knowledge::Role::Payload
@@ -592,9 +608,32 @@ pub(crate) fn node_text<'s>(
     }
 }
 
+/// Whether `word` occurs in `text` as a whole identifier-like word (the words
+/// [`Module::word_count`] counts).
+fn has_word(text: &str, word: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    // `contains` has a vectorised search that `match_indices` lacks: most files lack the word.
+    text.contains(word)
+        && text.match_indices(word).any(|(i, w)| {
+            !text[..i].chars().next_back().is_some_and(is_word)
+                && !text[i + w.len()..].chars().next().is_some_and(is_word)
+        })
+}
+
 /// `text` as evidence: one line, cut short.
 pub(crate) fn quote(text: &str) -> String {
     format!("`{}`", crate::expr::snippet(text))
+}
+
+#[cfg(test)]
+mod word_tests {
+    #[test]
+    fn has_word_needs_a_whole_word() {
+        assert!(super::has_word("model.join()", "join"));
+        assert!(super::has_word("join", "join"));
+        assert!(!super::has_word("joined = rejoin_x + é_join", "join"));
+        assert!(super::has_word("x = 'joinα'; y.join(z)", "join"));
+    }
 }
 
 #[cfg(test)]

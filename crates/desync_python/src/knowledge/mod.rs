@@ -6,7 +6,7 @@
 //! qualified name (`self.trainer.is_global_zero` in a `LightningModule`). The bridge to code and
 //! `desync lint` read the same table, so a framework added here is known to both.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
@@ -199,6 +199,9 @@ pub struct Knowledge {
     conventional: BTreeMap<String, String>,
     apis: Vec<Api>,
     by_name: HashMap<String, usize>,
+    /// Every proper prefix (`a`, `a.b`) of a name in `by_name` (`a.b.c`): the classes whose
+    /// members the table names, looked up without scanning every row.
+    member_owners: HashSet<String>,
     types: HashMap<String, TypeInfo>,
     hooks: Vec<Hook>,
     shapes: HashMap<String, Shape>,
@@ -245,6 +248,10 @@ impl Knowledge {
                 by_name.insert(name.clone(), i);
             }
         }
+        let member_owners = by_name
+            .keys()
+            .flat_map(|name: &String| name.match_indices('.').map(|(i, _)| name[..i].to_owned()))
+            .collect();
         let types = raw.types.into_iter().map(|t| (t.name.clone(), t)).collect();
         let shapes = raw
             .shape
@@ -266,6 +273,7 @@ impl Knowledge {
             conventional: raw.conventional_imports,
             apis: raw.api,
             by_name,
+            member_owners,
             types,
             hooks: raw.hook,
             shapes,
@@ -295,6 +303,33 @@ impl Knowledge {
         self.conventional.get(name).map_or_else(|| self.canonical(name), |m| self.canonical(m))
     }
 
+    /// Every word a call's source must contain for the call to resolve to a row of `role`
+    /// (see [`crate::Analysis::setup_calls`]): the rows' last segments, the last segments of
+    /// aliases that canonicalise to one of them, and the conventional names that stand for
+    /// one. A qualified name is only ever built from the words of the file it is resolved
+    /// in and from the table, so a file without any of them calls none of those rows.
+    pub(crate) fn role_words(&self, role: Role) -> Vec<String> {
+        let is_row = |name: &str| self.api(name).is_some_and(|a| a.role == role);
+        let last = |name: &str| name.rsplit('.').next().unwrap_or(name).to_owned();
+        let mut words: Vec<String> = Vec::new();
+        for api in self.apis.iter().filter(|a| a.role == role) {
+            words.extend(api.names.iter().map(|n| last(n)));
+        }
+        for (from, _) in &self.aliases {
+            if is_row(&self.canonical(from)) {
+                words.push(last(from));
+            }
+        }
+        for name in self.conventional.keys() {
+            if is_row(&self.unbound(name)) {
+                words.push(name.clone());
+            }
+        }
+        words.sort();
+        words.dedup();
+        words
+    }
+
     /// The row for a canonical qualified name.
     pub fn api(&self, qualified: &str) -> Option<&Api> {
         self.by_name.get(qualified).map(|&i| &self.apis[i])
@@ -312,8 +347,7 @@ impl Knowledge {
 
     /// Whether the table knows anything about members of `class`.
     pub fn knows_class(&self, class: &str) -> bool {
-        let prefix = format!("{class}.");
-        self.types.contains_key(class) || self.by_name.keys().any(|k| k.starts_with(&prefix))
+        self.types.contains_key(class) || self.member_owners.contains(class)
     }
 
     /// Which argument of the gather `qualified` must have the same shape on every rank.
@@ -383,6 +417,23 @@ mod tests {
         for (from, to) in &k.aliases {
             assert_ne!(from, to.as_str().get(..from.len()).unwrap_or(""), "alias {from} loops");
         }
+    }
+
+    #[test]
+    fn role_words_cover_every_spelling_of_a_row() {
+        let k = knowledge();
+        let words = k.role_words(Role::Payload);
+        for api in k.apis().iter().filter(|a| a.role == Role::Payload) {
+            for name in &api.names {
+                assert!(words.contains(&name.rsplit('.').next().unwrap().to_owned()), "{name}");
+            }
+        }
+        // `torch.nn.parallel.DDP` is spelled `DDP` and canonicalises to a wrapper row.
+        assert!(k.role_words(Role::Wrapper).contains(&"DDP".to_owned()));
+        assert!(!words.contains(&"DDP".to_owned()));
+        // A class's members: every whole-segment prefix of a row's name, nothing else.
+        assert!(k.knows_class("torch.distributed"));
+        assert!(!k.knows_class("torch.distrib"));
     }
 
     #[test]

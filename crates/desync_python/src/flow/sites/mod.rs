@@ -121,9 +121,11 @@ struct Reach {
     first: String,
 }
 
-/// Cheap facts about a module that say which calls are worth resolving.
+/// Cheap facts about a module that say which calls are worth resolving (kept in the
+/// [`Module`], built once: every linted file that reaches into a large imported module
+/// rebuilt them).
 #[derive(Default)]
-struct Gate {
+pub(crate) struct Gate {
     /// Names of every `def` of the module.
     defs: HashSet<String>,
     /// Names bound by the module's imports.
@@ -177,7 +179,6 @@ pub struct Collectives<'a, 'p> {
     cx: &'a Analysis<'p>,
     reaches: RefCell<HashMap<FnKey, Option<Rc<Reach>>>>,
     in_progress: RefCell<HashSet<FnKey>>,
-    gates: RefCell<HashMap<ModuleKey, Rc<Gate>>>,
     /// What the callers pass for a parameter, as a wrapped model (`false`) or as a value a
     /// wrapped model computed (`true`): (function, parameter, which) → wrapper. Parameters
     /// are asked about once per call of every function that takes them; callers are walked
@@ -199,7 +200,6 @@ impl<'a, 'p> Collectives<'a, 'p> {
             cx,
             reaches: RefCell::default(),
             in_progress: RefCell::default(),
-            gates: RefCell::default(),
             params: RefCell::default(),
         }
     }
@@ -219,37 +219,33 @@ impl<'a, 'p> Collectives<'a, 'p> {
         out
     }
 
-    fn gate(&self, module: &Module) -> Rc<Gate> {
-        let key = key_of(module);
-        if let Some(g) = self.gates.borrow().get(&key) {
-            return g.clone();
-        }
-        let mut gate = Gate::default();
-        tree::walk_all(module.body(), &mut |stmt| match stmt {
-            Stmt::FunctionDef(d) => {
-                gate.defs.insert(d.name.id.to_string());
-            }
-            Stmt::Import(s) => {
-                for a in &s.names {
-                    let bound = a.asname.as_ref().map_or_else(
-                        || a.name.id.split('.').next().unwrap_or_default().to_owned(),
-                        |n| n.id.to_string(),
-                    );
-                    gate.imported.insert(bound);
+    fn gate(module: &Module) -> &Gate {
+        module.gate.get_or_init(|| {
+            let mut gate = Gate::default();
+            tree::walk_all(module.body(), &mut |stmt| match stmt {
+                Stmt::FunctionDef(d) => {
+                    gate.defs.insert(d.name.id.to_string());
                 }
-            }
-            Stmt::ImportFrom(s) => {
-                for a in &s.names {
-                    gate.imported.insert(a.asname.as_ref().unwrap_or(&a.name).id.to_string());
+                Stmt::Import(s) => {
+                    for a in &s.names {
+                        let bound = a.asname.as_ref().map_or_else(
+                            || a.name.id.split('.').next().unwrap_or_default().to_owned(),
+                            |n| n.id.to_string(),
+                        );
+                        gate.imported.insert(bound);
+                    }
                 }
-            }
-            _ => {}
-        });
-        let source = module.source();
-        gate.wrappers = segments().wrappers.iter().any(|w| source.contains(w.as_str()));
-        let gate = Rc::new(gate);
-        self.gates.borrow_mut().insert(key, gate.clone());
-        gate
+                Stmt::ImportFrom(s) => {
+                    for a in &s.names {
+                        gate.imported.insert(a.asname.as_ref().unwrap_or(&a.name).id.to_string());
+                    }
+                }
+                _ => {}
+            });
+            let source = module.source();
+            gate.wrappers = segments().wrappers.iter().any(|w| source.contains(w.as_str()));
+            gate
+        })
     }
 
     /// The sites one statement evaluates itself (its header, for a compound statement).
@@ -261,7 +257,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
         depth: usize,
         out: &mut Vec<CollectiveSite>,
     ) {
-        let gate = self.gate(module);
+        let gate = Self::gate(module);
         let scope = match function {
             Some(def) => Scope { function: Some(def), suite: &def.body },
             None => Scope::module(module),
@@ -282,7 +278,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             for x in nodes {
                 let site = match x {
                     Expr::Call(c) => {
-                        if !Self::worth_resolving(&gate, c) {
+                        if !Self::worth_resolving(gate, c) {
                             continue;
                         }
                         let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
