@@ -159,9 +159,16 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
                     .map_err(|source| LintError::Read { path: path.clone(), source })?;
                 // Python source is UTF-8; a stray byte should not hide the rest of the file.
                 let text = String::from_utf8_lossy(&bytes);
-                let module = desync_python::Module::parse_file(&text, path);
+                let module = project
+                    .parsed(path, &text)
+                    .unwrap_or_else(|| desync_python::Module::parse_file(&text, path));
                 if let Some(why) = module.refusal() {
                     return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
+                }
+                // Files linted later import this one: the project reuses the parse (its
+                // files are read as UTF-8, so only an intact text is the same).
+                if matches!(text, std::borrow::Cow::Borrowed(_)) {
+                    project.share(&module);
                 }
                 Ok(lint_in(project, path, &module, options))
             },

@@ -22,7 +22,8 @@ use crate::types::{Branch, CallOrigin, CallSite, Function};
 pub struct Module {
     source: String,
     index: LineIndex,
-    body: Vec<Stmt>,
+    /// Shared by the copies [`Module::relabel`] makes: the tree is never changed.
+    body: Arc<Vec<Stmt>>,
     errors: Vec<String>,
     /// Where the file was read from, when it was: imports are resolved relative to it.
     path: Option<std::path::PathBuf>,
@@ -92,7 +93,7 @@ impl Module {
         Module {
             source: source.to_owned(),
             index,
-            body: parsed.into_suite().into(),
+            body: Arc::new(parsed.into_suite().into()),
             errors,
             path: None,
             refused: None,
@@ -110,6 +111,22 @@ impl Module {
         module
     }
 
+    /// The same parse labelled as read from `path` (the tree is shared, not copied; caches
+    /// start empty): what [`Module::parse_file`] of the same text at `path` would give.
+    pub(crate) fn relabel(&self, path: &std::path::Path) -> Module {
+        Module {
+            source: self.source.clone(),
+            index: self.index.clone(),
+            body: Arc::clone(&self.body),
+            errors: self.errors.clone(),
+            path: Some(path.to_path_buf()),
+            refused: self.refused.clone(),
+            scopes: std::sync::Mutex::default(),
+            words: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
+        }
+    }
+
     /// The file this module was read from ([`Module::parse_file`]).
     pub fn file_path(&self) -> Option<&std::path::Path> {
         self.path.as_deref()
@@ -119,7 +136,7 @@ impl Module {
         Module {
             index: LineIndex::from_source_text(&source),
             source,
-            body: Vec::new(),
+            body: Arc::default(),
             errors: vec![why.clone()],
             path: None,
             refused: Some(why),
