@@ -84,9 +84,6 @@ fn string_prefix(word: &[u8]) -> Option<bool> {
     }
 }
 
-const OPERATOR_WORDS: &[&[u8]] =
-    &[b"not", b"and", b"or", b"await", b"if", b"else", b"in", b"is", b"yield"];
-
 fn closer(open: u8) -> u8 {
     match open {
         b'(' => b')',
@@ -239,6 +236,13 @@ impl Scan<'_> {
             }
             b'0'..=b'9' => self.number(),
             _ if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 => self.word()?,
+            // Blanks within a line, all at once.
+            b' ' | b'\t' | b'\r' => {
+                self.pos += 1;
+                while matches!(self.bytes.get(self.pos), Some(b' ' | b'\t' | b'\r')) {
+                    self.pos += 1;
+                }
+            }
             _ => self.pos += 1,
         }
         Ok(())
@@ -273,7 +277,10 @@ impl Scan<'_> {
             self.top().lambdas += 1;
             return self.operator();
         }
-        if OPERATOR_WORDS.contains(&word) {
+        if matches!(
+            word,
+            b"not" | b"and" | b"or" | b"await" | b"if" | b"else" | b"in" | b"is" | b"yield"
+        ) {
             return self.operator();
         }
         self.operand();
@@ -306,7 +313,16 @@ impl Scan<'_> {
                 }
                 b'{' if expressions && self.bytes.get(self.pos + 1) == Some(&b'{') => self.pos += 2,
                 b'{' if expressions => self.field()?,
-                _ => self.pos += 1,
+                // The bulk of a string: nothing to look at up to the next byte of interest.
+                _ => {
+                    self.pos += 1;
+                    while self.pos < self.bytes.len()
+                        && !matches!(self.bytes[self.pos], b'\\' | b'\n' | b'{')
+                        && self.bytes[self.pos] != quote
+                    {
+                        self.pos += 1;
+                    }
+                }
             }
         }
         self.operand();
