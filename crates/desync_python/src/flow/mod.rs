@@ -35,7 +35,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use ruff_python_ast::{Expr, Mod};
-use ruff_python_parser::{Mode, ParseOptions, parse_unchecked};
+use ruff_python_parser::{Mode, ParseOptions, parse_expression_range, parse_unchecked};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::dependence::bindings::Scope;
@@ -404,14 +404,24 @@ impl<'p> Analysis<'p> {
         if expr_source.trim().is_empty() {
             return Deps::default();
         }
-        let parsed = parse_unchecked(expr_source, ParseOptions::from(Mode::Expression));
-        let Mod::Expression(expr) = parsed.into_syntax() else { return Deps::default() };
         let end = TextSize::try_from(module.source().len()).unwrap_or_default();
         let at = module.line_range(line).map_or(end, TextRange::start);
         let scope = Scope::at(module, line);
         let mut eval = value::Eval::new(self, module, scope, 0);
-        eval.foreign = Some(expr_source.to_owned());
-        let mut deps = f(&mut eval, &expr.body, at);
+        // Parsed where it is written when the text stands there, so that its nodes quote
+        // themselves from the module like every node the evidence reaches from them; else
+        // parsed alone, its nodes quoted from the text.
+        let written = written_at(module, at, expr_source)
+            .and_then(|range| parse_expression_range(module.source(), range).ok());
+        let mut deps = match written {
+            Some(parsed) => f(&mut eval, parsed.expr(), at),
+            None => {
+                let parsed = parse_unchecked(expr_source, ParseOptions::from(Mode::Expression));
+                let Mod::Expression(expr) = parsed.into_syntax() else { return Deps::default() };
+                eval.foreign = Some(expr_source.to_owned());
+                f(&mut eval, &expr.body, at)
+            }
+        };
         if let Some(evidence) = crate::dependence::enclosing_handler(module, line) {
             deps.merge(Deps::reason(DependenceKind::Exception, evidence));
         }
@@ -597,6 +607,21 @@ pub struct SetupCall {
 
 /// Source text of a node, from the module or, for an expression parsed on its own, from that
 /// text.
+/// Where `text` is written in `module` from `from` on (within a few lines): the expressions the
+/// outline hands over are copied from the line they are asked about.
+fn written_at(module: &Module, from: TextSize, text: &str) -> Option<TextRange> {
+    const WINDOW: usize = 4096;
+    let source = module.source();
+    let start = from.to_usize();
+    let mut end = source.len().min(start + WINDOW);
+    while end > start && !source.is_char_boundary(end) {
+        end -= 1;
+    }
+    let offset = source.get(start..end)?.find(text.trim())?;
+    let begin = TextSize::try_from(start + offset).ok()?;
+    Some(TextRange::at(begin, TextSize::try_from(text.trim().len()).ok()?))
+}
+
 pub(crate) fn node_text<'s>(
     module: &'s Module,
     foreign: Option<&'s str>,

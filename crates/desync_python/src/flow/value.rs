@@ -682,7 +682,8 @@ impl<'a, 'm> Eval<'a, 'm> {
             | Role::Payload
             | Role::Wrapper
             | Role::RankOnly
-            | Role::Pad => Deps::default(),
+            | Role::Pad
+            | Role::FromData => Deps::default(),
         })
     }
 
@@ -822,8 +823,9 @@ impl<'a, 'm> Eval<'a, 'm> {
         let api = knowledge().api(path)?;
         let origin = self.quoted(e);
         let deps = match api.role {
-            // Padding keeps its input's values: a call like any other.
-            Role::Pad => return None,
+            // Padding keeps its input's values, a tensor made from data holds them: calls like
+            // any other.
+            Role::Pad | Role::FromData => return None,
             Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)

@@ -30,6 +30,7 @@ pub enum Role {
     RankOnly,
     Exception,
     Pad,
+    FromData,
 }
 
 /// Which part of a collective call holds the value that is identical on every rank afterwards.

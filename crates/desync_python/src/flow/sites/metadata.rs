@@ -66,6 +66,16 @@ const NOT_SIZES: &[&str] = &[
     "squeeze",
     "unsqueeze",
     "flatten",
+    // In place, element by element: the receiver keeps its shape whatever the operand.
+    "mul_",
+    "div_",
+    "add_",
+    "sub_",
+    "pow_",
+    "clamp_",
+    "fill_",
+    "copy_",
+    "masked_fill_",
 ];
 /// Tensor methods that cast to a fixed dtype (`t.half()`).
 const CASTS: &[&str] = &["half", "float", "bfloat16", "double", "long", "int", "bool"];
@@ -403,6 +413,7 @@ impl Meta<'_, '_, '_> {
                             d
                         }
                         Role::Pad => self.padded(eval, c, at),
+                        Role::FromData if self.mode == Mode::Size => self.from_data(eval, c, at),
                         // A random draw has the size it is asked for; other rows, what they
                         // are given.
                         _ => self.generic(eval, c, method, at),
@@ -446,6 +457,24 @@ impl Meta<'_, '_, '_> {
             d.merge(self.in_context(true, |m| m.of(eval, amounts, at)));
         }
         d
+    }
+
+    /// `torch.tensor(data)`: one element per item of `data`. A list or tuple written out has
+    /// as many items as it lists, whatever values they hold (`torch.tensor([start, end,
+    /// rank])` is three elements on every rank); anything else is as large as it is.
+    fn from_data(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
+        let Some(data) = c.arguments.find_argument_value("data", 0) else {
+            return Deps::default();
+        };
+        match data {
+            Expr::List(ruff_python_ast::ExprList { elts, .. })
+            | Expr::Tuple(ruff_python_ast::ExprTuple { elts, .. })
+                if !elts.iter().any(Expr::is_starred_expr) =>
+            {
+                Deps::default()
+            }
+            _ => self.in_context(false, |m| m.of(eval, data, at)),
+        }
     }
 
     /// A call the table does not name: the sizes (dtype) of what it is given.

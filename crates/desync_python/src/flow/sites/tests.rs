@@ -297,3 +297,34 @@ def main(grads, args, step):
     assert_eq!(kinds("# <local>", "x"), [RankId]);
     assert!(kinds("# <local>", "y").is_empty());
 }
+
+const FROM_DATA: &str = "\
+import torch
+import torch.distributed as dist
+
+def owned(rank):
+    return list(range(rank + 1))
+
+def main(start, end):
+    rank = dist.get_rank()
+    bounds = torch.tensor([start * rank, end * rank, 3])  # <listed>
+    scaled = torch.ones(1024).mul_(float(rank)).view(-1)  # <scaled>
+    ids = torch.tensor(owned(rank))  # <owned>
+";
+
+#[test]
+fn tensors_made_from_listed_values_have_as_many_elements_as_listed() {
+    assert!(size(FROM_DATA, "# <listed>", "bounds").is_empty(), "three values on every rank");
+    assert!(size(FROM_DATA, "# <scaled>", "scaled").is_empty(), "mul_ scales, it does not resize");
+    assert!(size(FROM_DATA, "# <owned>", "ids").contains(&RankId), "rank + 1 ids on rank r");
+}
+
+#[test]
+fn evidence_through_a_call_quotes_what_the_call_passes() {
+    let m = Module::parse(FROM_DATA);
+    let cx = Analysis::default();
+    let f = Collectives::new(&cx).size_dependence(&m, line(FROM_DATA, "# <owned>"), "ids");
+    let evidence: Vec<&str> = f.dependence.iter().map(|d| d.evidence.as_str()).collect();
+    assert!(evidence.iter().any(|e| e.contains("`dist.get_rank()`")), "{evidence:?}");
+    assert!(evidence.iter().all(|e| !e.contains("``")), "an empty quote: {evidence:?}");
+}
