@@ -38,6 +38,7 @@ mod rule;
 mod suppress;
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use rayon::prelude::*;
 
@@ -138,6 +139,14 @@ fn lint_in(
         .collect()
 }
 
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// The project of the [`lint_paths`] call a worker thread is working for.
+    static PROJECT: std::cell::RefCell<Option<(u64, Rc<desync_python::FileProject>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Lints every Python file under `paths` (files are linted whatever their extension;
 /// directories are searched for `*.py`), in parallel.
 pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
@@ -149,31 +158,45 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             |p| if p.is_dir() { Some(p.clone()) } else { p.parent().map(Path::to_path_buf) },
         )
         .collect();
+    // One project per worker thread and call: the modules it parsed are reused across files.
+    // (`map_init` made one per split of the work, dozens, each parsing the shared modules
+    // again.)
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let results: Vec<Result<Vec<Finding>, LintError>> = files
         .par_iter()
-        .map_init(
-            // One project per worker thread: the modules it parsed are reused across files.
-            || desync_python::FileProject::new(roots.clone()),
-            |project, path| {
-                let bytes = read_source(path)
-                    .map_err(|source| LintError::Read { path: path.clone(), source })?;
-                // Python source is UTF-8; a stray byte should not hide the rest of the file.
-                let text = String::from_utf8_lossy(&bytes);
-                let module = project
-                    .parsed(path, &text)
-                    .unwrap_or_else(|| desync_python::Module::parse_file(&text, path));
-                if let Some(why) = module.refusal() {
-                    return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
+        .map(|path| {
+            let project = PROJECT.with(|slot| {
+                let mut slot = slot.borrow_mut();
+                match &*slot {
+                    Some((c, project)) if *c == call => Rc::clone(project),
+                    _ => {
+                        let project = Rc::new(desync_python::FileProject::new(roots.clone()));
+                        *slot = Some((call, Rc::clone(&project)));
+                        project
+                    }
                 }
-                // Files linted later import this one: the project reuses the parse (its
-                // files are read as UTF-8, so only an intact text is the same).
-                if matches!(text, std::borrow::Cow::Borrowed(_)) {
-                    project.share(&module);
-                }
-                Ok(lint_in(project, path, &module, options))
-            },
-        )
+            });
+            let project = &*project;
+            let bytes = read_source(path)
+                .map_err(|source| LintError::Read { path: path.clone(), source })?;
+            // Python source is UTF-8; a stray byte should not hide the rest of the file.
+            let text = String::from_utf8_lossy(&bytes);
+            let module = project
+                .parsed(path, &text)
+                .unwrap_or_else(|| desync_python::Module::parse_file(&text, path));
+            if let Some(why) = module.refusal() {
+                return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
+            }
+            // Files linted later import this one: the project reuses the parse (its
+            // files are read as UTF-8, so only an intact text is the same).
+            if matches!(text, std::borrow::Cow::Borrowed(_)) {
+                project.share(&module);
+            }
+            Ok(lint_in(project, path, &module, options))
+        })
         .collect();
+    // The parsed modules are not kept past the call.
+    rayon::broadcast(|_| PROJECT.with(|slot| drop(slot.borrow_mut().take())));
     let mut findings = Vec::new();
     let mut files_checked = 0;
     for result in results {
