@@ -281,8 +281,11 @@ pub struct Analysis<'p> {
     /// `self.name` in a 4,000-line class re-walked all its methods (transformers' `Trainer`
     /// took minutes).
     /// The last key is `true` for the lengths of what is assigned (`self.loader`'s length).
-    pub(crate) attributes: RefCell<HashMap<(ModuleKey, TextSize, String, bool), (Deps, bool)>>,
+    pub(crate) attributes: RefCell<HashMap<AttributeKey, (Deps, bool)>>,
 }
+
+/// (module, `class` statement, attribute name, whether its length is asked).
+pub(crate) type AttributeKey = (ModuleKey, TextSize, String, bool);
 
 impl std::fmt::Debug for Analysis<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -413,14 +416,13 @@ impl<'p> Analysis<'p> {
         // parsed alone, its nodes quoted from the text.
         let written = written_at(module, at, expr_source)
             .and_then(|range| parse_expression_range(module.source(), range).ok());
-        let mut deps = match written {
-            Some(parsed) => f(&mut eval, parsed.expr(), at),
-            None => {
-                let parsed = parse_unchecked(expr_source, ParseOptions::from(Mode::Expression));
-                let Mod::Expression(expr) = parsed.into_syntax() else { return Deps::default() };
-                eval.foreign = Some(expr_source.to_owned());
-                f(&mut eval, &expr.body, at)
-            }
+        let mut deps = if let Some(parsed) = written {
+            f(&mut eval, parsed.expr(), at)
+        } else {
+            let parsed = parse_unchecked(expr_source, ParseOptions::from(Mode::Expression));
+            let Mod::Expression(expr) = parsed.into_syntax() else { return Deps::default() };
+            eval.foreign = Some(expr_source.to_owned());
+            f(&mut eval, &expr.body, at)
         };
         if let Some(evidence) = crate::dependence::enclosing_handler(module, line) {
             deps.merge(Deps::reason(DependenceKind::Exception, evidence));

@@ -823,9 +823,9 @@ impl<'a, 'm> Eval<'a, 'm> {
         let api = knowledge().api(path)?;
         let origin = self.quoted(e);
         let deps = match api.role {
-            // Padding keeps its input's values, a tensor made from data holds them: calls like
-            // any other.
-            Role::Pad | Role::FromData => return None,
+            // Padding keeps its input's values, a tensor made from data holds them, a wrapper
+            // returns what it wraps: calls like any other.
+            Role::Pad | Role::FromData | Role::Wrapper => return None,
             Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)
@@ -863,7 +863,6 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
                 d
             }
-            Role::Wrapper => return None,
         };
         Some(Value::of(deps))
     }

@@ -413,7 +413,9 @@ impl Meta<'_, '_, '_> {
                             d
                         }
                         Role::Pad => self.padded(eval, c, at),
-                        Role::FromData if self.mode == Mode::Size => self.from_data(eval, c, at),
+                        Role::FromData if self.mode == Mode::Size => {
+                            self.made_from_data(eval, c, at)
+                        }
                         // A random draw has the size it is asked for; other rows, what they
                         // are given.
                         _ => self.generic(eval, c, method, at),
@@ -462,7 +464,7 @@ impl Meta<'_, '_, '_> {
     /// `torch.tensor(data)`: one element per item of `data`. A list or tuple written out has
     /// as many items as it lists, whatever values they hold (`torch.tensor([start, end,
     /// rank])` is three elements on every rank); anything else is as large as it is.
-    fn from_data(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
+    fn made_from_data(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
         let Some(data) = c.arguments.find_argument_value("data", 0) else {
             return Deps::default();
         };
@@ -475,6 +477,25 @@ impl Meta<'_, '_, '_> {
             }
             _ => self.in_context(false, |m| m.of(eval, data, at)),
         }
+    }
+
+    /// `x.narrow(dim, start, length)`: `length` long along `dim`, as long as `x` along the
+    /// others. Where it starts is no size (`buf.narrow(0, n * rank, n)`: each rank's own slot,
+    /// `n` long on every rank).
+    fn narrowed(&mut self, eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> Deps {
+        let Expr::Attribute(a) = &*c.func else { return Deps::default() };
+        let dim = c.arguments.find_argument_value("dim", 0).map(literal_index);
+        let length = c.arguments.find_argument_value("length", 2);
+        let mut d = Deps::default();
+        if dim != Some(Some(0)) {
+            d.merge(self.in_context(false, |m| m.of(eval, &a.value, at)));
+        }
+        if !matches!(dim, Some(Some(other)) if other != 0)
+            && let Some(length) = length
+        {
+            d.merge(self.of(eval, length, at));
+        }
+        d
     }
 
     /// A call the table does not name: the sizes (dtype) of what it is given.
@@ -500,6 +521,9 @@ impl Meta<'_, '_, '_> {
                             return Deps::default();
                         }
                         return selected(eval, &c.func, at);
+                    }
+                    if m == "narrow" {
+                        return self.narrowed(eval, c, at);
                     }
                     if matches!(m, "size" | "numel" | "__len__") {
                         let Expr::Attribute(a) = &*c.func else { return Deps::default() };

@@ -310,6 +310,9 @@ def main(start, end):
     bounds = torch.tensor([start * rank, end * rank, 3])  # <listed>
     scaled = torch.ones(1024).mul_(float(rank)).view(-1)  # <scaled>
     ids = torch.tensor(owned(rank))  # <owned>
+    buf = torch.empty(4 * end)
+    slot = buf.narrow(0, end * rank, end)  # <slot>
+    tail = buf.narrow(0, 0, end * rank)  # <tail>
 ";
 
 #[test]
@@ -317,6 +320,12 @@ fn tensors_made_from_listed_values_have_as_many_elements_as_listed() {
     assert!(size(FROM_DATA, "# <listed>", "bounds").is_empty(), "three values on every rank");
     assert!(size(FROM_DATA, "# <scaled>", "scaled").is_empty(), "mul_ scales, it does not resize");
     assert!(size(FROM_DATA, "# <owned>", "ids").contains(&RankId), "rank + 1 ids on rank r");
+}
+
+#[test]
+fn a_narrowed_tensor_is_as_long_as_asked_wherever_it_starts() {
+    assert!(size(FROM_DATA, "# <slot>", "slot").is_empty(), "each rank's slot, `end` long");
+    assert!(size(FROM_DATA, "# <tail>", "tail").contains(&RankId), "`end * rank` long");
 }
 
 #[test]
