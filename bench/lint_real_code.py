@@ -15,8 +15,12 @@ misread the code). `seen` says whether the finding was reported when the list wa
 updated. The run prints precision (true / reviewed) per rule and overall, findings per
 kLOC, lines/s per core (lines over the linter's user+system CPU time) and the unreviewed
 findings, and exits 1 when
-- a reviewed `true` finding disappears (recall on reviewed real risks must not drop), or
+- a reviewed `true` finding with seen=yes disappears (recall on reviewed real risks must not
+  drop), or
 - a reviewed `false` finding with seen=no comes back (a fixed false alarm must stay fixed).
+A `true` finding with seen=no is a known miss: a real risk the linter does not report (its
+reason says why); the run lists them and says when one is found again. `--update` never marks
+a true finding missed: that is a decision written by hand, with the reason.
 A `false` (or `safe`) finding that disappears is progress: `--update` records it (seen=no)
 so that it cannot come back unnoticed.
 
@@ -310,7 +314,7 @@ def report(runs: list[Run], reviews: list[dict]) -> tuple[dict, list[str]]:
             unreviewed.append((run, f))
         (local if run.source.version == "local" else per_rule[rule])[verdict] += 1
 
-    failures, fixed_false, stale = [], [], []
+    failures, fixed_false, stale, known_misses, found_again = [], [], [], [], []
     for r in reviews:
         if r["package"] not in linted:
             continue
@@ -318,7 +322,9 @@ def report(runs: list[Run], reviews: list[dict]) -> tuple[dict, list[str]]:
             stale.append(r)
             continue
         here = (r["package"], r["file"], r["line"]) in present_at
-        if r["verdict"] == "true" and not here:
+        if r["verdict"] == "true" and r["seen"] == "no":
+            (found_again if here else known_misses).append(r)
+        elif r["verdict"] == "true" and not here:
             failures.append(f"reviewed true finding disappeared: {r['package']} {r['file']}:{r['line']} "
                             f"{r['rule']} ({r['reason']})")
         if r["verdict"] == "false" and r["seen"] == "no" and here:
@@ -347,6 +353,8 @@ def report(runs: list[Run], reviews: list[dict]) -> tuple[dict, list[str]]:
         "unreviewed": [{"package": run.source.package, "file": f["file"], "line": f["line"], "rule": f["rule"]}
                        for run, f in unreviewed],
         "fixed_false_alarms": [{k: r[k] for k in ("package", "file", "line", "rule", "verdict")} for r in fixed_false],
+        "known_misses": [{k: r[k] for k in ("package", "file", "line", "rule", "reason")} for r in known_misses],
+        "found_again": [{k: r[k] for k in ("package", "file", "line", "rule")} for r in found_again],
         "stale_reviews": len(stale), "failures": failures,
     }
     return summary, failures
@@ -380,6 +388,13 @@ def print_report(summary: dict) -> None:
             print(f"  {u['package']} {u['file']}:{u['line']} {u['rule']}")
     if summary["fixed_false_alarms"]:
         print(f"\n{len(summary['fixed_false_alarms'])} reviewed safe/false findings are gone; run --update to record it")
+    if summary["known_misses"]:
+        print(f"\n{len(summary['known_misses'])} reviewed true risks are known misses (not reported; seen=no):")
+        for m in summary["known_misses"]:
+            print(f"  {m['package']} {m['file']}:{m['line']} {m['rule']}")
+    for m in summary["found_again"]:
+        print(f"found again (a known miss is reported now; set seen=yes): {m['package']} {m['file']}:{m['line']} "
+              f"{m['rule']}")
     if summary["stale_reviews"]:
         print(f"\n{summary['stale_reviews']} reviews are for another version of their package (ignored)")
     for f in summary["failures"]:
