@@ -109,6 +109,18 @@ pub(crate) fn snippet(text: &str) -> String {
     cut
 }
 
+/// Whether `word` occurs in `text` as a whole identifier-like word (the words
+/// [`crate::Module::word_count`] counts).
+pub fn has_word(text: &str, word: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    // `contains` has a vectorised search that `match_indices` lacks: most files lack the word.
+    text.contains(word)
+        && text.match_indices(word).any(|(i, w)| {
+            !text[..i].chars().next_back().is_some_and(is_word)
+                && !text[i + w.len()..].chars().next().is_some_and(is_word)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +145,14 @@ mod tests {
         assert_eq!(root_name(&parse("zeros(n)")), None);
         let Expr::Call(call) = parse("loss.detach().item()") else { panic!() };
         assert_eq!(last_segment(&call.func), Some("item"));
+    }
+
+    #[test]
+    fn has_word_needs_a_whole_word() {
+        assert!(has_word("model.join()", "join"));
+        assert!(has_word("join", "join"));
+        assert!(!has_word("joined = rejoin_x + é_join", "join"));
+        assert!(has_word("x = 'joinα'; y.join(z)", "join"));
     }
 
     #[test]

@@ -56,6 +56,7 @@ mod robustness;
 pub use dependence::patterns;
 pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
+pub use expr::has_word;
 pub use flow::{
     Analysis, Argument, CollectiveSite, Collectives, FileProject, Finding, MAX_FILE_BYTES, Project,
     RankOnly, SetupCall, SiteVia,

@@ -18,7 +18,7 @@
 //!
 //! [`Collectives::arguments_for`]: desync_python::Collectives::arguments_for
 
-use desync_python::{Dependence, DependenceKind, Finding, Function};
+use desync_python::{Dependence, DependenceKind, Finding, Function, has_word};
 
 use super::Context;
 
@@ -155,10 +155,6 @@ fn iterates(line: &str, p: &str) -> bool {
         }
     }
     false
-}
-
-fn has_word(text: &str, word: &str) -> bool {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == word)
 }
 
 /// Adds `d` unless a dependence of the same kind is already there (the first is the most

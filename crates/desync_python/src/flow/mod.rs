@@ -503,7 +503,7 @@ impl<'p> Analysis<'p> {
         });
         // Resolving every call of the file found nothing in most files (a fifth of the
         // linter's time): a payload row's name is built from words of the file.
-        if !words.iter().any(|w| has_word(module.source(), w)) {
+        if !words.iter().any(|w| crate::expr::has_word(module.source(), w)) {
             return Vec::new();
         }
         let mut calls: Vec<&ruff_python_ast::ExprCall> = Vec::new();
@@ -635,32 +635,9 @@ pub(crate) fn node_text<'s>(
     }
 }
 
-/// Whether `word` occurs in `text` as a whole identifier-like word (the words
-/// [`Module::word_count`] counts).
-fn has_word(text: &str, word: &str) -> bool {
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    // `contains` has a vectorised search that `match_indices` lacks: most files lack the word.
-    text.contains(word)
-        && text.match_indices(word).any(|(i, w)| {
-            !text[..i].chars().next_back().is_some_and(is_word)
-                && !text[i + w.len()..].chars().next().is_some_and(is_word)
-        })
-}
-
 /// `text` as evidence: one line, cut short.
 pub(crate) fn quote(text: &str) -> String {
     format!("`{}`", crate::expr::snippet(text))
-}
-
-#[cfg(test)]
-mod word_tests {
-    #[test]
-    fn has_word_needs_a_whole_word() {
-        assert!(super::has_word("model.join()", "join"));
-        assert!(super::has_word("join", "join"));
-        assert!(!super::has_word("joined = rejoin_x + é_join", "join"));
-        assert!(super::has_word("x = 'joinα'; y.join(z)", "join"));
-    }
 }
 
 #[cfg(test)]
