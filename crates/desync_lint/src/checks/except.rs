@@ -55,12 +55,7 @@ fn skipped_after<'c>(
     let jump = handler.jump?;
     let function = block.function;
     // The innermost loop of the same function whose body holds the `try`.
-    let lp = ctx
-        .outline
-        .loops
-        .iter()
-        .filter(|l| l.function == function && l.body.contains(block.line))
-        .max_by_key(|l| l.line);
+    let lp = ctx.innermost_loop(function, block.line);
     let end_of_function = function.and_then(|f| ctx.function(f)).map_or(u32::MAX, |f| f.end_line);
     match jump.construct {
         Construct::Continue => {

@@ -50,11 +50,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 continue;
             }
             let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);
-            let in_loop = ctx
-                .outline
-                .loops
-                .iter()
-                .any(|l| l.function == site.function() && l.body.contains(guard.line));
+            let in_loop = ctx.innermost_loop(site.function(), guard.line).is_some();
             let rule = match (rank_only, in_loop) {
                 (true, _) => Rule::RankConditionalCollective,
                 (false, true) => Rule::LocalEarlyExit,

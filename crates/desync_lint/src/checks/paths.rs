@@ -13,9 +13,9 @@
 //! `continue` inside a loop) is compared with the paths that stay: what the clause issues up to
 //! where it leaves, against what each other clause issues plus what follows the `if` up to the
 //! end of the function (or of the loop body, for `continue`). The comparison is by what each
-//! call issues (helpers included) and on which process group, as a multiset: when every path issues the same collectives,
-//! the ranks stay paired whichever way they go. `break` is not paired: the later iterations the
-//! others run are not in view as one sequence.
+//! call issues (helpers included) and on which process group, as a multiset: when every path
+//! issues the same collectives, the ranks stay paired whichever way they go. `break` is not
+//! paired: the later iterations the others run are not in view as one sequence.
 
 use desync_python::{Conditional, Construct};
 
@@ -115,13 +115,7 @@ fn scope_end(
 ) -> Option<u32> {
     match construct {
         Construct::Return => ctx.function(function?).map(|f| f.end_line),
-        Construct::Continue => ctx
-            .outline
-            .loops
-            .iter()
-            .filter(|l| l.function == function && l.body.contains(jump_line))
-            .max_by_key(|l| l.line)
-            .map(|l| l.body.last),
+        Construct::Continue => ctx.innermost_loop(function, jump_line).map(|l| l.body.last),
         _ => None,
     }
 }

@@ -13,8 +13,8 @@
 mod params;
 
 use desync_python::{
-    Analysis, Call, CollectiveSite, Collectives, Dependence, DependenceKind, Function, Module,
-    Outline, SiteVia,
+    Analysis, Call, CollectiveSite, Collectives, Dependence, DependenceKind, Function, Loop,
+    Module, Outline, SiteVia,
 };
 
 /// A call (or property read) that issues collectives, with the outline's view of the call.
@@ -105,6 +105,15 @@ impl<'a> Context<'a> {
         self.sites
             .iter()
             .filter(move |s| s.function() == function && (first..=last).contains(&s.line()))
+    }
+
+    /// The innermost loop of `function` whose body holds `line`.
+    pub fn innermost_loop(&self, function: Option<u32>, line: u32) -> Option<&'a Loop> {
+        self.outline
+            .loops
+            .iter()
+            .filter(|l| l.function == function && l.body.contains(line))
+            .max_by_key(|l| l.line)
     }
 
     /// The function whose `def` is on `def_line`.
