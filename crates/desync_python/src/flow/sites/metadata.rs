@@ -307,11 +307,11 @@ impl Meta<'_, '_, '_> {
         let Some(path) = module.path(module.line_of(binding.at)) else { return out };
         let levels: Vec<_> = path.scope_levels(module).to_vec();
         for level in &levels {
-            let Some(Stmt::If(s)) = level.owner else { continue };
+            let Some(owner @ Stmt::If(s)) = level.owner else { continue };
             if s.range().contains(use_at) {
                 continue;
             }
-            if !rewrites_itself && other_clause_binds(module, s, name, binding) {
+            if !rewrites_itself && other_clause_binds(module, owner, level.slot, binding, name) {
                 continue;
             }
             let tests: Vec<&Expr> = match level.slot {
@@ -1052,26 +1052,28 @@ fn reads_dtype(test: &Expr) -> bool {
     found
 }
 
-/// Whether a clause of `s` other than the one holding `binding` also binds `name`.
+/// Whether a block of the `if` statement `stmt` other than `own` (the one holding `binding`)
+/// also binds `name`.
 fn other_clause_binds(
     module: &Module,
-    s: &ruff_python_ast::StmtIf,
-    name: &str,
+    stmt: &Stmt,
+    own: Slot,
     binding: &Binding<'_>,
+    name: &str,
 ) -> bool {
-    let clause_of = |at: TextSize| -> Option<usize> {
-        if s.body.first().is_some_and(|f| f.start() <= at)
-            && s.body.last().is_some_and(|l| at < l.end())
-        {
-            return Some(0);
-        }
-        s.elif_else_clauses.iter().position(|c| c.range().contains(at)).map(|i| i + 1)
+    let slot_at = |at: TextSize| {
+        tree::blocks(stmt)
+            .into_iter()
+            .find(|b| {
+                b.suite.first().is_some_and(|f| f.start() <= at)
+                    && b.suite.last().is_some_and(|l| at < l.end())
+            })
+            .map(|b| b.slot)
     };
-    let Some(own) = clause_of(binding.at) else { return false };
     bindings::bindings(module, binding.scope, name)
         .iter()
-        .filter(|b| s.range().contains(b.at))
-        .any(|b| clause_of(b.at).is_some_and(|c| c != own))
+        .filter(|b| stmt.range().contains(b.at))
+        .any(|b| slot_at(b.at).is_some_and(|slot| slot != own))
 }
 
 /// Functions and methods that cut a tensor into pieces whose last one can be shorter.
