@@ -277,6 +277,11 @@ pub struct WatchArgs {
     /// Stop after this many seconds (exit 0 if nothing was found).
     #[arg(long = "for", value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Stop once the job is gone: after a snapshot was taken, its store, workers or dump
+    /// directory answered nothing for --timeout seconds (at least two polls). For a watcher
+    /// started beside a job; --for still bounds it.
+    #[arg(long)]
+    pub until_gone: bool,
     /// text: a status line and the full report on alert; json: one JSON object per line.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

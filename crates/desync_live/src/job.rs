@@ -36,7 +36,8 @@ pub struct JobOptions {
     /// A file whose creation asks desync's Python side for each rank's final dump, with its
     /// stacks (`DESYNC_DUMP_TRIGGER`), before a hung job is stopped.
     pub trigger: Option<PathBuf>,
-    /// The watch loop's settings; its `exit_on_alert` and `duration` are ignored.
+    /// The watch loop's settings; its `exit_on_alert`, `duration` and `until_gone` are ignored
+    /// (the job's own exit ends the watch).
     pub watch: WatchOptions,
     /// No rank issued a new collective for this long: the job is hung.
     pub hang_after: Duration,
@@ -110,8 +111,12 @@ pub fn run_job(
     on_event(JobEvent::Started { pid: child.id() });
 
     let mut source = Directory::new(options.dump_dir.clone(), options.load.clone());
-    let watch_options =
-        WatchOptions { exit_on_alert: true, duration: None, ..options.watch.clone() };
+    let watch_options = WatchOptions {
+        exit_on_alert: true,
+        duration: None,
+        until_gone: None,
+        ..options.watch.clone()
+    };
     let mut progress = Progress::default();
     let mut cause = None;
     let mut exited = None;
@@ -329,6 +334,7 @@ mod tests {
                 lag: Duration::from_secs(1),
                 duration: None,
                 exit_on_alert: true,
+                until_gone: None,
                 save_dir: None,
                 sources: desync_core::bridge::SourceOptions::default(),
             },

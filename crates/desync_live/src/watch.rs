@@ -37,6 +37,10 @@ pub struct WatchOptions {
     pub duration: Option<Duration>,
     /// Stop after the first alert.
     pub exit_on_alert: bool,
+    /// Stop once the job is gone: after a snapshot was taken, the source answered nothing
+    /// for this long (and on at least two polls in a row). A watcher started beside a job
+    /// ends with it instead of guessing how long the job runs. `None`: keep polling.
+    pub until_gone: Option<Duration>,
     /// Where alerts save their snapshot (`<dir>/<time>-<category>/`); `None`: not saved.
     pub save_dir: Option<PathBuf>,
     pub sources: SourceOptions,
@@ -272,10 +276,13 @@ pub fn watch(
     // goes on holding and may come of age.
     let mut last: Option<Last> = None;
     let mut saved = crate::save::Saved::default();
+    let mut gone = Gone::default();
     loop {
         let cycle = Instant::now();
         let mut flow = Flow::Continue;
-        match take(source, Detail::Active, options) {
+        let taken = take(source, Detail::Active, options);
+        gone.observe(taken.is_ok(), cycle);
+        match taken {
             Err(problem) => {
                 last = None;
                 flow = on_event(Event::SourceDown(&problem.to_string()));
@@ -344,11 +351,42 @@ pub fn watch(
                 answer => answer.min_stop(flow),
             };
         }
-        if flow == Flow::Stop || options.duration.is_some_and(|d| started.elapsed() >= d) {
+        if flow == Flow::Stop
+            || options.duration.is_some_and(|d| started.elapsed() >= d)
+            || options.until_gone.is_some_and(|after| gone.is_gone(after, cycle))
+        {
             return alerts;
         }
         let spent = cycle.elapsed();
         std::thread::sleep(options.interval.saturating_sub(spent));
+    }
+}
+
+/// Whether the job went away: the source answered before, and has not since.
+#[derive(Default)]
+struct Gone {
+    answered_once: bool,
+    /// The first of the failed polls in a row, and how many there were.
+    down_since: Option<(Instant, u32)>,
+}
+
+impl Gone {
+    fn observe(&mut self, answered: bool, at: Instant) {
+        if answered {
+            self.answered_once = true;
+            self.down_since = None;
+        } else if self.answered_once {
+            let (since, polls) = self.down_since.unwrap_or((at, 0));
+            self.down_since = Some((since, polls + 1));
+        }
+    }
+
+    /// Down on two polls in a row at least, for `after` since the first of them. A job that
+    /// never answered is not gone: it may not have started yet.
+    fn is_gone(&self, after: Duration, now: Instant) -> bool {
+        self.down_since.is_some_and(|(since, polls)| {
+            polls >= 2 && now.saturating_duration_since(since) >= after
+        })
     }
 }
 
@@ -563,6 +601,32 @@ mod tests {
             seq: Some(seq),
             culprits: vec![3],
         }
+    }
+
+    #[test]
+    fn a_job_is_gone_once_its_source_stays_down_after_answering() {
+        let after = Duration::from_secs(5);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut gone = Gone::default();
+        // Not started yet: down for a minute is not gone.
+        for s in 0..60 {
+            gone.observe(false, at(s));
+        }
+        assert!(!gone.is_gone(after, at(60)));
+        gone.observe(true, at(61));
+        gone.observe(false, at(62));
+        // One failed poll, however long ago, is a hiccup.
+        assert!(!gone.is_gone(after, at(100)));
+        gone.observe(false, at(64));
+        assert!(!gone.is_gone(after, at(64)), "down for 2 s only");
+        // An answer in between starts the count again.
+        gone.observe(true, at(65));
+        gone.observe(false, at(66));
+        gone.observe(false, at(70));
+        assert!(!gone.is_gone(after, at(70)));
+        gone.observe(false, at(71));
+        assert!(gone.is_gone(after, at(71)));
     }
 
     #[test]

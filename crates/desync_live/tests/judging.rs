@@ -71,6 +71,7 @@ fn options(lag: Duration) -> WatchOptions {
         lag,
         duration: Some(Duration::from_secs(5)),
         exit_on_alert: true,
+        until_gone: None,
         save_dir: None,
         sources: desync_core::bridge::SourceOptions::default(),
     }

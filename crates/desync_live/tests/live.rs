@@ -155,6 +155,7 @@ fn the_watch_loop_alerts_on_mismatched_collectives_and_saves_a_replayable_snapsh
         lag: Duration::from_mins(1),
         duration: Some(Duration::from_secs(20)),
         exit_on_alert: true,
+        until_gone: None,
         save_dir: Some(save.path().to_path_buf()),
         sources: desync_core::bridge::SourceOptions::default(),
     };

@@ -81,6 +81,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
             lag: seconds("--lag", args.lag)?,
             duration: None,
             exit_on_alert: true,
+            until_gone: None,
             save_dir: None,
             sources: sources.clone(),
         },

@@ -13,18 +13,19 @@ use crate::Outcome;
 use crate::cli::{Format, WatchArgs};
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
+    let timeout = seconds("--timeout", args.timeout)?;
+    if timeout.is_zero() {
+        bail!("--timeout must be more than 0 seconds");
+    }
     let options = WatchOptions {
         interval: seconds("--interval", args.interval)?.max(MIN_INTERVAL),
         lag: seconds("--lag", args.lag)?,
         duration: args.duration.map(|d| seconds("--for", d)).transpose()?,
         exit_on_alert: args.exit_on_alert,
+        until_gone: args.until_gone.then_some(timeout),
         save_dir: (!args.no_save).then(|| args.save.clone()),
         sources: args.sources.options()?,
     };
-    let timeout = seconds("--timeout", args.timeout)?;
-    if timeout.is_zero() {
-        bail!("--timeout must be more than 0 seconds");
-    }
     let mut source: Box<dyn Source> = if let Some(dir) = &args.dir {
         if !dir.is_dir() {
             bail!("--dir {}: not a directory", dir.display());
