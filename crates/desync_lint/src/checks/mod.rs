@@ -3,6 +3,7 @@
 //! removes duplicates and applies rule selection.
 
 mod conditional;
+mod decorated;
 mod except;
 mod jumps;
 mod metadata;
@@ -42,6 +43,9 @@ pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool
     }
     if wants(&[Rule::RankConditionalCollective, Rule::RankDependentOrder]) {
         raw.extend(conditional::check(ctx));
+    }
+    if enabled(Rule::RankConditionalCollective) {
+        raw.extend(decorated::check(ctx));
     }
     if wants(&[Rule::RankConditionalCollective, Rule::LocalEarlyExit]) {
         raw.extend(jumps::check(ctx));
