@@ -108,6 +108,9 @@ pub struct Dependence {
     /// Markdown-ish evidence, e.g. "`dist.get_rank()`" or
     /// "`loss` (assigned from `model(batch)` at line 18)".
     pub evidence: String,
+    /// For a rank id: the process groups it is a rank within, as written in the source
+    /// (`dist.get_rank(self.dp_group)` → `self.dp_group`); empty for the world rank.
+    pub groups: Vec<String>,
 }
 
 /// A jump that follows the construct, e.g. the `continue` at the end of an `except` body.

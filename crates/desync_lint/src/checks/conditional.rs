@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use desync_python::Conditional;
 
 use super::{Raw, explain, short};
-use crate::context::{Context, Site, has_rank_id};
+use crate::context::{Context, Site, has_rank_id, splits_group};
 use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
@@ -30,6 +30,10 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             continue;
         }
         let Some((test, line, deps)) = rank_test(ctx, cond) else { continue };
+        // Every collective of the `if` runs in a group the test is not shown to split.
+        if !clauses.iter().flatten().any(|s| splits_group(&deps, s.group())) {
+            continue;
+        }
         // A clause that leaves after issuing what the others issue later is paired with them.
         if super::paths::clauses_are_balanced(ctx, cond) == Some(true) {
             continue;

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use desync_python::{Construct, DependenceKind};
 
 use super::{Raw, explain, short};
-use crate::context::Context;
+use crate::context::{Context, splits_group};
 use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
@@ -47,6 +47,12 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             }
             let deps = ctx.dependence(test_line, test);
             if deps.is_empty() {
+                continue;
+            }
+            // A rank test of another group skips this collective on whole groups at once;
+            // another collective under the same jump may still be split.
+            if !splits_group(&deps, site.group()) {
+                done.remove(&guard.line);
                 continue;
             }
             let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);

@@ -134,3 +134,69 @@ impl<'a> Context<'a> {
 pub(crate) fn has_rank_id(deps: &[Dependence]) -> bool {
     deps.iter().any(|d| d.kind == DependenceKind::RankId)
 }
+
+/// Whether a test that depends on `deps` is shown to send the members of the collective's
+/// process group (`site_group`, as written; `None`: the world) different ways.
+///
+/// Not shown when the test depends on nothing but the rank *within other named groups*
+/// (`dp_rank = dist.get_rank(self.dp_group)`, then `if dp_rank != 0: return` before
+/// `dist.barrier(self.pp_group)`): in the grid layouts that data, tensor, pipeline and expert
+/// groups are built in, a group along one axis holds ranks that share their coordinates on
+/// the others, so its members all take the same branch; whether that holds here depends on
+/// how the groups were built, which the code at the test does not show. A test on the
+/// world rank, or on the rank within the collective's own group, is shown.
+pub(crate) fn splits_group(deps: &[Dependence], site_group: Option<&str>) -> bool {
+    let Some(site_group) = site_group else { return true };
+    let only_ranks_in_other_groups = !deps.is_empty()
+        && deps.iter().all(|d| {
+            d.kind == DependenceKind::RankId
+                && !d.groups.is_empty()
+                && d.groups.iter().all(|g| group_key(g) != group_key(site_group))
+        });
+    !only_ranks_in_other_groups
+}
+
+/// What names a group in two places: the last name of a dotted path without leading
+/// underscores (`self._dp_group` and `dp_group` are the same attribute seen from a method and
+/// after `dp_group = self._dp_group`); any other expression as written.
+fn group_key(text: &str) -> &str {
+    let text = text.trim();
+    let dotted = text.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    if dotted { text.rsplit('.').next().unwrap_or(text).trim_start_matches('_') } else { text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank(group: Option<&str>) -> Dependence {
+        Dependence {
+            kind: DependenceKind::RankId,
+            evidence: String::new(),
+            groups: group.map(str::to_owned).into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn a_rank_within_another_named_group_does_not_split_a_group() {
+        let dp = [rank(Some("self.global_dp_group"))];
+        assert!(!splits_group(&dp, Some("self.pp_group")));
+        // The collective's own group, however it is reached, and the world are split.
+        assert!(splits_group(&dp, Some("global_dp_group")));
+        assert!(splits_group(&[rank(Some("self._tp_group"))], Some("tp_group")));
+        assert!(splits_group(&dp, None));
+        // The world rank, or data beside the group's rank, is shown to split any group.
+        assert!(splits_group(&[rank(None)], Some("self.pp_group")));
+        let mixed = [
+            rank(Some("self.global_dp_group")),
+            Dependence {
+                kind: DependenceKind::LocalData,
+                evidence: String::new(),
+                groups: Vec::new(),
+            },
+        ];
+        assert!(splits_group(&mixed, Some("self.pp_group")));
+        assert!(splits_group(&[rank(Some("groups[i]"))], Some("groups[i]")));
+        assert!(!splits_group(&[rank(Some("groups[i]"))], Some("groups[j]")));
+    }
+}

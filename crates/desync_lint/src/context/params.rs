@@ -58,7 +58,7 @@ pub(super) fn resolve(
                         "the length of `{p}` = `{}` (passed by `{}` at line {}) ← {}",
                         arg.text, arg.call, arg.line, d.evidence
                     );
-                    push(&mut out, Dependence { kind: d.kind, evidence });
+                    push(&mut out, Dependence { kind: d.kind, evidence, groups: Vec::new() });
                 }
             }
         }
@@ -95,7 +95,10 @@ fn parameter_uncached(
                 "`{p}` (the process index `{}` at line {} passes: each process gets its rank)",
                 arg.call, arg.line
             );
-            push(&mut out, Dependence { kind: DependenceKind::RankId, evidence });
+            push(
+                &mut out,
+                Dependence { kind: DependenceKind::RankId, evidence, groups: Vec::new() },
+            );
             continue;
         }
         if depth >= MAX_CALLER_DEPTH {
@@ -107,7 +110,7 @@ fn parameter_uncached(
                 "`{p}` = `{}` (passed by `{}` at line {}) ← {}",
                 arg.text, arg.call, arg.line, d.evidence
             );
-            push(&mut out, Dependence { kind: d.kind, evidence });
+            push(&mut out, Dependence { kind: d.kind, evidence, groups: Vec::new() });
         }
     }
     out
@@ -123,6 +126,7 @@ fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Depend
     let line = (function.def_line..=function.end_line)
         .find(|l| ctx.module.line_text(*l).is_some_and(|t| iterates(t, p)))?;
     Some(Dependence {
+        groups: Vec::new(),
         kind: DependenceKind::LocalData,
         evidence: format!(
             "the items of `{p}`, a parameter `{}` iterates at line {line} and no call in view \
@@ -159,9 +163,15 @@ fn iterates(line: &str, p: &str) -> bool {
 
 /// Adds `d` unless a dependence of the same kind is already there (the first is the most
 /// direct).
+/// One dependence per kind; a rank id passed in by a caller (whose groups are written in the
+/// caller's names) counts as the world rank.
 fn push(out: &mut Vec<Dependence>, d: Dependence) {
-    if d.kind != DependenceKind::Unknown && !out.iter().any(|o| o.kind == d.kind) {
-        out.push(d);
+    if d.kind == DependenceKind::Unknown {
+        return;
+    }
+    match out.iter_mut().find(|o| o.kind == d.kind) {
+        Some(o) => o.groups = desync_python::merge_groups(&o.groups, &d.groups),
+        None => out.push(d),
     }
 }
 

@@ -40,6 +40,7 @@ pub(super) fn branch(cx: &Analysis<'_>, module: &Module, candidate: &Candidate<'
             parts.dependence.push(Dependence {
                 kind: DependenceKind::Exception,
                 evidence: format!("`{}` swallows exceptions", snippet(&items.join(", "))),
+                groups: Vec::new(),
             });
             parts
         }
@@ -81,7 +82,11 @@ fn finish(module: &Module, mut parts: Parts, skipped_line: Option<u32>) -> Branc
         && !parts.dependence.iter().any(|d| d.kind == DependenceKind::Exception)
         && let Some(evidence) = enclosing_handler(module, parts.line)
     {
-        parts.dependence.push(Dependence { kind: DependenceKind::Exception, evidence });
+        parts.dependence.push(Dependence {
+            kind: DependenceKind::Exception,
+            evidence,
+            groups: Vec::new(),
+        });
     }
     Branch {
         line: parts.line,
@@ -200,6 +205,7 @@ fn except(cx: &Analysis<'_>, module: &Module, stmt: &StmtTry, index: usize) -> P
     parts.dependence.push(Dependence {
         kind: DependenceKind::Exception,
         evidence: format!("`{clause}` at line {} runs only on ranks that raised", parts.line),
+        groups: Vec::new(),
     });
     parts.jump = super::handler_jump_of(module, handler);
     parts

@@ -64,6 +64,10 @@ pub(crate) struct Reason {
     pub origin: String,
     /// How the value gets from the expression to the source, outermost first.
     pub hops: Vec<String>,
+    /// For a rank id: the process groups it is a rank *within*, as written
+    /// (`dist.get_rank(self.dp_group)` → `self.dp_group`; `tp_rank == 0 and sp_rank == 0` →
+    /// both groups); empty for the world rank, or when a world rank met it in the value.
+    pub groups: Vec<String>,
 }
 
 impl Reason {
@@ -104,7 +108,17 @@ pub(crate) struct Deps {
 
 impl Deps {
     pub(crate) fn reason(kind: DependenceKind, origin: String) -> Deps {
-        Deps { reasons: vec![Reason { kind, origin, hops: Vec::new() }], ..Deps::default() }
+        Deps {
+            reasons: vec![Reason { kind, origin, hops: Vec::new(), groups: Vec::new() }],
+            ..Deps::default()
+        }
+    }
+
+    /// The rank within process group `group` (as written).
+    pub(crate) fn rank_within(origin: String, group: String) -> Deps {
+        let mut d = Deps::reason(DependenceKind::RankId, origin);
+        d.reasons[0].groups = vec![group];
+        d
     }
 
     pub(crate) fn opaque(evidence: String) -> Deps {
@@ -121,8 +135,11 @@ impl Deps {
 
     pub(crate) fn merge(&mut self, other: Deps) {
         for r in other.reasons {
-            if !self.reasons.iter().any(|x| x.kind == r.kind) {
-                self.reasons.push(r);
+            match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
+                // One reason per kind is shown; it is the rank within each group met, or the
+                // world rank once a world rank is met.
+                Some(x) => x.groups = merge_groups(&x.groups, &r.groups),
+                None => self.reasons.push(r),
             }
         }
         for p in other.params {
@@ -167,7 +184,7 @@ impl Deps {
         let mut out: Vec<Dependence> = self
             .reasons
             .iter()
-            .map(|r| Dependence { kind: r.kind, evidence: r.evidence() })
+            .map(|r| Dependence { kind: r.kind, evidence: r.evidence(), groups: r.groups.clone() })
             .collect();
         out.sort_by_key(|d| d.kind);
         if out.is_empty()
@@ -182,10 +199,21 @@ impl Deps {
                     })
             })
         {
-            out.push(Dependence { kind: DependenceKind::Unknown, evidence: o });
+            out.push(Dependence { kind: DependenceKind::Unknown, evidence: o, groups: Vec::new() });
         }
         out
     }
+}
+
+/// The process groups a rank id met in one value is a rank within: the union of both sides',
+/// or none (the world rank) when either side is the world rank.
+pub fn merge_groups(a: &[String], b: &[String]) -> Vec<String> {
+    if a.is_empty() || b.is_empty() {
+        return Vec::new();
+    }
+    let mut out = a.to_vec();
+    out.extend(b.iter().filter(|g| !a.contains(g)).cloned());
+    out
 }
 
 /// A value, with its elements when it is a tuple whose parts are known apart

@@ -423,6 +423,15 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         })
                     })
                     .map(|k| &k.value)
+                    .or_else(|| match &via {
+                        // `dist.barrier(self.pp_group)`: the table says where the group sits.
+                        SiteVia::Table(q) => knowledge()
+                            .api(q)
+                            .and_then(|a| a.group_arg)
+                            .and_then(|i| c.arguments.args.get(i))
+                            .filter(|a| !matches!(a, Expr::Starred(_))),
+                        _ => None,
+                    })
                     .filter(|v| !matches!(v, Expr::NoneLiteral(_)));
                 let input = match &via {
                     SiteVia::Table(q) => shape_input(c, q),
