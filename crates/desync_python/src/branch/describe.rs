@@ -44,6 +44,11 @@ pub(super) fn branch(cx: &Analysis<'_>, module: &Module, candidate: &Candidate<'
             });
             parts
         }
+        Decider::ChosenContext { stmt, test } => {
+            let mut parts = Parts::new(cx, module, Construct::With, stmt.start(), None);
+            parts.set_condition(cx, module, stmt.start(), test);
+            parts
+        }
         Decider::Jump(target) => match target.guard {
             Guard::If { stmt, clause } => {
                 let mut parts = Parts::new(cx, module, target.construct, target.stmt.start(), None);

@@ -9,7 +9,10 @@
 //!    sits beside: that statement (an extra logging collective under `if rank == 0:`).
 //! 3. A guarded `continue`/`break`/`return`/`raise` that can skip one line and lands where the
 //!    other group is (`if not torch.isfinite(loss): continue` before `loss.backward()`).
-//! 4. A loop around one line but not the other: its header (ragged data, `while step < n_local`).
+//! 4. A `with` around both lines whose manager a condition chooses
+//!    (`with nullcontext() if sync_now else model.no_sync():`): the same statements issue
+//!    different collectives under either manager (DDP's backward all-reduces or not).
+//! 5. A loop around one line but not the other: its header (ragged data, `while step < n_local`).
 //!
 //! With no `line_b`, guarded jumps come first, then the statements around `line_a`, innermost
 //! first. Among the candidates, the first whose condition shows a known rank-dependence wins,
@@ -20,7 +23,7 @@ mod jumps;
 mod order;
 mod structure;
 
-use ruff_python_ast::{ExceptHandler, Stmt, StmtIf, StmtTry, StmtWith};
+use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtIf, StmtTry, StmtWith};
 use ruff_text_size::Ranged;
 
 use crate::flow::Analysis;
@@ -67,6 +70,12 @@ pub(super) enum Decider<'a> {
         handler: usize,
     },
     With(&'a StmtWith),
+    /// `with a if c else b:` around both groups' lines: the manager chosen by `test` changes
+    /// what the body's statements issue (`model.no_sync()` against `nullcontext()`).
+    ChosenContext {
+        stmt: &'a StmtWith,
+        test: &'a Expr,
+    },
     Jump(Target<'a>),
 }
 
@@ -106,6 +115,7 @@ pub(crate) fn candidates(
         candidates.extend(split.decisive);
         candidates.extend(jumps::skipping(&sites, &path_a, Some(path_b)));
         candidates.extend(jumps::skipping(&sites, path_b, Some(&path_a)));
+        candidates.extend(split.contexts);
         candidates.extend(split.loops);
     } else {
         // The same line for both groups means shifted streams: someone skipped a whole pass.

@@ -13,6 +13,9 @@ use crate::tree::{Level, Path, Slot, is_loop};
 #[derive(Default)]
 pub(super) struct Split<'a> {
     pub decisive: Vec<Candidate<'a>>,
+    /// `with` statements around both lines whose manager a condition chooses, innermost
+    /// first: they explain less than a statement that holds one line only, more than a loop.
+    pub contexts: Vec<Candidate<'a>>,
     pub loops: Vec<Candidate<'a>>,
 }
 
@@ -32,6 +35,7 @@ pub(super) fn split<'a>(module: &Module, a: &Path<'a>, b: &Path<'a>) -> Split<'a
     if common == la && common == lb {
         return out;
     }
+    out.contexts = chosen_contexts(module, &a.levels[..common], a);
     if common == la || common == lb {
         // One line is the header of a compound statement that holds the other line.
         let deeper = if common == la { b } else { a };
@@ -76,6 +80,36 @@ fn inside<'a>(module: &Module, path: &Path<'a>, from: usize) -> Vec<Candidate<'a
         let (outer, inner): (&Level<'a>, &Level<'a>) = (&pair[0], &pair[1]);
         if let Some(decider) = decider_for(outer.stmt(), inner.slot) {
             out.push(Candidate { decider, skipped_line: Some(path.line), indirect: false });
+        }
+    }
+    out
+}
+
+/// The `with` statements among `shared` (levels both lines are inside of, outermost first)
+/// whose body holds the lines and whose manager is chosen by a conditional expression,
+/// innermost first, within the lines' function.
+fn chosen_contexts<'a>(
+    module: &Module,
+    shared: &[Level<'a>],
+    path: &Path<'a>,
+) -> Vec<Candidate<'a>> {
+    let from = path.function_level(module).map_or(0, |f| f + 1);
+    let mut out = Vec::new();
+    for (depth, level) in shared.iter().enumerate().skip(from).rev() {
+        let Stmt::With(with) = level.stmt() else { continue };
+        // The lines are in the body, not on the header (`with a if c else b:` itself).
+        if path.levels.get(depth + 1).is_none_or(|inner| inner.slot != Slot::Body) {
+            continue;
+        }
+        for item in &with.items {
+            if let Expr::If(chosen) = &item.context_expr {
+                out.push(Candidate {
+                    decider: Decider::ChosenContext { stmt: with, test: &chosen.test },
+                    skipped_line: None,
+                    indirect: false,
+                });
+                break;
+            }
         }
     }
     out

@@ -177,6 +177,35 @@ def f(x, use_fast_path):
 }
 
 #[test]
+fn a_context_manager_chosen_by_a_local_test_decides_what_the_body_issues() {
+    // DDP gradient accumulation by a rank-local token budget: the rank that reached it runs
+    // backward outside `no_sync()` (the gradient all_reduce) while its peers accumulate and go
+    // on to the next micro-batch's collective.
+    let src = "\
+import torch.distributed as dist
+from contextlib import nullcontext
+from torch.utils.data import DataLoader
+def train(model, shard, budget):
+    seen = 0
+    for tokens, mask in DataLoader(shard, batch_size=8):
+        seen += int(mask.sum())
+        sync_now = seen >= budget
+        with nullcontext() if sync_now else model.no_sync():
+            loss = count_and_loss(model, tokens)  # <B>
+            loss.backward()  # <A>
+        if sync_now:
+            seen = 0
+";
+    let b = branch(src).unwrap();
+    assert_branch(&b, Construct::With, src, "with nullcontext()", "sync_now");
+    assert_eq!(kinds(&b), [DependenceKind::LocalData]);
+    assert_eq!(branch_swapped(src).unwrap().line, line(src, "with nullcontext()"));
+    // A plain `with` around both lines decides nothing.
+    let plain = src.replace("nullcontext() if sync_now else model.no_sync()", "torch.no_grad()");
+    assert!(branch(&plain).is_none_or(|b| b.construct != Construct::With));
+}
+
+#[test]
 fn with_suppress_swallows_the_collective() {
     let src = "\
 def f(x):
