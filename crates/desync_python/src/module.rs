@@ -5,7 +5,7 @@
 //! Lines are 1-based and follow Python's rules (`\n`, `\r\n` and a lone `\r` all end a line),
 //! the same numbering `CPython` puts in tracebacks and Flight Recorder puts in frames.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use ruff_python_ast::{PySourceType, Stmt};
@@ -150,7 +150,7 @@ impl Module {
     /// and strings included: an upper bound on its uses).
     pub(crate) fn word_count(&self, word: &str) -> u32 {
         let words = self.words.get_or_init(|| {
-            let mut counts: HashMap<String, u32> = HashMap::new();
+            let mut counts: HashMap<String, u32> = HashMap::default();
             let is_word = |c: char| c.is_alphanumeric() || c == '_';
             for w in self.source.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {
                 *counts.entry(w.to_owned()).or_default() += 1;

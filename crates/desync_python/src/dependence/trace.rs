@@ -5,7 +5,9 @@
 //! slices with variable bounds, data-dependent shapes, concatenations of lists, data loaders,
 //! padding, dtype choices and collectives that already agreed on the value.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet as HashSet;
 
 use ruff_python_ast::{Expr, ExprCall, Mod, Number, UnaryOp};
 use ruff_python_parser::{Mode, ParseOptions, parse_unchecked};
@@ -126,7 +128,7 @@ pub(crate) fn trace(module: &Module, line: u32, expr_source: &str) -> Vec<ValueS
     }];
     let mut queue: VecDeque<(String, TextSize, Scope<'_>, u32)> =
         names(&root.body).into_iter().map(|n| (n, at, scope, 1)).collect();
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     while let Some((name, at, scope, depth)) = queue.pop_front() {
         if steps.len() >= MAX_STEPS {
             break;

@@ -31,7 +31,7 @@ mod summary;
 mod value;
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 use ruff_python_ast::{Expr, Mod};

@@ -5,7 +5,7 @@
 //! only through the knowledge table.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 

@@ -6,7 +6,9 @@
 //! qualified name (`self.trainer.is_global_zero` in a `LightningModule`). The bridge to code and
 //! `desync lint` read the same table, so a framework added here is known to both.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
@@ -246,7 +248,7 @@ impl Knowledge {
         let raw: Raw = toml::from_str(text)?;
         let mut aliases: Vec<(String, String)> = raw.aliases.into_iter().collect();
         aliases.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::default();
         for (i, api) in raw.api.iter().enumerate() {
             for name in &api.names {
                 by_name.insert(name.clone(), i);

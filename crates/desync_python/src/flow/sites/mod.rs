@@ -16,7 +16,7 @@ mod metadata;
 mod wrapped;
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -148,7 +148,7 @@ fn segments() -> &'static Segments {
     static ONCE: OnceLock<Segments> = OnceLock::new();
     ONCE.get_or_init(|| {
         let mut s =
-            Segments { members: HashSet::new(), properties: HashSet::new(), wrappers: Vec::new() };
+            Segments { members: HashSet::default(), properties: HashSet::default(), wrappers: Vec::new() };
         for api in knowledge().apis() {
             for name in &api.names {
                 let last = short_name(name).to_owned();
@@ -265,7 +265,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
         let function_line = function.map(|d| module.line_of(d.name.start()));
         let mut eval: Option<Eval<'_, '_>> = None;
         for e in header_exprs(stmt) {
-            let mut callees: HashSet<TextSize> = HashSet::new();
+            let mut callees: HashSet<TextSize> = HashSet::default();
             let mut nodes: Vec<&Expr> = Vec::new();
             expr::walk(e, &mut |x| {
                 if let Expr::Call(c) = x {
