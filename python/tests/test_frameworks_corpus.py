@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, desync_bin
+from conftest import REPO, desync_bin, run_desync
 from desync_jobs.frameworks import cases_dir, jobs
 from desync_jobs.frameworks.make import check_expected, check_run
 from desync_jobs.run import run_job
@@ -188,3 +188,21 @@ def test_desync_diagnoses_the_case(case):
     if row["branch_scored"]:
         assert row["branch_ok"], f"{case.name}: branch {row['got_branch']}, want {row.get('want_branch')}"
     assert row["leaks"] == [], f"{case.name}: library frames shown as user code: {row['leaks']}"
+    jumped = json.loads((case / "expected.json").read_text()).get("jumped")
+    if jumped is not None:
+        # The sentence names the ranks that took the jump (the design's), not always the
+        # culprits: a `return` around code only the culprits ran was taken by the others.
+        _, report, _ = run_desync(case / "dumps", source_root=case / "src")
+        explanation = report["code"]["explanation"]
+        assert explanation.startswith(f"rank(s) {_ranges(jumped)} "), explanation
+
+
+def _ranges(ranks: list[int]) -> str:
+    """`[0, 1, 2, 5]` as desync prints rank sets: `0-2,5`."""
+    out, start = [], None
+    for i, r in enumerate(ranks):
+        start = r if start is None else start
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            out.append(str(r) if r == start else f"{start}-{r}")
+            start = None
+    return ",".join(out)

@@ -47,7 +47,7 @@ def check_expected(case: Path) -> list[str]:
     exp = json.loads((case / "expected.json").read_text())
     required = {"category", "culprit_ranks", "process_group", "collective_seq_id", "branch",
                 "notes"}
-    optional = {"accept_culprits", "branch_alt", "origin"}
+    optional = {"accept_culprits", "branch_alt", "origin", "jumped"}
     missing, extra = required - set(exp), set(exp) - required - optional
     if missing or extra:
         problems.append(f"fields: missing {sorted(missing)}, unknown {sorted(extra)}")

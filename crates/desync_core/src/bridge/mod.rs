@@ -203,7 +203,8 @@ pub fn find_code(
     if let Some(local) = &best.local_path
         && let Some(module) = desync_python::Project::load(&project, local)
     {
-        finding.explanation = explain(&best, d, &module);
+        let jumpers = jumping_side(&best, &sides, &d.culprit_ranks);
+        finding.explanation = explain(&best, d, &jumpers, &module);
         finding.snippet = Some(match straggler_from_line(d, &best) {
             Some(from) => snippet_between(&module, from, best.line),
             None => snippet(&module, best.line),
@@ -572,7 +573,25 @@ fn origin_rank(d: &DependenceItem) -> u8 {
     }
 }
 
-fn explain(b: &BranchPoint, d: &Diagnosis, module: &Module) -> String {
+/// The ranks that took a jump: the side whose stack does not hold the line it skips. A
+/// `return` around code only the culprits ran (a barrier the others never reached) was taken
+/// by the others; one that skips what the others are in was taken by the culprits.
+fn jumping_side(b: &BranchPoint, sides: &Sides<'_>, culprits: &RankSet) -> RankSet {
+    let Some(skipped) = b.skipped_line else { return culprits.clone() };
+    let holds = |entry: &Entry| {
+        entry
+            .stack()
+            .is_some_and(|frames| frames.iter().any(|f| f.line == skipped && *f.file == *b.file))
+    };
+    let departed_holds = sides.iter().any(|(role, _, e)| *role == "departed" && holds(e));
+    let others = sides.iter().find(|(role, _, e)| *role != "departed" && !holds(e));
+    match others {
+        Some((_, ranks, _)) if departed_holds => ranks.clone(),
+        _ => culprits.clone(),
+    }
+}
+
+fn explain(b: &BranchPoint, d: &Diagnosis, jumpers: &RankSet, module: &Module) -> String {
     let (culprits, category) = (&d.culprit_ranks, d.category);
     let at = format!("{}:{}", short_path(&b.file), b.line);
     let kinds: Vec<&str> = {
@@ -622,10 +641,10 @@ fn explain(b: &BranchPoint, d: &Diagnosis, module: &Module) -> String {
                     module.line_text(l).map(|t| format!("skip `{}` (line {l}) via", t.trim()))
                 })
                 .unwrap_or_else(|| "leave the loop early via".into());
-            format!("rank(s) {culprits} {skipped} `{}` at {at}{because}", b.construct)
+            format!("rank(s) {jumpers} {skipped} `{}` at {at}{because}", b.construct)
         }
         "except" => format!(
-            "rank(s) {culprits} took the `except` at {at} (`{}`): an exception raised on those ranks only{because}",
+            "rank(s) {jumpers} took the `except` at {at} (`{}`): an exception raised on those ranks only{because}",
             b.source
         ),
         construct if category == Category::Deadlock => format!(

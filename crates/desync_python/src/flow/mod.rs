@@ -30,8 +30,8 @@ mod sites;
 mod summary;
 mod value;
 
-use std::cell::RefCell;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use ruff_python_ast::{Expr, Mod};

@@ -15,8 +15,8 @@ mod callers;
 mod metadata;
 mod wrapped;
 
-use std::cell::RefCell;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -147,8 +147,11 @@ struct Segments {
 fn segments() -> &'static Segments {
     static ONCE: OnceLock<Segments> = OnceLock::new();
     ONCE.get_or_init(|| {
-        let mut s =
-            Segments { members: HashSet::default(), properties: HashSet::default(), wrappers: Vec::new() };
+        let mut s = Segments {
+            members: HashSet::default(),
+            properties: HashSet::default(),
+            wrappers: Vec::new(),
+        };
         for api in knowledge().apis() {
             for name in &api.names {
                 let last = short_name(name).to_owned();
