@@ -5,8 +5,9 @@
 //! Lines are 1-based and follow Python's rules (`\n`, `\r\n` and a lone `\r` all end a line),
 //! the same numbering `CPython` puts in tracebacks and Flight Recorder puts in frames.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use ruff_python_ast::{PySourceType, Stmt};
 use ruff_python_parser::parse_unchecked_source;

@@ -30,9 +30,10 @@ mod sites;
 mod summary;
 mod value;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::cell::RefCell;
 use std::rc::Rc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use ruff_python_ast::{Expr, Mod};
 use ruff_python_parser::{Mode, ParseOptions, parse_expression_range, parse_unchecked};

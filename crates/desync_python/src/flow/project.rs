@@ -4,10 +4,11 @@
 //! the paths given to `desync lint`); an import that resolves elsewhere is a library, known
 //! only through the knowledge table.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::module::Module;
 

@@ -8,8 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::OnceLock;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Deserialize;
 
