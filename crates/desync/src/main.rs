@@ -10,11 +10,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mimalloc instead of glibc's allocator: a fifth less CPU for `lint` and `analyze`, whose
-/// parsers allocate many small short-lived nodes (measured in docs/lint.md, "Speed").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// What a command concluded, before it becomes an exit code.
 pub enum Outcome {
     Clean,
