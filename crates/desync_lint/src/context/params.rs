@@ -126,13 +126,13 @@ fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Depend
     let line = (function.def_line..=function.end_line)
         .find(|l| ctx.module.line_text(*l).is_some_and(|t| iterates(t, p)))?;
     Some(Dependence {
-        groups: Vec::new(),
         kind: DependenceKind::LocalData,
         evidence: format!(
             "the items of `{p}`, a parameter `{}` iterates at line {line} and no call in view \
              passes (taken as the rank's own data)",
             function.name
         ),
+        groups: Vec::new(),
     })
 }
 
@@ -162,9 +162,8 @@ fn iterates(line: &str, p: &str) -> bool {
 }
 
 /// Adds `d` unless a dependence of the same kind is already there (the first is the most
-/// direct).
-/// One dependence per kind; a rank id passed in by a caller (whose groups are written in the
-/// caller's names) counts as the world rank.
+/// direct); a rank id then stays the rank within a group only if both were, and a rank passed
+/// in by a caller (its groups are written in the caller's names) counts as the world rank.
 fn push(out: &mut Vec<Dependence>, d: Dependence) {
     if d.kind == DependenceKind::Unknown {
         return;
