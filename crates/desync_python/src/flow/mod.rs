@@ -35,7 +35,7 @@ use std::rc::Rc;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use ruff_python_ast::{Expr, Mod};
+use ruff_python_ast::{Expr, ExprCall, Mod};
 use ruff_python_parser::{Mode, ParseOptions, parse_expression_range, parse_unchecked};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
@@ -200,10 +200,27 @@ impl Deps {
                     })
             })
         {
-            out.push(Dependence { kind: DependenceKind::Unknown, evidence: o, groups: Vec::new() });
+            out.push(Dependence::new(DependenceKind::Unknown, o));
         }
         out
     }
+}
+
+/// The process-group argument of a call, as written: `group=` (or `process_group=`, `pg=`), else
+/// the positional argument at `position` (the table's `group_arg`); `None` for the world
+/// (`group=None`, or not passed).
+pub(crate) fn group_argument(call: &ExprCall, position: Option<usize>) -> Option<&Expr> {
+    let keyword = call.arguments.keywords.iter().find(|k| {
+        k.arg.as_ref().is_some_and(|a| matches!(a.id.as_str(), "group" | "process_group" | "pg"))
+    });
+    keyword
+        .map(|k| &k.value)
+        .or_else(|| {
+            position
+                .and_then(|i| call.arguments.args.get(i))
+                .filter(|a| !matches!(a, Expr::Starred(_)))
+        })
+        .filter(|g| !matches!(g, Expr::NoneLiteral(_)))
 }
 
 /// The process groups a rank id met in one value is a rank within: the union of both sides',

@@ -96,23 +96,6 @@ const DEVICE_KEYWORDS: &[&str] =
 
 /// Whether a placement argument names a device: a string (`"cuda:0"`), `torch.device(...)`, or
 /// an index that depends on nothing but the rank (the local rank is the device index).
-/// The process group a `get_rank(group)` call asks about: its first argument or `group=`
-/// (`None`, or absent: the world). Only `get_rank` takes a group as the rank's scope; the
-/// table's other rank reads (`get_global_rank(group, r)`, framework properties) name ranks
-/// across the whole job.
-fn rank_group<'c>(path: &str, c: &'c ExprCall) -> Option<&'c Expr> {
-    if !path.ends_with(".get_rank") || path.contains("DeviceMesh") {
-        return None;
-    }
-    c.arguments
-        .keywords
-        .iter()
-        .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "group"))
-        .map(|k| &k.value)
-        .or_else(|| c.arguments.args.first())
-        .filter(|g| !matches!(g, Expr::NoneLiteral(_)))
-}
-
 fn is_device(arg: &Expr, deps: &Deps) -> bool {
     match arg {
         Expr::StringLiteral(_) | Expr::FString(_) => true,
@@ -847,7 +830,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)
             }
-            Role::Rank => match rank_group(path, c) {
+            Role::Rank => match api.group_arg.and_then(|i| super::group_argument(c, Some(i))) {
                 Some(group) => Deps::rank_within(origin, self.text(group).to_owned()),
                 None => Deps::reason(RankId, origin),
             },

@@ -77,8 +77,9 @@ pub struct Api {
     /// have the same dtype (`dist.all_reduce(t)`; not `dcp.load(state_dict, ...)`).
     #[serde(default)]
     pub tensors: bool,
-    /// For a collective: the position of its process-group parameter
-    /// (`dist.barrier(self.pp_group)`: 0), when a call passes it positionally.
+    /// For a collective, or a rank read scoped to a group (`get_rank(group)`): the position of
+    /// its process-group parameter (`dist.barrier(self.pp_group)`: 0), when a call passes it
+    /// positionally.
     pub group_arg: Option<usize>,
     /// Where the fact comes from: a file of the package and its version.
     pub source: String,

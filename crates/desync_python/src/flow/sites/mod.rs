@@ -417,26 +417,11 @@ impl<'a, 'p> Collectives<'a, 'p> {
     ) -> CollectiveSite {
         let (callee, group, input) = match node {
             Expr::Call(c) => {
-                let group = c
-                    .arguments
-                    .keywords
-                    .iter()
-                    .find(|k| {
-                        k.arg.as_ref().is_some_and(|a| {
-                            matches!(a.id.as_str(), "group" | "process_group" | "pg")
-                        })
-                    })
-                    .map(|k| &k.value)
-                    .or_else(|| match &via {
-                        // `dist.barrier(self.pp_group)`: the table says where the group sits.
-                        SiteVia::Table(q) => knowledge()
-                            .api(q)
-                            .and_then(|a| a.group_arg)
-                            .and_then(|i| c.arguments.args.get(i))
-                            .filter(|a| !matches!(a, Expr::Starred(_))),
-                        _ => None,
-                    })
-                    .filter(|v| !matches!(v, Expr::NoneLiteral(_)));
+                let position = match &via {
+                    SiteVia::Table(q) => knowledge().api(q).and_then(|a| a.group_arg),
+                    _ => None,
+                };
+                let group = super::group_argument(c, position);
                 let input = match &via {
                     SiteVia::Table(q) => shape_input(c, q),
                     _ => None,
