@@ -113,6 +113,13 @@ pub struct Dependence {
     pub groups: Vec<String>,
 }
 
+impl Dependence {
+    /// A dependence that is not a rank within a named group (any kind, or the world rank).
+    pub fn new(kind: DependenceKind, evidence: String) -> Self {
+        Dependence { kind, evidence, groups: Vec::new() }
+    }
+}
+
 /// A jump that follows the construct, e.g. the `continue` at the end of an `except` body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Jump {

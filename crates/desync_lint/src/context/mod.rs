@@ -189,11 +189,7 @@ mod tests {
         assert!(splits_group(&[rank(None)], Some("self.pp_group")));
         let mixed = [
             rank(Some("self.global_dp_group")),
-            Dependence {
-                kind: DependenceKind::LocalData,
-                evidence: String::new(),
-                groups: Vec::new(),
-            },
+            Dependence::new(DependenceKind::LocalData, String::new()),
         ];
         assert!(splits_group(&mixed, Some("self.pp_group")));
         assert!(splits_group(&[rank(Some("groups[i]"))], Some("groups[i]")));

@@ -58,7 +58,7 @@ pub(super) fn resolve(
                         "the length of `{p}` = `{}` (passed by `{}` at line {}) ← {}",
                         arg.text, arg.call, arg.line, d.evidence
                     );
-                    push(&mut out, Dependence { kind: d.kind, evidence, groups: Vec::new() });
+                    push(&mut out, Dependence::new(d.kind, evidence));
                 }
             }
         }
@@ -95,10 +95,7 @@ fn parameter_uncached(
                 "`{p}` (the process index `{}` at line {} passes: each process gets its rank)",
                 arg.call, arg.line
             );
-            push(
-                &mut out,
-                Dependence { kind: DependenceKind::RankId, evidence, groups: Vec::new() },
-            );
+            push(&mut out, Dependence::new(DependenceKind::RankId, evidence));
             continue;
         }
         if depth >= MAX_CALLER_DEPTH {
@@ -110,7 +107,7 @@ fn parameter_uncached(
                 "`{p}` = `{}` (passed by `{}` at line {}) ← {}",
                 arg.text, arg.call, arg.line, d.evidence
             );
-            push(&mut out, Dependence { kind: d.kind, evidence, groups: Vec::new() });
+            push(&mut out, Dependence::new(d.kind, evidence));
         }
     }
     out
@@ -125,15 +122,14 @@ fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Depend
     }
     let line = (function.def_line..=function.end_line)
         .find(|l| ctx.module.line_text(*l).is_some_and(|t| iterates(t, p)))?;
-    Some(Dependence {
-        kind: DependenceKind::LocalData,
-        evidence: format!(
+    Some(Dependence::new(
+        DependenceKind::LocalData,
+        format!(
             "the items of `{p}`, a parameter `{}` iterates at line {line} and no call in view \
              passes (taken as the rank's own data)",
             function.name
         ),
-        groups: Vec::new(),
-    })
+    ))
 }
 
 /// Whether a line iterates `p` itself: `for x in p`, `for i, x in enumerate(p)`, or the same

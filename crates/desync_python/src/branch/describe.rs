@@ -37,11 +37,10 @@ pub(super) fn branch(cx: &Analysis<'_>, module: &Module, candidate: &Candidate<'
                 stmt.items.iter().map(|i| module.text(i.context_expr.range())).collect();
             parts.condition = Some(items.join(", "));
             parts.condition_line = Some(parts.line);
-            parts.dependence.push(Dependence {
-                kind: DependenceKind::Exception,
-                evidence: format!("`{}` swallows exceptions", snippet(&items.join(", "))),
-                groups: Vec::new(),
-            });
+            parts.dependence.push(Dependence::new(
+                DependenceKind::Exception,
+                format!("`{}` swallows exceptions", snippet(&items.join(", "))),
+            ));
             parts
         }
         Decider::ChosenContext { stmt, test } => {
@@ -87,11 +86,7 @@ fn finish(module: &Module, mut parts: Parts, skipped_line: Option<u32>) -> Branc
         && !parts.dependence.iter().any(|d| d.kind == DependenceKind::Exception)
         && let Some(evidence) = enclosing_handler(module, parts.line)
     {
-        parts.dependence.push(Dependence {
-            kind: DependenceKind::Exception,
-            evidence,
-            groups: Vec::new(),
-        });
+        parts.dependence.push(Dependence::new(DependenceKind::Exception, evidence));
     }
     Branch {
         line: parts.line,
@@ -207,11 +202,10 @@ fn except(cx: &Analysis<'_>, module: &Module, stmt: &StmtTry, index: usize) -> P
         }
         None => "except".to_owned(),
     };
-    parts.dependence.push(Dependence {
-        kind: DependenceKind::Exception,
-        evidence: format!("`{clause}` at line {} runs only on ranks that raised", parts.line),
-        groups: Vec::new(),
-    });
+    parts.dependence.push(Dependence::new(
+        DependenceKind::Exception,
+        format!("`{clause}` at line {} runs only on ranks that raised", parts.line),
+    ));
     parts.jump = super::handler_jump_of(module, handler);
     parts
 }
