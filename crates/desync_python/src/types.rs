@@ -111,12 +111,16 @@ pub struct Dependence {
     /// For a rank id: the process groups it is a rank within, as written in the source
     /// (`dist.get_rank(self.dp_group)` → `self.dp_group`); empty for the world rank.
     pub groups: Vec<String>,
+    /// Shown to reach what the value is built from, not the value itself: through what is
+    /// written into a container in place, or a field of an object whose fields could not be
+    /// kept apart, or (in the lint) an assumption about a parameter no call in view passes.
+    pub indirect: bool,
 }
 
 impl Dependence {
     /// A dependence that is not a rank within a named group (any kind, or the world rank).
     pub fn new(kind: DependenceKind, evidence: String) -> Self {
-        Dependence { kind, evidence, groups: Vec::new() }
+        Dependence { kind, evidence, groups: Vec::new(), indirect: false }
     }
 }
 

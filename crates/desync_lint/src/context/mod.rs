@@ -171,9 +171,8 @@ mod tests {
 
     fn rank(group: Option<&str>) -> Dependence {
         Dependence {
-            kind: DependenceKind::RankId,
-            evidence: String::new(),
             groups: group.map(str::to_owned).into_iter().collect(),
+            ..Dependence::new(DependenceKind::RankId, String::new())
         }
     }
 

@@ -42,8 +42,13 @@ pub(super) fn resolve(
     }
     let Some(function) = ctx.module.function_at(line) else { return out };
     for p in &finding.parameters {
+        // A test of the structure of what the caller passes (`p is None`, the type of an
+        // item of `p`): the caller's rank-local data decides nothing there.
+        let structural = finding.structure_parameters.contains(p);
         for d in parameter(ctx, &function, p, depth) {
-            push(&mut out, d);
+            if !(structural && d.kind == DependenceKind::LocalData) {
+                push(&mut out, d);
+            }
         }
     }
     if depth < MAX_CALLER_DEPTH {
@@ -58,7 +63,7 @@ pub(super) fn resolve(
                         "the length of `{p}` = `{}` (passed by `{}` at line {}) ← {}",
                         arg.text, arg.call, arg.line, d.evidence
                     );
-                    push(&mut out, Dependence::new(d.kind, evidence));
+                    push(&mut out, Dependence { evidence, groups: Vec::new(), ..d });
                 }
             }
         }
@@ -107,14 +112,14 @@ fn parameter_uncached(
                 "`{p}` = `{}` (passed by `{}` at line {}) ← {}",
                 arg.text, arg.call, arg.line, d.evidence
             );
-            push(&mut out, Dependence::new(d.kind, evidence));
+            push(&mut out, Dependence { evidence, groups: Vec::new(), ..d });
         }
     }
     out
 }
 
 /// A parameter its function iterates, in a function that issues collectives: the rank's own
-/// data.
+/// data (the structure of its items decides nothing: `item is None`, `isinstance(item, T)`).
 fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Dependence> {
     let issues = ctx.sites.iter().any(|s| s.function() == Some(function.def_line));
     if !issues {
@@ -122,14 +127,12 @@ fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Depend
     }
     let line = (function.def_line..=function.end_line)
         .find(|l| ctx.module.line_text(*l).is_some_and(|t| iterates(t, p)))?;
-    Some(Dependence::new(
-        DependenceKind::LocalData,
-        format!(
-            "the items of `{p}`, a parameter `{}` iterates at line {line} and no call in view \
-             passes (taken as the rank's own data)",
-            function.name
-        ),
-    ))
+    let evidence = format!(
+        "the items of `{p}`, a parameter `{}` iterates at line {line} and no call in view \
+         passes (taken as the rank's own data)",
+        function.name
+    );
+    Some(Dependence::new(DependenceKind::LocalData, evidence))
 }
 
 /// Whether a line iterates `p` itself: `for x in p`, `for i, x in enumerate(p)`, or the same
@@ -158,14 +161,21 @@ fn iterates(line: &str, p: &str) -> bool {
 }
 
 /// Adds `d` unless a dependence of the same kind is already there (the first is the most
-/// direct); a rank id then stays the rank within a group only if both were, and a rank passed
-/// in by a caller (its groups are written in the caller's names) counts as the world rank.
+/// direct, unless it is indirect and `d` is not); a rank id then stays the rank within a group
+/// only if both were, and a rank passed in by a caller (its groups are written in the caller's
+/// names) counts as the world rank.
 fn push(out: &mut Vec<Dependence>, d: Dependence) {
     if d.kind == DependenceKind::Unknown {
         return;
     }
     match out.iter_mut().find(|o| o.kind == d.kind) {
-        Some(o) => o.groups = desync_python::merge_groups(&o.groups, &d.groups),
+        Some(o) => {
+            let groups = desync_python::merge_groups(&o.groups, &d.groups);
+            if o.indirect && !d.indirect {
+                *o = d;
+            }
+            o.groups = groups;
+        }
         None => out.push(d),
     }
 }

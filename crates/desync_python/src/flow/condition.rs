@@ -8,7 +8,7 @@ use ruff_python_ast::{BoolOp, CmpOp, Expr, ExprCompare, Number, UnaryOp};
 use ruff_text_size::TextSize;
 
 use super::value::Eval;
-use super::{Analysis, Deps, Finding};
+use super::{Analysis, Deps, Finding, via};
 use crate::module::Module;
 use crate::types::DependenceKind;
 
@@ -71,11 +71,27 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
 /// What decides a test of a value's structure (`x is None`, `isinstance(x, T)`,
 /// `hasattr(x, "a")`): the code path that made the value, not its contents. A batch, a loss or
 /// a model's outputs hold different numbers on every rank but the same structure (the same
-/// keys, the same `None`s), so rank-local *data* decides nothing here; the rank, the
-/// environment and the rest still do.
+/// keys, the same `None`s), so rank-local *data* decides nothing here. The same holds for
+/// values computed *from* the rank (`tp_rank * vocab`, a shard picked by rank): what makes
+/// one rank's value `None` or another type is a choice between assignments or returns, so
+/// only the sources that reach the value through such a choice ([`via::CHOICE`]: `x = None`
+/// under `if rank != 0:`, `a if rank == 0 else None`, a return under a test) decide it.
+/// The environment is the exception: a read of it is itself `None` or not
+/// (`os.environ.get("NODE_CACHE")`), host by host.
 fn structure(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
-    let mut deps = e.value(x, at).whole;
-    deps.reasons.retain(|r| r.kind != DependenceKind::LocalData);
+    let mut deps = structural(e.value(x, at).whole);
+    // What a caller passes is decided by the same rule, once the caller is known.
+    deps.structure_only.clone_from(&deps.params);
+    deps
+}
+
+/// The part of `deps` that can decide a value's structure (see [`structure`]).
+pub(super) fn structural(mut deps: Deps) -> Deps {
+    deps.reasons.retain(|r| match r.kind {
+        DependenceKind::LocalData => false,
+        DependenceKind::Environment => true,
+        _ => r.via & via::CHOICE != 0,
+    });
     deps
 }
 

@@ -69,6 +69,37 @@ pub(crate) struct Reason {
     /// (`dist.get_rank(self.dp_group)` → `self.dp_group`; `tp_rank == 0 and sp_rank == 0` →
     /// both groups); empty for the world rank, or when a world rank met it in the value.
     pub groups: Vec<String>,
+    /// How the source reaches the value beyond plain data flow: bits of [`via`].
+    pub via: u8,
+}
+
+/// How a [`Reason`] reaches a value beyond plain data flow (assignments, arithmetic, calls,
+/// returns): bits of [`Reason::via`], accumulated along the chain.
+pub(crate) mod via {
+    /// Through what decides whether, or which, assignment runs: `stop = True` under
+    /// `if rank == 0:`, `x = a if rank == 0 else None`. Such a value can differ in kind
+    /// (set or not, `None` or not) across ranks, not only in contents.
+    pub const CHOICE: u8 = 1;
+    /// Through what is written into a container or an object in place (`d[k] = v`,
+    /// `xs.append(v)`, `obj.attr = v`): the contents written differ, which does not show that
+    /// the container's other parts, its keys or its length do.
+    pub const CONTAINER: u8 = 2;
+    /// Through an attribute of an object held by another object whose fields the analysis
+    /// could not keep apart (`self.state.global_step` where `self.state` was built with the
+    /// rank among its arguments): one field depends on the rank, which does not show that
+    /// this one does.
+    pub const OBJECT: u8 = 4;
+    /// Through the index that picks an item out of a collection (`shards[rank]`,
+    /// `state_dict_list[dp_rank]`, `groups[stage_index]`, `DTYPES[os.environ[...]]`): each
+    /// rank takes its own item, and the item itself differs (a per-rank count, a per-node
+    /// dtype), but what is then *read of it* (an attribute, a method's result: the size of
+    /// the rank's shard, the type of its checkpoint, the size of its group) is not shown to
+    /// differ; such a read turns the reason into an [`OBJECT`] one. A slice (`x[rank::world]`)
+    /// is not a pick: its length follows from the bounds.
+    pub const PICKED: u8 = 8;
+    /// The bits that make a reason indirect: shown to reach the value's surroundings, not
+    /// shown to decide the value itself.
+    pub const INDIRECT: u8 = CONTAINER | OBJECT;
 }
 
 impl Reason {
@@ -99,6 +130,10 @@ pub(crate) struct Deps {
     pub params: Vec<String>,
     /// Parameters whose *length* the value flows from (a counter over a parameter).
     pub length_params: Vec<String>,
+    /// The parameters of `params` reached only through tests of a value's structure
+    /// (`p is None`, `isinstance(item, T)` for an item of `p`): what the caller passes decides
+    /// only through the structure rule ([`condition::structural`]).
+    pub structure_only: Vec<String>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,
     /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
@@ -110,7 +145,7 @@ pub(crate) struct Deps {
 impl Deps {
     pub(crate) fn reason(kind: DependenceKind, origin: String) -> Deps {
         Deps {
-            reasons: vec![Reason { kind, origin, hops: Vec::new(), groups: Vec::new() }],
+            reasons: vec![Reason { kind, origin, hops: Vec::new(), groups: Vec::new(), via: 0 }],
             ..Deps::default()
         }
     }
@@ -135,11 +170,30 @@ impl Deps {
     }
 
     pub(crate) fn merge(&mut self, other: Deps) {
+        // A parameter stays structure-only when neither side reaches its value otherwise.
+        let by_value = |d: &Deps| -> Vec<String> {
+            d.params.iter().filter(|p| !d.structure_only.contains(p)).cloned().collect()
+        };
+        let mut valued = by_value(self);
+        valued.extend(by_value(&other));
+        for p in other.structure_only {
+            if !self.structure_only.contains(&p) {
+                self.structure_only.push(p);
+            }
+        }
+        self.structure_only.retain(|p| !valued.contains(p));
         for r in other.reasons {
             match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
-                // One reason per kind is shown; it is the rank within each group met, or the
-                // world rank once a world rank is met.
-                Some(x) => x.groups = merge_groups(&x.groups, &r.groups),
+                // One reason per kind is shown: the first found, unless a later one reaches
+                // the value more directly. It is the rank within each group met, or the world
+                // rank once a world rank is met.
+                Some(x) => {
+                    let groups = merge_groups(&x.groups, &r.groups);
+                    if x.via & via::INDIRECT != 0 && r.via & via::INDIRECT == 0 {
+                        *x = r;
+                    }
+                    x.groups = groups;
+                }
                 None => self.reasons.push(r),
             }
         }
@@ -168,6 +222,26 @@ impl Deps {
         }
     }
 
+    /// The same dependence reached through `bits` of [`via`] as well.
+    pub(crate) fn through(mut self, bits: u8) -> Deps {
+        for r in &mut self.reasons {
+            r.via |= bits;
+        }
+        self
+    }
+
+    /// What reading an attribute of the value, or calling one of its methods, depends on: a
+    /// source that only picked which item the value is ([`via::PICKED`]) reaches the read
+    /// indirectly.
+    pub(crate) fn read_of(mut self) -> Deps {
+        for r in &mut self.reasons {
+            if r.via & via::PICKED != 0 {
+                r.via |= via::OBJECT;
+            }
+        }
+        self
+    }
+
     /// The same dependence seen one step further out (`hop` describes the step).
     pub(crate) fn hop(mut self, hop: &str) -> Deps {
         for r in &mut self.reasons {
@@ -185,7 +259,12 @@ impl Deps {
         let mut out: Vec<Dependence> = self
             .reasons
             .iter()
-            .map(|r| Dependence { kind: r.kind, evidence: r.evidence(), groups: r.groups.clone() })
+            .map(|r| Dependence {
+                kind: r.kind,
+                evidence: r.evidence(),
+                groups: r.groups.clone(),
+                indirect: r.via & via::INDIRECT != 0,
+            })
             .collect();
         out.sort_by_key(|d| d.kind);
         if out.is_empty()
@@ -355,6 +434,9 @@ pub struct Finding {
     pub dependence: Vec<Dependence>,
     /// Parameters of the enclosing function the value flows from (their callers decide).
     pub parameters: Vec<String>,
+    /// The `parameters` the value reaches only through a test of its structure (`p is None`,
+    /// `isinstance(p, T)`): a caller's rank-local *data* decides nothing there.
+    pub structure_parameters: Vec<String>,
     /// Parameters whose length the value counts.
     pub length_parameters: Vec<String>,
     /// Consensus seen on the way (the value was agreed across ranks there).
@@ -371,6 +453,7 @@ impl Finding {
         Finding {
             dependence: deps.to_public(),
             parameters: deps.params.clone(),
+            structure_parameters: deps.structure_only.clone(),
             length_parameters: deps.length_params.clone(),
             agreed: deps.agreed.clone(),
             configuration: deps.config.clone(),

@@ -165,7 +165,7 @@ fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
             _ => {}
         }
     }
-    out
+    out.through(super::via::CHOICE)
 }
 
 /// Predicates that are false exactly when the job does not run distributed (torch 2.11's

@@ -308,3 +308,76 @@ def main(rank, steps):
     assert_eq!(kinds(&step), [Unknown], "{step:?}");
     assert_eq!(step.length_parameters, ["steps"], "{step:?}");
 }
+
+fn condition_at(src: &str, marker: &str, expr: &str) -> Finding {
+    let m = Module::parse(src);
+    Analysis::default().condition(&m, line(src, marker), expr)
+}
+
+/// A value computed from the rank is `None` (or of a type) on every rank alike; only a choice
+/// between assignments makes one rank's value `None`.
+#[test]
+fn structure_tests_are_decided_by_choices_not_by_computed_values() {
+    let src = "\
+import os
+import torch.distributed as dist
+
+def f(vocab, shards):
+    tp_rank = dist.get_rank()
+    start = tp_rank * vocab
+    mine = shards[tp_rank]
+    chosen = None if tp_rank != 0 else vocab
+    cache = os.environ.get('NODE_CACHE')
+    pass  # <use>
+";
+    // (`vocab` and `shards` are parameters nothing in view passes: unknown, not the rank.)
+    assert!(!kinds(&condition_at(src, "<use>", "start is None")).contains(&RankId));
+    assert!(!kinds(&condition_at(src, "<use>", "isinstance(mine, dict)")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "chosen is None")).contains(&RankId));
+    assert_eq!(kinds(&condition_at(src, "<use>", "cache is None")), [Environment]);
+    // The values themselves still depend on the rank.
+    assert!(kinds(&condition_at(src, "<use>", "start > 0")).contains(&RankId));
+}
+
+/// Evidence through what is written into a container, through a field of an object held by
+/// another, or through what is read of an item picked by the rank is indirect; a choice, an
+/// in-place tensor update and the picked item itself are direct.
+#[test]
+fn indirect_steps_are_marked_on_the_evidence() {
+    let src = "\
+import torch
+import torch.distributed as dist
+
+class Loop:
+    def __init__(self, groups, counts):
+        rank = dist.get_rank()
+        self.state = make_state(rank)
+        self.group = groups[rank]
+        self.budget = counts[rank]
+        keys = []
+        if rank == 0:
+            keys.append('model')
+        flag = torch.zeros(1)
+        stop = False
+        if rank == 0:
+            flag.fill_(1)
+            stop = True
+        pass  # <use>
+
+def make_state(rank):
+    return {'rank': rank}
+";
+    let indirect = |expr: &str| {
+        let f = at(src, "<use>", expr);
+        let rank: Vec<bool> =
+            f.dependence.iter().filter(|d| d.kind == RankId).map(|d| d.indirect).collect();
+        assert_eq!(rank.len(), 1, "{expr}: {f:?}");
+        rank[0]
+    };
+    assert!(indirect("len(keys)"));
+    assert!(indirect("self.state.step"));
+    assert!(indirect("self.group.size()"));
+    assert!(!indirect("self.budget"));
+    assert!(!indirect("flag.item()"));
+    assert!(!indirect("stop"));
+}

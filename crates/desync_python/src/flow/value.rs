@@ -7,7 +7,7 @@ use ruff_python_ast::{Comprehension, Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::{ClassRef, FnRef, Sym};
-use super::{Analysis, Deps, MAX_HOPS, Value, key_of, node_text, quote};
+use super::{Analysis, Deps, MAX_HOPS, Value, key_of, node_text, quote, via};
 use crate::dependence::bindings::{self, Binding, Scope, Source};
 use crate::expr::children;
 use crate::knowledge::{Agrees, RANK_ENV_VARS, Role, UNIFORM_ENV_VARS, knowledge};
@@ -183,6 +183,13 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
             // A lambda's body runs later, elsewhere.
             Expr::Lambda(_) => Value::default(),
+            // The test chooses which value it is.
+            Expr::If(x) => {
+                let mut out = self.value_at(&x.body, at, depth + 1);
+                out.merge(self.value_at(&x.orelse, at, depth + 1));
+                out.whole.merge(self.value_at(&x.test, at, depth + 1).whole.through(via::CHOICE));
+                out
+            }
             _ => {
                 let mut out = Value::default();
                 for child in children(e) {
@@ -449,7 +456,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             match (owner, level.slot) {
                 (Stmt::If(s), Slot::Body) => {
                     let d = super::condition::decision(self, &s.test, s.start());
-                    out.merge(d.hop(&format!(
+                    out.merge(d.through(via::CHOICE).hop(&format!(
                         "under `if {}` (line {})",
                         crate::expr::snippet(self.module.text(s.test.range())),
                         self.line_of(s.start())
@@ -460,13 +467,13 @@ impl<'a, 'm> Eval<'a, 'm> {
                     for c in s.elif_else_clauses.iter().take(i + 1).filter_map(|c| c.test.as_ref())
                     {
                         let d = super::condition::decision(self, c, c.start());
-                        out.merge(d.hop(&format!(
+                        out.merge(d.through(via::CHOICE).hop(&format!(
                             "under `elif {}`",
                             crate::expr::snippet(self.module.text(c.range()))
                         )));
                     }
                     let d = super::condition::decision(self, &s.test, s.start());
-                    out.merge(d.hop(&format!(
+                    out.merge(d.through(via::CHOICE).hop(&format!(
                         "in the `else` of `if {}` (line {})",
                         crate::expr::snippet(self.module.text(s.test.range())),
                         self.line_of(s.start())
@@ -474,19 +481,22 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
                 (Stmt::While(s), Slot::Body) => {
                     let d = super::condition::decision(self, &s.test, s.start());
-                    out.merge(d.hop(&format!(
+                    out.merge(d.through(via::CHOICE).hop(&format!(
                         "inside `while {}`",
                         crate::expr::snippet(self.module.text(s.test.range()))
                     )));
                 }
                 (Stmt::Try(t), Slot::Handler(_)) => {
-                    out.merge(Deps::reason(
-                        Exception,
-                        format!(
-                            "the `except` at line {} (only ranks that raised run it)",
-                            self.line_of(t.start())
-                        ),
-                    ));
+                    out.merge(
+                        Deps::reason(
+                            Exception,
+                            format!(
+                                "the `except` at line {} (only ranks that raised run it)",
+                                self.line_of(t.start())
+                            ),
+                        )
+                        .through(via::CHOICE),
+                    );
                 }
                 _ => {}
             }
@@ -519,29 +529,32 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// `update`/`setdefault`), each with what decides whether it runs.
     /// `until`: only the writes that start before it.
     fn mutations(&mut self, name: &str, binding: &Binding<'m>, until: Option<TextSize>) -> Deps {
-        let mut found: Vec<(&'m Stmt, Vec<&'m Expr>)> = Vec::new();
+        // (statement, values written, whether it writes into a part: a container's item or an
+        // object's attribute rather than the value itself)
+        let mut found: Vec<(&'m Stmt, Vec<&'m Expr>, bool)> = Vec::new();
         crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
             if stmt.start() < binding.effective || until.is_some_and(|u| stmt.start() >= u) {
                 return;
             }
-            let writes: Option<Vec<&Expr>> = match stmt {
+            let writes: Option<(Vec<&Expr>, bool)> = match stmt {
                 Stmt::Assign(a) if a.targets.iter().any(|t| writes_into(t, name)) => {
-                    Some(vec![&*a.value])
+                    Some((vec![&*a.value], true))
                 }
-                Stmt::AugAssign(a) if writes_into(&a.target, name) => Some(vec![&*a.value]),
+                Stmt::AugAssign(a) if writes_into(&a.target, name) => Some((vec![&*a.value], true)),
                 Stmt::Expr(e) => match &*e.value {
                     Expr::Call(c) => match &*c.func {
                         Expr::Attribute(m)
                             if matches!(&*m.value, Expr::Name(n) if n.id.as_str() == name)
                                 && is_in_place(m.attr.id.as_str()) =>
                         {
-                            Some(
+                            Some((
                                 c.arguments
                                     .args
                                     .iter()
                                     .chain(c.arguments.keywords.iter().map(|k| &k.value))
                                     .collect(),
-                            )
+                                !is_tensor_in_place(m.attr.id.as_str()),
+                            ))
                         }
                         _ => None,
                     },
@@ -549,12 +562,12 @@ impl<'a, 'm> Eval<'a, 'm> {
                 },
                 _ => None,
             };
-            if let Some(w) = writes {
-                found.push((stmt, w));
+            if let Some((w, into_part)) = writes {
+                found.push((stmt, w, into_part));
             }
         });
         let mut out = Deps::default();
-        for (stmt, values) in found {
+        for (stmt, values, into_part) in found {
             if self.tracing.contains(&stmt.start()) || self.tracing.len() >= MAX_HOPS {
                 continue;
             }
@@ -570,6 +583,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                 self.line_of(stmt.start()),
                 crate::expr::snippet(self.module.trimmed_line_at(stmt.start()).as_str())
             );
+            let d = if into_part { d.through(via::CONTAINER) } else { d };
             out.merge(d.hop(&hop));
         }
         out
@@ -658,9 +672,14 @@ impl<'a, 'm> Eval<'a, 'm> {
         {
             return self.class_attribute(class, a.attr.id.as_str(), e);
         }
-        // A field of an object the project built, or what the whole value depends on.
+        // A field of an object the project built, or what the whole value depends on. An
+        // object held by another (`self.state.global_step`) is one whose fields were not kept
+        // apart: what one of them depends on reaches this one only indirectly.
         let base = self.value_at(&a.value, at, depth + 1);
-        base.field(a.attr.id.as_str()).unwrap_or(base.whole)
+        let held = matches!(&*a.value, Expr::Attribute(_));
+        base.field(a.attr.id.as_str()).unwrap_or_else(|| {
+            if held { base.whole.through(via::OBJECT) } else { base.whole.read_of() }
+        })
     }
 
     /// The dependence a table role gives to `e`, if the path names a row.
@@ -708,7 +727,9 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         let mut out = base;
         out.elements = None;
-        out.whole.merge(self.value_at(&s.slice, at, depth + 1).whole);
+        let index = self.value_at(&s.slice, at, depth + 1).whole;
+        let picks = !matches!(&*s.slice, Expr::Slice(_));
+        out.whole.merge(if picks { index.through(via::PICKED) } else { index });
         out
     }
 
@@ -766,7 +787,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         if let Expr::Attribute(a) = &*c.func {
             if !matches!(callee, Sym::Path(_)) || !self.is_module_path(&a.value, at) {
-                out.merge(self.value_at(&a.value, at, depth + 1).whole);
+                out.merge(self.value_at(&a.value, at, depth + 1).whole.read_of());
             }
         } else if !matches!(callee, Sym::Path(_) | Sym::Class(_)) {
             out.merge(self.value_at(&c.func, at, depth + 1).whole);
@@ -1067,6 +1088,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         at: TextSize,
     ) -> Deps {
         let params = std::mem::take(&mut d.params);
+        let structure_only = std::mem::take(&mut d.structure_only);
         let length_params = std::mem::take(&mut d.length_params);
         let name = summary.name.clone();
         for p in params {
@@ -1076,7 +1098,11 @@ impl<'a, 'm> Eval<'a, 'm> {
                     self.quoted(arg),
                     self.line_of(c.start())
                 );
-                let v = self.value(arg, at).whole;
+                let mut v = self.value(arg, at).whole;
+                if structure_only.contains(&p) {
+                    v = super::condition::structural(v);
+                    v.structure_only.clone_from(&v.params);
+                }
                 d.merge(v.hop(&hop));
             } else if f.is_method
                 && summary.parameters.first() == Some(&p)
@@ -1148,6 +1174,12 @@ fn field_names(class: &ruff_python_ast::StmtClassDef) -> Vec<String> {
         .collect()
 }
 
+/// torch's in-place convention (`x.fill_(1)`, `x.copy_(y)`): the value itself changes, as
+/// an assignment would change it, where a container's mutators change one of its parts.
+fn is_tensor_in_place(method: &str) -> bool {
+    method.ends_with('_') && !method.starts_with('_')
+}
+
 /// `x[...]` or `x.attr` (any depth) as an assignment target rooted at `name`.
 fn writes_into(target: &Expr, name: &str) -> bool {
     matches!(target, Expr::Subscript(_) | Expr::Attribute(_))
@@ -1157,7 +1189,7 @@ fn writes_into(target: &Expr, name: &str) -> bool {
 /// Methods that change their receiver: torch's in-place convention (a trailing underscore)
 /// and the mutators of Python's list, dict and set.
 fn is_in_place(method: &str) -> bool {
-    (method.ends_with('_') && !method.starts_with('_'))
+    is_tensor_in_place(method)
         || matches!(
             method,
             "append"
