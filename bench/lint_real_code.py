@@ -113,6 +113,7 @@ class Run:
     lines: int
     cpu_s: float
     wall_s: float
+    indirect_hidden: int = 0
 
 
 # ---------------------------------------------------------------------------- sources
@@ -230,10 +231,14 @@ def count_lines(root: Path, targets: list[str]) -> int:
     return total
 
 
+# Extra `desync lint` flags for every run (`--include-indirect` from the command line).
+LINT_FLAGS: list[str] = []
+
+
 def lint(binary: Path, source: Source) -> Run:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([str(binary), "lint", "--format", "json", *source.targets], cwd=source.root,
+    proc = subprocess.run([str(binary), "lint", "--format", "json", *LINT_FLAGS, *source.targets], cwd=source.root,
                           capture_output=True, text=True, timeout=1800, check=False)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -242,7 +247,8 @@ def lint(binary: Path, source: Source) -> Run:
     doc = json.loads(proc.stdout)
     findings = [dict(f, file=os.path.normpath(f["file"])) for f in doc["findings"]]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(source, findings, doc["files_checked"], count_lines(source.root, source.targets), cpu, wall)
+    return Run(source, findings, doc["files_checked"], count_lines(source.root, source.targets), cpu, wall,
+               doc.get("indirect_hidden", 0))
 
 
 # ---------------------------------------------------------------------------- reviews
@@ -347,6 +353,7 @@ def report(runs: list[Run], reviews: list[dict]) -> tuple[dict, list[str]]:
         "rules": {rule: dict(c) for rule, c in sorted(per_rule.items())},
         "local": dict(local),
         "findings": sum(len(run.findings) for run in runs), "reviewed": reviewed,
+        "indirect_hidden": sum(run.indirect_hidden for run in runs),
         "true": total["true"], "safe": total["safe"], "false": total["false"],
         "precision": round(total["true"] / reviewed, 4) if reviewed else None,
         "lines": lines, "cpu_s": round(cpu, 3), "lines_per_s_per_core": round(lines / cpu) if cpu else None,
@@ -367,7 +374,10 @@ def print_report(summary: dict) -> None:
               f"{p['per_kloc'] if p['per_kloc'] is not None else '-':>7} {p['cpu_s']:>7}")
     print(f"\ntotal: {summary['lines']} lines, {summary['findings']} findings "
           f"({1000 * summary['findings'] / summary['lines']:.3f} per kLOC), "
-          f"{summary['lines_per_s_per_core']} lines/s per core ({summary['cpu_s']} s CPU)\n")
+          f"{summary['lines_per_s_per_core']} lines/s per core ({summary['cpu_s']} s CPU)")
+    if summary["indirect_hidden"]:
+        print(f"{summary['indirect_hidden']} more findings with indirect evidence not shown (--include-indirect)")
+    print()
     print(f"{'rule':<8} {'true':>5} {'safe':>5} {'false':>6} {'unrev':>6} {'precision':>10}")
     for rule, c in summary["rules"].items():
         rev = c.get("true", 0) + c.get("safe", 0) + c.get("false", 0)
@@ -435,7 +445,11 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help="with --sample, draw from reviewed findings too")
     parser.add_argument("--update", action="store_true", help="record `seen` from this run in the reviewed list")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--include-indirect", action="store_true",
+                        help="lint with --include-indirect (findings with indirect evidence too)")
     args = parser.parse_args()
+    if args.include_indirect:
+        LINT_FLAGS.append("--include-indirect")
 
     if not args.bin.exists():
         print(f"no desync binary at {args.bin}: cargo build --release -p desync (or --bin)", file=sys.stderr)

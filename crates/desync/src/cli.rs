@@ -95,6 +95,11 @@ pub struct LintArgs {
     /// Skip these rules (comma-separated codes or prefixes).
     #[arg(long, value_name = "RULES")]
     pub ignore: Option<String>,
+    /// Also report findings whose evidence is indirect (through a container's writes, an
+    /// object's other fields, or a parameter taken as the rank's data); by default they are
+    /// only counted.
+    #[arg(long)]
+    pub include_indirect: bool,
 }
 
 #[derive(clap::Args, Debug)]

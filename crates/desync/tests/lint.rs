@@ -189,3 +189,55 @@ fn suppression_selection_and_discovery() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["files_checked"], 1);
 }
+
+/// Rank 0 alone appends to `keys`; the barrier's test reads the list. The rank reaches the
+/// test only through what is written into a container, which is indirect evidence: counted by
+/// default, reported with `--include-indirect` (JSON `evidence`, SARIF level `note`).
+const THROUGH_A_CONTAINER: &str = "\
+import torch.distributed as dist
+
+def save(state):
+    keys = []
+    if dist.get_rank() == 0:
+        keys.append(\"model\")
+    if len(keys) > 0:
+        dist.barrier()
+";
+
+#[test]
+fn indirect_evidence_is_counted_and_shown_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("save.py");
+    std::fs::write(&file, THROUGH_A_CONTAINER).unwrap();
+
+    let out = lint().arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains(
+        "All checks passed (1 file checked) (1 more finding with indirect evidence not shown: \
+         --include-indirect shows it)."
+    ));
+    let out = lint().arg(&file).args(["--format", "json"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["findings"].as_array().unwrap().len(), 0);
+    assert_eq!(json["indirect_hidden"], 1);
+
+    let out = lint().arg(&file).args(["--include-indirect", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &json["findings"][0];
+    assert_eq!((f["rule"].as_str(), f["line"].as_u64()), (Some("DSY001"), Some(7)));
+    assert_eq!(f["evidence"], "indirect");
+    assert_eq!(json["indirect_hidden"], 0);
+    let out = lint().arg(&file).args(["--include-indirect"]).output().unwrap();
+    assert!(stdout(&out).contains(":7:5: DSY001 [indirect evidence] `dist.barrier`"));
+    let out = lint().arg(&file).args(["--include-indirect", "--format", "sarif"]).output().unwrap();
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["level"], "note");
+    assert_eq!(result["properties"]["evidence"], "indirect");
+
+    // Direct evidence is reported by default, marked as such.
+    let out = lint().arg(train("extra_collective")).args(["--format", "json"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["findings"][0]["evidence"], "direct");
+}

@@ -14,8 +14,11 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
     let selectors = |list: &Option<String>| -> anyhow::Result<Vec<desync_lint::Rule>> {
         Ok(desync_lint::parse_selectors(list.as_deref().unwrap_or(""))?)
     };
-    let options =
-        desync_lint::Options { select: selectors(&args.select)?, ignore: selectors(&args.ignore)? };
+    let options = desync_lint::Options {
+        select: selectors(&args.select)?,
+        ignore: selectors(&args.ignore)?,
+        include_indirect: args.include_indirect,
+    };
     let report = desync_lint::lint_paths(&args.paths, &options);
 
     let stdout = std::io::stdout();

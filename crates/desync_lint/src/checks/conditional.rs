@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 
-use desync_python::Conditional;
+use desync_python::{Conditional, DependenceKind};
 
-use super::{Raw, explain, short};
+use super::{Raw, explain, indirect, short};
 use crate::context::{Context, Site, has_rank_id, splits_group};
 use crate::rule::Rule;
 
@@ -25,11 +25,18 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     // (function, test) of barrier-only candidates, to recognise staged pairs.
     let mut staged: Vec<(Option<u32>, String, Raw)> = Vec::new();
     for cond in &ctx.outline.conditionals {
-        let clauses = clause_sites(ctx, cond);
+        let all_clauses = clause_sites(ctx, cond);
+        if all_clauses.iter().all(Vec::is_empty) {
+            continue;
+        }
+        let Some((first_split, test, line, deps)) = rank_test(ctx, cond) else { continue };
+        // The clauses before the first rank-dependent test are entered alike on every rank
+        // (`if sharded: save_sharded() elif rank == 0: save_full()`): only the later ones,
+        // the implicit `else` included, are chosen by the rank.
+        let clauses = &all_clauses[first_split..];
         if clauses.iter().all(Vec::is_empty) {
             continue;
         }
-        let Some((test, line, deps)) = rank_test(ctx, cond) else { continue };
         // Every collective of the `if` runs in a group the test is not shown to split.
         if !clauses.iter().flatten().any(|s| splits_group(&deps, s.group())) {
             continue;
@@ -38,7 +45,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         if super::paths::clauses_are_balanced(ctx, cond) == Some(true) {
             continue;
         }
-        if members_of_groups(ctx, cond, &clauses) {
+        if members_of_groups(ctx, cond, &all_clauses) {
             continue;
         }
         let ops = |c: &Vec<&Site<'_>>| {
@@ -54,6 +61,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         let differs = clauses.iter().position(|c| ops(c) != first_ops);
         let reordered = clauses.iter().position(|c| keyed(c) != first_keys);
         let condition = format!("`{}` ({})", short(&test), explain(&deps));
+        let rank_evidence: Vec<_> =
+            deps.iter().filter(|d| d.kind == DependenceKind::RankId).cloned().collect();
+        let rank_evidence_indirect = indirect(&rank_evidence);
         if let Some(other) = differs {
             // Name a collective that one side issues and the other does not.
             let (with, without) = if clauses[0].len() >= clauses[other].len() {
@@ -75,6 +85,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                     "{extra} runs only on some ranks: the branch depends on {condition}, so the \
                      other ranks never issue it and its peers wait"
                 ),
+                indirect: rank_evidence_indirect,
             };
             let barrier_only = clauses.iter().flatten().all(|s| s.op.contains("barrier"));
             if barrier_only && cond.clauses.len() == 1 {
@@ -98,6 +109,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                     list(&clauses[0]),
                     list(&clauses[other]),
                 ),
+                indirect: rank_evidence_indirect,
             });
         }
     }
@@ -172,15 +184,16 @@ fn members_of_groups(ctx: &Context<'_>, cond: &Conditional, clauses: &[Vec<&Site
     issuing.all(|k| Some(k) == first)
 }
 
-/// The first test of the chain that depends on the rank id: (text, line, dependence).
+/// The first test of the chain that depends on the rank id: (its clause's index, text, line,
+/// dependence).
 fn rank_test(
     ctx: &Context<'_>,
     cond: &Conditional,
-) -> Option<(String, u32, Vec<desync_python::Dependence>)> {
-    cond.clauses.iter().find_map(|clause| {
+) -> Option<(usize, String, u32, Vec<desync_python::Dependence>)> {
+    cond.clauses.iter().enumerate().find_map(|(i, clause)| {
         let test = clause.test.as_ref()?;
         let line = clause.test_line.unwrap_or(clause.line);
         let deps = ctx.dependence(line, test);
-        has_rank_id(&deps).then(|| (test.clone(), clause.line, deps))
+        has_rank_id(&deps).then(|| (i, test.clone(), clause.line, deps))
     })
 }

@@ -31,6 +31,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 guarded.decorator,
                 guarded.name,
             ),
+            indirect: false,
         });
     }
     out

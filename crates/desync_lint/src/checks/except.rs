@@ -40,7 +40,14 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 handler.line,
                 site.describe(),
             );
-            out.push(Raw { rule: Rule::SwallowedException, line, column, keyword, message });
+            out.push(Raw {
+                rule: Rule::SwallowedException,
+                line,
+                column,
+                keyword,
+                message,
+                indirect: false,
+            });
         }
     }
     out

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use desync_python::{Construct, DependenceKind};
 
-use super::{Raw, explain, short};
+use super::{Raw, explain, indirect, short};
 use crate::context::{Context, splits_group};
 use crate::rule::Rule;
 
@@ -81,6 +81,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                     site.describe(),
                     explain(&deps),
                 ),
+                indirect: indirect(&deps),
             });
         }
     }
@@ -112,6 +113,7 @@ fn while_loops(ctx: &Context<'_>) -> Vec<Raw> {
                 site.describe(),
                 explain(&deps),
             ),
+            indirect: indirect(&deps),
         });
     }
     out

@@ -16,7 +16,7 @@
 use desync_python::knowledge::knowledge;
 use desync_python::{Dependence, DependenceKind, SiteVia};
 
-use super::{Raw, explain, short};
+use super::{Raw, explain, indirect, short};
 use crate::context::{Context, Site};
 use crate::rule::Rule;
 
@@ -57,6 +57,7 @@ fn ragged_gather(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
             short(input),
             explain(&deps),
         ),
+        indirect: indirect(&deps),
     })
 }
 
@@ -102,6 +103,7 @@ fn per_rank_dtype(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
                 short(arg),
                 explain(&deps),
             ),
+            indirect: indirect(&deps),
         });
     }
     None

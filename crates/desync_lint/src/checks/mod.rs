@@ -29,6 +29,8 @@ pub(crate) struct Raw {
     pub column: Option<u32>,
     pub keyword: Option<&'static str>,
     pub message: String,
+    /// The evidence reaches the decision only indirectly ([`indirect`]).
+    pub indirect: bool,
 }
 
 pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> {
@@ -84,6 +86,7 @@ fn finish(
                 message: r.message,
                 hint: r.rule.hint().to_owned(),
                 source: text.trim().to_owned(),
+                indirect: r.indirect,
             }
         })
         .collect();
@@ -116,6 +119,13 @@ pub(crate) fn explain(deps: &[Dependence]) -> String {
         .map(|d| format!("{}: {}", d.kind.as_str(), d.evidence))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Whether every reason in `deps` reaches the value only indirectly (through a container's
+/// writes, a field of an object whose fields were not kept apart, or an assumption about a
+/// parameter: [`Dependence::indirect`]). Such a finding is shown with `--include-indirect`.
+pub(crate) fn indirect(deps: &[Dependence]) -> bool {
+    !deps.is_empty() && deps.iter().all(|d| d.indirect)
 }
 
 /// A condition's text on one line, cut to a readable length.

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::{Raw, explain, short};
+use super::{Raw, explain, indirect, short};
 use crate::context::Context;
 use crate::rule::Rule;
 
@@ -46,6 +46,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 site.describe(),
                 explain(&deps),
             ),
+            indirect: indirect(&deps),
         });
     }
     out

@@ -14,7 +14,7 @@
 
 use desync_python::{Conditional, Dependence};
 
-use super::{Raw, explain, short};
+use super::{Raw, explain, indirect, short};
 use crate::context::Context;
 use crate::rule::Rule;
 
@@ -51,6 +51,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 short(&test),
                 explain(&deps),
             ),
+            indirect: indirect(&deps),
         });
     }
     out

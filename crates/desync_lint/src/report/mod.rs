@@ -15,12 +15,29 @@ use crate::Report;
 /// `path:line:col: CODE message`, a `help:` line under each, then a summary line.
 pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     for f in &report.findings {
-        writeln!(out, "{}:{}:{}: {} {}", f.file.display(), f.line, f.column, f.rule, f.message)?;
+        let marker = if f.indirect { " [indirect evidence]" } else { "" };
+        writeln!(
+            out,
+            "{}:{}:{}: {}{marker} {}",
+            f.file.display(),
+            f.line,
+            f.column,
+            f.rule,
+            f.message
+        )?;
         writeln!(out, "    help: {}", f.hint)?;
     }
     let files = plural(report.files_checked, "file");
+    let hidden = match report.indirect_hidden {
+        0 => String::new(),
+        n => format!(
+            " ({} with indirect evidence not shown: --include-indirect shows {})",
+            plural(n, "more finding"),
+            if n == 1 { "it" } else { "them" }
+        ),
+    };
     if report.findings.is_empty() {
-        writeln!(out, "All checks passed ({files} checked).")?;
+        writeln!(out, "All checks passed ({files} checked){hidden}.")?;
         return Ok(());
     }
     let mut per_rule: BTreeMap<&str, usize> = BTreeMap::new();
@@ -30,10 +47,15 @@ pub fn write_text(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let counts: Vec<String> = per_rule.iter().map(|(r, n)| format!("{r}: {n}")).collect();
     writeln!(
         out,
-        "Found {} ({}) in {files}.",
+        "Found {} ({}) in {files}{hidden}.",
         plural(report.findings.len(), "finding"),
         counts.join(", ")
     )
+}
+
+/// `"direct"` or `"indirect"`: how the finding's evidence reaches the decision.
+pub(crate) fn evidence(f: &crate::Finding) -> &'static str {
+    if f.indirect { "indirect" } else { "direct" }
 }
 
 fn plural(n: usize, noun: &str) -> String {
@@ -46,6 +68,7 @@ struct JsonReport<'a> {
     findings: Vec<JsonFinding<'a>>,
     files_checked: usize,
     errors: Vec<JsonError>,
+    indirect_hidden: usize,
 }
 
 #[derive(Serialize)]
@@ -57,6 +80,7 @@ struct JsonFinding<'a> {
     message: &'a str,
     hint: &'a str,
     source: &'a str,
+    evidence: &'static str,
 }
 
 #[derive(Serialize)]
@@ -80,6 +104,7 @@ pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 message: &f.message,
                 hint: &f.hint,
                 source: &f.source,
+                evidence: evidence(f),
             })
             .collect(),
         files_checked: report.files_checked,
@@ -88,6 +113,7 @@ pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .iter()
             .map(|e| JsonError { path: e.path().display().to_string(), message: e.to_string() })
             .collect(),
+        indirect_hidden: report.indirect_hidden,
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
@@ -110,8 +136,10 @@ mod tests {
                 message: "`dist.all_reduce(x)` runs only on some ranks".into(),
                 hint: Rule::RankConditionalCollective.hint().into(),
                 source: "if rank == 0:".into(),
+                indirect: false,
             }],
             files_checked: 3,
+            indirect_hidden: 0,
             errors: vec![LintError::Read {
                 path: PathBuf::from("missing.py"),
                 source: io::Error::from(io::ErrorKind::NotFound),

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::evidence;
 use crate::{Report, Rule};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -34,8 +35,10 @@ pub fn write_sarif(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             json!({
                 "ruleId": f.rule.code(),
                 "ruleIndex": Rule::ALL.iter().position(|r| *r == f.rule),
-                "level": "warning",
+                // Indirect evidence (shown on request only) is a note, not a warning.
+                "level": if f.indirect { "note" } else { "warning" },
                 "message": { "text": format!("{} (help: {})", f.message, f.hint) },
+                "properties": { "evidence": evidence(f) },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": { "uri": uri(&f.file) },
@@ -65,6 +68,7 @@ pub fn write_sarif(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             "invocations": [{
                 "executionSuccessful": report.errors.is_empty(),
                 "toolExecutionNotifications": notifications,
+                "properties": { "indirectHidden": report.indirect_hidden },
             }],
             "results": results,
         }]
@@ -113,9 +117,11 @@ mod tests {
                 message: "m".into(),
                 hint: "h".into(),
                 source: "break".into(),
+                indirect: false,
             }],
             files_checked: 1,
             errors: Vec::new(),
+            indirect_hidden: 0,
         };
         let mut buf = Vec::new();
         write_sarif(&report, &mut buf).unwrap();
