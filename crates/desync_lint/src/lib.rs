@@ -77,10 +77,9 @@ pub struct Finding {
     /// The line's source text, trimmed.
     pub source: String,
     /// The evidence reaches the decision only indirectly: through what is written into a
-    /// container, a field of an object whose fields could not be kept apart, or a parameter
-    /// no call in view passes that is taken as the rank's data. Reviewed on real projects,
-    /// such findings were mostly misreads, so they are reported only on request
-    /// (`--include-indirect`).
+    /// container, a field of an object whose fields could not be kept apart, or what is read
+    /// of an item the rank picked. Reviewed on real projects, such findings were misreads or
+    /// harmless, so they are reported only on request (`--include-indirect`).
     pub indirect: bool,
 }
 

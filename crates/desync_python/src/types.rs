@@ -112,8 +112,8 @@ pub struct Dependence {
     /// (`dist.get_rank(self.dp_group)` → `self.dp_group`); empty for the world rank.
     pub groups: Vec<String>,
     /// Shown to reach what the value is built from, not the value itself: through what is
-    /// written into a container in place, or a field of an object whose fields could not be
-    /// kept apart, or (in the lint) an assumption about a parameter no call in view passes.
+    /// written into a container in place, a field of an object whose fields could not be kept
+    /// apart, or what is read of an item picked by the source (`groups[rank].size()`).
     pub indirect: bool,
 }
 

@@ -122,8 +122,9 @@ pub(crate) fn explain(deps: &[Dependence]) -> String {
 }
 
 /// Whether every reason in `deps` reaches the value only indirectly (through a container's
-/// writes, a field of an object whose fields were not kept apart, or an assumption about a
-/// parameter: [`Dependence::indirect`]). Such a finding is shown with `--include-indirect`.
+/// writes, a field of an object whose fields were not kept apart, or what is read of an item
+/// the rank picked: [`Dependence::indirect`]). Such a finding is shown with
+/// `--include-indirect`.
 pub(crate) fn indirect(deps: &[Dependence]) -> bool {
     !deps.is_empty() && deps.iter().all(|d| d.indirect)
 }
