@@ -171,17 +171,21 @@ impl Deps {
 
     pub(crate) fn merge(&mut self, other: Deps) {
         // A parameter stays structure-only when neither side reaches its value otherwise.
-        let by_value = |d: &Deps| -> Vec<String> {
-            d.params.iter().filter(|p| !d.structure_only.contains(p)).cloned().collect()
-        };
-        let mut valued = by_value(self);
-        valued.extend(by_value(&other));
-        for p in other.structure_only {
-            if !self.structure_only.contains(&p) {
-                self.structure_only.push(p);
+        // (Merging runs for every expression followed: nothing to do, and nothing to
+        // allocate, when neither side has any.)
+        if !(self.structure_only.is_empty() && other.structure_only.is_empty()) {
+            let by_value = |d: &Deps| -> Vec<String> {
+                d.params.iter().filter(|p| !d.structure_only.contains(p)).cloned().collect()
+            };
+            let mut valued = by_value(self);
+            valued.extend(by_value(&other));
+            for p in other.structure_only {
+                if !self.structure_only.contains(&p) {
+                    self.structure_only.push(p);
+                }
             }
+            self.structure_only.retain(|p| !valued.contains(p));
         }
-        self.structure_only.retain(|p| !valued.contains(p));
         for r in other.reasons {
             match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
                 // One reason per kind is shown: the first found, unless a later one reaches
