@@ -85,8 +85,18 @@ pub(crate) fn lookup<'a>(
     use_at: TextSize,
 ) -> Option<Binding<'a>> {
     let all = bindings(module, scope, name);
-    let before = all.iter().filter(|b| b.effective <= use_at).max_by_key(|b| b.effective);
-    if let Some(b) = before.or_else(|| all.iter().max_by_key(|b| b.effective)) {
+    // The latest binding before the use that can reach it: one in another clause of an `if`
+    // (or `match`) that holds the use never runs before it (`v = ...` in the `if` body, then
+    // `gather(v)` in the `elif`), so the one before that is taken.
+    // Latest first; among bindings at one place, the last listed first.
+    let mut before: Vec<&Binding<'a>> =
+        all.iter().rev().filter(|b| b.effective <= use_at).collect();
+    before.sort_by_key(|b| std::cmp::Reverse(b.effective));
+    let reaching = before
+        .iter()
+        .find(|b| !in_sibling_clauses(scope.suite, b.at, use_at))
+        .or_else(|| before.first());
+    if let Some(b) = reaching.copied().or_else(|| all.iter().max_by_key(|b| b.effective)) {
         return Some(*b);
     }
     if scope.function.is_some() {
@@ -95,6 +105,31 @@ pub(crate) fn lookup<'a>(
             .max_by_key(|b| b.effective);
     }
     None
+}
+
+/// Whether positions `a` and `b` of `suite` lie in different clauses of one `if` (its body and
+/// an `elif`/`else`, or two of those) or in different `case`s of one `match`: one never runs
+/// before the other in the same pass.
+fn in_sibling_clauses(suite: &[Stmt], a: TextSize, b: TextSize) -> bool {
+    let mut suite = suite;
+    for _ in 0..tree::MAX_DEPTH {
+        let Some(stmt) = suite.iter().find(|s| s.range().contains(a) && s.range().contains(b))
+        else {
+            return false;
+        };
+        // The blocks follow each other in source order; a position belongs to the first one
+        // that ends after it (a use is placed at the start of its line, before the indent).
+        let blocks: Vec<_> =
+            tree::blocks(stmt).into_iter().filter(|bl| !bl.suite.is_empty()).collect();
+        let block_of =
+            |at| blocks.iter().position(|bl| bl.suite.last().is_some_and(|l| at < l.end()));
+        match (block_of(a), block_of(b)) {
+            (Some(x), Some(y)) if x == y => suite = blocks[x].suite,
+            (Some(_), Some(_)) => return matches!(stmt, Stmt::If(_) | Stmt::Match(_)),
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// Every binding of `name` in `scope` (a scope of `module`), in no particular order.

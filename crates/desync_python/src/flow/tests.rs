@@ -381,3 +381,24 @@ def make_state(rank):
     assert!(!indirect("flag.item()"));
     assert!(!indirect("stop"));
 }
+
+/// A value assigned in one clause of an `if` never reaches a use in another clause of it: the
+/// use sees the binding before the `if` (here the loop's item).
+#[test]
+fn a_sibling_clause_assignment_does_not_reach_the_use() {
+    let src = "\
+import torch.distributed as dist
+
+def save(state, moe):
+    rank = dist.get_rank()
+    for k, v in state.items():
+        if moe:
+            v = v[: rank + 1]
+        elif k != 'step':
+            pass  # <elif>
+        pass  # <after>
+";
+    assert!(!kinds(&at(src, "<elif>", "v")).contains(&RankId));
+    // After the `if`, the reshaped value can be the one seen.
+    assert!(kinds(&at(src, "<after>", "v")).contains(&RankId));
+}
