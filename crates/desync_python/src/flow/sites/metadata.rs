@@ -513,12 +513,22 @@ impl Meta<'_, '_, '_> {
                         return selected(eval, &c.func, at);
                     }
                     if READS_VALUES.contains(&m) {
-                        // As a tensor, `x.sum()` (no dimension) is one element on every rank;
-                        // as a number (`int(x.sum())`, `x.sum().item()`) it is read from the
-                        // values.
+                        // As a tensor, `x.sum()` (no dimension) is one element on every rank
+                        // and `x.sum(-1)` keeps the other dimensions of `x`: the first one is
+                        // `x`'s own, unless that is the one reduced (`x.sum(0)`); as a number
+                        // (`int(x.sum())`, `x.sum().item()`) it is read from the values.
                         let number = self.number || matches!(m, "item" | "tolist");
-                        if !number && c.arguments.is_empty() {
-                            return Deps::default();
+                        if !number {
+                            let Expr::Attribute(a) = &*c.func else { return Deps::default() };
+                            let dim = c
+                                .arguments
+                                .args
+                                .first()
+                                .or_else(|| c.arguments.find_keyword("dim").map(|k| &k.value));
+                            return match dim.map(literal_index) {
+                                None | Some(Some(0)) => Deps::default(),
+                                Some(_) => self.in_context(false, |m| m.of(eval, &a.value, at)),
+                            };
                         }
                         return selected(eval, &c.func, at);
                     }

@@ -266,6 +266,15 @@ fn sizes_follow_data_through_generators_slices_and_lists() {
     // Inside `gather`, `x` is the parameter: main passes the rank-resized batch.
     assert!(size(SHARDS, "# <gather>", "preds").contains(&RankId));
     assert!(size(SHARDS, "# <gather>", "torch.zeros(len(labels), 4)").is_empty());
+    // A reduction over a dimension keeps the others: per-sample sums of an even batch are as
+    // many on every rank, of the rank-resized batch as many as its rows; a count read from
+    // the values is data-dependent, a reduction over the first dimension a feature vector.
+    assert!(size(SHARDS, "# <even>", "(y * (y > 0)).sum(-1)").is_empty());
+    assert!(size(SHARDS, "# <even>", "y.max(dim=1)").is_empty());
+    assert!(size(SHARDS, "# <shard>", "x.sum(-1)").contains(&RankId));
+    assert!(size(SHARDS, "# <end>", "picked.sum(1)").contains(&LocalData));
+    assert!(size(SHARDS, "# <end>", "torch.zeros(int(labels.sum(-1).max()))").contains(&LocalData));
+    assert!(size(SHARDS, "# <shard>", "x.sum(0)").is_empty());
 }
 
 #[test]
