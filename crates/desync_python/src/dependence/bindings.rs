@@ -87,16 +87,16 @@ pub(crate) fn lookup<'a>(
     let all = bindings(module, scope, name);
     // The latest binding before the use that can reach it: one in another clause of an `if`
     // (or `match`) that holds the use never runs before it (`v = ...` in the `if` body, then
-    // `gather(v)` in the `elif`), so the one before that is taken.
-    // Latest first; among bindings at one place, the last listed first.
-    let mut before: Vec<&Binding<'a>> =
-        all.iter().rev().filter(|b| b.effective <= use_at).collect();
-    before.sort_by_key(|b| std::cmp::Reverse(b.effective));
-    let reaching = before
-        .iter()
-        .find(|b| !in_sibling_clauses(scope.suite, b.at, use_at))
-        .or_else(|| before.first());
-    if let Some(b) = reaching.copied().or_else(|| all.iter().max_by_key(|b| b.effective)) {
+    // `gather(v)` in the `elif`), so the latest one outside such clauses is taken, if any.
+    let earlier = || all.iter().filter(|b| b.effective <= use_at);
+    let reaching = match earlier().max_by_key(|b| b.effective) {
+        Some(latest) if in_sibling_clauses(scope.suite, latest.at, use_at) => earlier()
+            .filter(|b| !in_sibling_clauses(scope.suite, b.at, use_at))
+            .max_by_key(|b| b.effective)
+            .or(Some(latest)),
+        latest => latest,
+    };
+    if let Some(b) = reaching.or_else(|| all.iter().max_by_key(|b| b.effective)) {
         return Some(*b);
     }
     if scope.function.is_some() {
@@ -113,7 +113,11 @@ pub(crate) fn lookup<'a>(
 fn in_sibling_clauses(suite: &[Stmt], a: TextSize, b: TextSize) -> bool {
     let mut suite = suite;
     for _ in 0..tree::MAX_DEPTH {
-        let Some(stmt) = suite.iter().find(|s| s.range().contains(a) && s.range().contains(b))
+        // Statements are in source order: the one that can hold both is the first that ends
+        // after the earlier position.
+        let first = suite.partition_point(|s| s.end() <= a.min(b));
+        let Some(stmt) =
+            suite.get(first).filter(|s| s.range().contains(a) && s.range().contains(b))
         else {
             return false;
         };
