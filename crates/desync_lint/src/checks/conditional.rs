@@ -61,9 +61,8 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         let differs = clauses.iter().position(|c| ops(c) != first_ops);
         let reordered = clauses.iter().position(|c| keyed(c) != first_keys);
         let condition = format!("`{}` ({})", short(&test), explain(&deps));
-        let rank_evidence: Vec<_> =
-            deps.iter().filter(|d| d.kind == DependenceKind::RankId).cloned().collect();
-        let rank_evidence_indirect = indirect(&rank_evidence);
+        let rank_evidence_indirect =
+            indirect(deps.iter().filter(|d| d.kind == DependenceKind::RankId));
         if let Some(other) = differs {
             // Name a collective that one side issues and the other does not.
             let (with, without) = if clauses[0].len() >= clauses[other].len() {

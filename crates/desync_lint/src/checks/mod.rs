@@ -125,8 +125,9 @@ pub(crate) fn explain(deps: &[Dependence]) -> String {
 /// writes, a field of an object whose fields were not kept apart, or what is read of an item
 /// the rank picked: [`Dependence::indirect`]). Such a finding is shown with
 /// `--include-indirect`.
-pub(crate) fn indirect(deps: &[Dependence]) -> bool {
-    !deps.is_empty() && deps.iter().all(|d| d.indirect)
+pub(crate) fn indirect<'d>(deps: impl IntoIterator<Item = &'d Dependence>) -> bool {
+    let mut deps = deps.into_iter().peekable();
+    deps.peek().is_some() && deps.all(|d| d.indirect)
 }
 
 /// A condition's text on one line, cut to a readable length.
