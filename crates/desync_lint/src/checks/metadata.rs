@@ -7,7 +7,8 @@
 //!   size comes from the rank or rank-local data: a length read from data, a slice with a
 //!   rank- or data-dependent bound (`val_x[rank::world_size]`), a data-dependent shape
 //!   (`nonzero()`), a list grown locally. Padded values and sizes agreed through a collective
-//!   first are quiet.
+//!   first are quiet, and so are sizes decided by the rank within other groups only
+//!   ([`splits_group`]).
 //! - DSY006: a collective whose tensor is cast to a dtype chosen per rank (`.to(comm_dtype)`
 //!   with `comm_dtype` from an environment variable), followed into the callers of this file
 //!   when the dtype is a parameter. Rank-local *data* is no reason: values differ across ranks,
@@ -17,7 +18,7 @@ use desync_python::knowledge::knowledge;
 use desync_python::{Dependence, DependenceKind, SiteVia};
 
 use super::{Raw, explain, indirect, short};
-use crate::context::{Context, Site};
+use crate::context::{Context, Site, splits_group};
 use crate::rule::Rule;
 
 /// Keyword arguments that are not tensors.
@@ -42,7 +43,9 @@ fn ragged_gather(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
     let finding = ctx.collectives.size_dependence(ctx.module, line, input);
     let deps: Vec<Dependence> =
         finding.dependence.into_iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
-    if deps.is_empty() {
+    // A size chosen by the rank within another group (`if dp_rank == 0:` before a gather on
+    // `tp_group`) is the same across the gather's members, as for DSY001.
+    if deps.is_empty() || !splits_group(&deps, site.group()) {
         return None;
     }
     Some(Raw {

@@ -56,6 +56,13 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
                 if matches!(&*c.left, Expr::NoneLiteral(_)) { &c.comparators[0] } else { &c.left };
             structure(e, side, at)
         }
+        Expr::Compare(c) if c.ops.len() == 1 => match structure_read(&c.left)
+            .filter(|_| is_constant(&c.comparators[0]))
+            .or_else(|| structure_read(&c.comparators[0]).filter(|_| is_constant(&c.left)))
+        {
+            Some(x) => structure(e, x, at),
+            None => e.value(expr, at).whole,
+        },
         Expr::Call(c)
             if matches!(
                 crate::expr::dotted(&c.func).as_deref(),
@@ -93,6 +100,32 @@ pub(super) fn structural(mut deps: Deps) -> Deps {
         _ => r.via & via::CHOICE != 0,
     });
     deps
+}
+
+/// The tensor whose structure `e` reads: its number of dimensions (`len(x.shape)`, `x.dim()`,
+/// `x.ndim`) or its dtype (`x.dtype`). Compared with a constant, these say what kind of
+/// tensor `x` is, which the code path that made it decides, not its values.
+fn structure_read(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Attribute(a) if matches!(a.attr.id.as_str(), "ndim" | "dtype") => Some(&a.value),
+        Expr::Call(c) => match (&*c.func, &*c.arguments.args) {
+            (Expr::Attribute(a), []) if matches!(a.attr.id.as_str(), "dim" | "ndimension") => {
+                Some(&a.value)
+            }
+            (Expr::Name(n), [Expr::Attribute(a)])
+                if n.id.as_str() == "len" && a.attr.id.as_str() == "shape" =>
+            {
+                Some(&a.value)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A literal, or a dotted name such as `torch.float16`.
+fn is_constant(e: &Expr) -> bool {
+    literal(e).is_some() || matches!(e, Expr::Attribute(_) | Expr::NoneLiteral(_))
 }
 
 /// `x is None`, `x is not None` (either way round).

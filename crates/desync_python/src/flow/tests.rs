@@ -337,6 +337,12 @@ def f(vocab, shards):
     assert_eq!(kinds(&condition_at(src, "<use>", "cache is None")), [Environment]);
     // The values themselves still depend on the rank.
     assert!(kinds(&condition_at(src, "<use>", "start > 0")).contains(&RankId));
+    // So do a tensor's number of dimensions and dtype compared with a constant.
+    assert!(!kinds(&condition_at(src, "<use>", "mine.dim() == 2")).contains(&RankId));
+    assert!(!kinds(&condition_at(src, "<use>", "len(mine.shape) >= 1")).contains(&RankId));
+    assert!(!kinds(&condition_at(src, "<use>", "mine.dtype != torch.float32")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "chosen.ndim == 1")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "mine.size(0) == 2")).contains(&RankId));
 }
 
 /// Evidence through what is written into a container, through a field of an object held by

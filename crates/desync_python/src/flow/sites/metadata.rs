@@ -147,6 +147,15 @@ impl Meta<'_, '_, '_> {
         d
     }
 
+    /// What decides the test `e` (a choice between two sizes or dtypes): as any test, so a
+    /// test of a value's structure (`x is None`, `len(x.shape) >= 1`) is not decided by its
+    /// data.
+    fn decided(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
+        let mut d = crate::flow::condition::decision(eval, e, at);
+        d.opaque = None;
+        d
+    }
+
     fn of_inner(&mut self, eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
         match e {
             Expr::Name(n) => self.name(eval, n.id.as_str(), at),
@@ -171,7 +180,7 @@ impl Meta<'_, '_, '_> {
                 let mut d = self.of(eval, &i.body, at);
                 d.merge(self.of(eval, &i.orelse, at));
                 if self.mode == Mode::Size || !d.reasons.is_empty() || !d.params.is_empty() {
-                    d.merge(Self::value(eval, &i.test, at));
+                    d.merge(Self::decided(eval, &i.test, at));
                 }
                 d
             }
@@ -332,7 +341,7 @@ impl Meta<'_, '_, '_> {
                     module.line_of(s.start())
                 );
                 let outer = std::mem::replace(&mut eval.scope, binding.scope);
-                let d = Self::value(eval, t, s.start());
+                let d = Self::decided(eval, t, s.start());
                 eval.scope = outer;
                 out.merge(d.hop(&hop));
             }
@@ -517,7 +526,12 @@ impl Meta<'_, '_, '_> {
                         // and `x.sum(-1)` keeps the other dimensions of `x`: the first one is
                         // `x`'s own, unless that is the one reduced (`x.sum(0)`); as a number
                         // (`int(x.sum())`, `x.sum().item()`) it is read from the values.
-                        let number = self.number || matches!(m, "item" | "tolist");
+                        let number = self.number || m == "item";
+                        // `torch.tensor(sorted(x.tolist()))`: one item per row of `x`.
+                        if !number && m == "tolist" {
+                            let Expr::Attribute(a) = &*c.func else { return Deps::default() };
+                            return self.of(eval, &a.value, at);
+                        }
                         if !number {
                             let Expr::Attribute(a) = &*c.func else { return Deps::default() };
                             let dim = c
@@ -839,8 +853,15 @@ impl Meta<'_, '_, '_> {
             .iter_non_variadic_params()
             .map(|p| p.parameter.name.id.to_string())
             .collect();
+        // A parameter whose value counts (a slice bound, a size argument) becomes the value
+        // passed; one whose own size (dtype) counts (`return batch.shape[0]`, `return x[:n]`),
+        // the size (dtype) of what is passed: `find_batch_size(inputs)` of a loader's batch is
+        // the batch size, not something read from the batch's values.
         let params = std::mem::take(&mut d.params);
-        for p in params {
+        let structure_only = std::mem::take(&mut d.structure_only);
+        let sized = std::mem::take(&mut d.length_params);
+        let by_value = params.into_iter().map(|p| (p, true));
+        for (p, value) in by_value.chain(sized.into_iter().map(|p| (p, false))) {
             if let Some(arg) = crate::flow::value::argument_for(&parameters, f.is_method, c, &p) {
                 let hop = format!(
                     "`{p}` = {} in the call of `{}` (line {})",
@@ -848,11 +869,19 @@ impl Meta<'_, '_, '_> {
                     def.name.id,
                     eval.line_of(c.start())
                 );
-                let v = Self::value(eval, arg, at);
+                let v = if !value {
+                    self.of(eval, arg, at)
+                } else if structure_only.contains(&p) {
+                    // Only tested for its structure (`len(x.shape) >= 1`, `x is None`).
+                    let mut v = crate::flow::condition::structural(Self::value(eval, arg, at));
+                    v.structure_only.clone_from(&v.params);
+                    v
+                } else {
+                    Self::value(eval, arg, at)
+                };
                 d.merge(v.hop(&hop));
             }
         }
-        d.length_params.clear();
         d
     }
 
@@ -864,13 +893,15 @@ impl Meta<'_, '_, '_> {
 
     fn through_callers(&mut self, eval: &mut Eval<'_, '_>, name: &str, dtype_value: bool) -> Deps {
         let Some(def) = eval.scope.function else { return Deps::default() };
+        // Nobody in view calls it (or the callers are too far out): the caller decides, by
+        // the value it passes for a dtype, else by the size (dtype) of the tensor it passes.
+        let unresolved = || if dtype_value { Deps::param(name) } else { Deps::length_param(name) };
         if self.depth > MAX_DEPTH / 2 {
-            return Deps::param(name);
+            return unresolved();
         }
         let calls = self.owner.calls_of(eval.module, def);
         if calls.is_empty() {
-            // Nobody in view calls it: the caller decides.
-            return Deps::param(name);
+            return unresolved();
         }
         let mut d = Deps::default();
         for call in calls {
@@ -926,6 +957,7 @@ impl Meta<'_, '_, '_> {
         });
         let mut d = Deps::default();
         let outer = std::mem::replace(&mut eval.scope, binding.scope);
+        let grow_at: Vec<TextSize> = appends.iter().map(|(s, _)| s.start()).collect();
         for (stmt, c) in appends {
             for arg in &c.arguments.args {
                 d.merge(self.of(eval, arg, stmt.start()));
@@ -948,7 +980,11 @@ impl Meta<'_, '_, '_> {
                         )));
                     }
                     (Stmt::While(w), Slot::Body) => d.merge(Self::value(eval, &w.test, w.start())),
-                    (Stmt::If(i), Slot::Body | Slot::Clause(_)) => {
+                    // `if i == rank: parts.append(own) else: parts.append(empty)`: one item
+                    // either way; each is judged by its own size.
+                    (Stmt::If(i), Slot::Body | Slot::Clause(_))
+                        if !grows_in_every_clause(owner, &grow_at) =>
+                    {
                         d.merge(Self::value(eval, &i.test, i.start()));
                     }
                     _ => {}
@@ -1084,6 +1120,19 @@ fn other_clause_binds(
         .iter()
         .filter(|b| stmt.range().contains(b.at))
         .any(|b| slot_at(b.at).is_some_and(|slot| slot != own))
+}
+
+/// Whether every clause of the `if` statement `stmt`, an `else` included, holds one of the
+/// statements at `grow_at`.
+fn grows_in_every_clause(stmt: &Stmt, grow_at: &[TextSize]) -> bool {
+    let Stmt::If(s) = stmt else { return false };
+    if s.elif_else_clauses.last().is_none_or(|c| c.test.is_some()) {
+        return false;
+    }
+    tree::blocks(stmt).iter().all(|b| {
+        let (Some(first), Some(last)) = (b.suite.first(), b.suite.last()) else { return false };
+        grow_at.iter().any(|&at| first.start() <= at && at < last.end())
+    })
 }
 
 /// Functions and methods that cut a tensor into pieces whose last one can be shorter.

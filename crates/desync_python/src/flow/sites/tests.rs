@@ -346,3 +346,63 @@ fn evidence_through_a_call_quotes_what_the_call_passes() {
     assert!(evidence.iter().any(|e| e.contains("`dist.get_rank()`")), "{evidence:?}");
     assert!(evidence.iter().all(|e| !e.contains("``")), "an empty quote: {evidence:?}");
 }
+
+const STRUCTURE: &str = "\
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+
+def first_dim(tensors):
+    if isinstance(tensors, (list, tuple)):
+        for t in tensors:
+            found = first_dim(t)
+            if found is not None:
+                return found
+    elif isinstance(tensors, torch.Tensor):
+        return tensors.shape[0] if len(tensors.shape) >= 1 else None
+
+def keep_rows(x, n):
+    return x[:n]
+
+def evaluate(model, dataset, width):
+    rank = dist.get_rank()
+    world = dist.get_world_size()
+    batch_size = None
+    for batch in DataLoader(dataset, batch_size=8):
+        observed = first_dim(batch)
+        if batch_size is None:
+            batch_size = observed
+        losses = model(batch)
+        kept = keep_rows(losses, width)
+        cut = keep_rows(losses, int((losses > 0).sum()))
+        rows = torch.tensor(sorted(batch.tolist()))
+        parts = []
+        for i in range(world):
+            if i == rank:
+                parts.append(losses)
+            else:
+                parts.append(torch.zeros_like(losses))
+        mine = []
+        for i in range(world):
+            if i == rank:
+                mine.append(losses)
+        end = batch  # <end>
+";
+
+#[test]
+fn a_helper_returning_its_argument_s_size_gives_that_size_not_its_values() {
+    // `first_dim(batch)` is the batch size: its test reads the tensor's structure only.
+    assert!(size(STRUCTURE, "# <end>", "losses.repeat(batch_size)").is_empty());
+    assert!(size(STRUCTURE, "# <end>", "torch.zeros(observed)").is_empty());
+    // `x[:n]` of a helper: the size passed as `n`, by value.
+    assert!(size(STRUCTURE, "# <end>", "kept").is_empty());
+    assert!(size(STRUCTURE, "# <end>", "cut").contains(&LocalData));
+    // `x.tolist()` as data has one item per row of `x`.
+    assert!(size(STRUCTURE, "# <end>", "rows").is_empty());
+}
+
+#[test]
+fn a_list_grown_in_every_clause_of_a_rank_test_has_one_item_either_way() {
+    assert!(size(STRUCTURE, "# <end>", "torch.cat(parts)").is_empty());
+    assert_eq!(size(STRUCTURE, "# <end>", "torch.cat(mine)"), [RankId]);
+}
