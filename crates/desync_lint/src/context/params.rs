@@ -43,12 +43,11 @@ pub(super) fn resolve(
     let Some(function) = ctx.module.function_at(line) else { return out };
     for p in &finding.parameters {
         // A test of the structure of what the caller passes (`p is None`, the type of an
-        // item of `p`): the caller's rank-local data decides nothing there.
+        // item of `p`) is decided at the caller by the same rule: its choices, not its data
+        // or values computed from its rank.
         let structural = finding.structure_parameters.contains(p);
-        for d in parameter(ctx, &function, p, depth) {
-            if !(structural && d.kind == DependenceKind::LocalData) {
-                push(&mut out, d);
-            }
+        for d in parameter(ctx, &function, p, depth, structural) {
+            push(&mut out, d);
         }
     }
     if depth < MAX_CALLER_DEPTH {
@@ -72,13 +71,19 @@ pub(super) fn resolve(
 }
 
 /// What the parameter `p` of `function` depends on, from its callers (or as a data source);
-/// memoised in the context.
-fn parameter(ctx: &Context<'_>, function: &Function, p: &str, depth: usize) -> Vec<Dependence> {
-    let key = (function.def_line, p.to_owned(), depth);
+/// with `structural`, what its structure depends on. Memoised in the context.
+fn parameter(
+    ctx: &Context<'_>,
+    function: &Function,
+    p: &str,
+    depth: usize,
+    structural: bool,
+) -> Vec<Dependence> {
+    let key = (function.def_line, p.to_owned(), depth, structural);
     if let Some(known) = ctx.parameters.borrow().get(&key) {
         return known.clone();
     }
-    let found = parameter_uncached(ctx, function, p, depth);
+    let found = parameter_uncached(ctx, function, p, depth, structural);
     ctx.parameters.borrow_mut().insert(key, found.clone());
     found
 }
@@ -88,13 +93,22 @@ fn parameter_uncached(
     function: &Function,
     p: &str,
     depth: usize,
+    structural: bool,
 ) -> Vec<Dependence> {
     let args = ctx.collectives.arguments_for(ctx.module, function.def_line, p);
     if args.is_empty() {
+        // Items of a loader have the same structure on every rank.
+        if structural {
+            return Vec::new();
+        }
         return data_source(ctx, function, p).into_iter().collect();
     }
     let mut out = Vec::new();
     for arg in args {
+        // A process index is a number on every rank.
+        if arg.process_index && structural {
+            continue;
+        }
         if arg.process_index {
             let evidence = format!(
                 "`{p}` (the process index `{}` at line {} passes: each process gets its rank)",
@@ -106,7 +120,11 @@ fn parameter_uncached(
         if depth >= MAX_CALLER_DEPTH {
             continue;
         }
-        let f = ctx.analysis().dependence(ctx.module, arg.line, &arg.text);
+        let f = if structural {
+            ctx.analysis().structure_dependence(ctx.module, arg.line, &arg.text)
+        } else {
+            ctx.analysis().dependence(ctx.module, arg.line, &arg.text)
+        };
         for d in resolve(ctx, arg.line, f, depth + 1) {
             let evidence = format!(
                 "`{p}` = `{}` (passed by `{}` at line {}) ← {}",

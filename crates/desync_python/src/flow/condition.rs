@@ -51,27 +51,40 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             }
             deps
         }
-        Expr::Compare(c) if is_none_test(c) => {
-            let side =
-                if matches!(&*c.left, Expr::NoneLiteral(_)) { &c.comparators[0] } else { &c.left };
-            structure(e, side, at)
-        }
-        Expr::Compare(c) if c.ops.len() == 1 => match structure_read(&c.left)
-            .filter(|_| is_constant(&c.comparators[0]))
-            .or_else(|| structure_read(&c.comparators[0]).filter(|_| is_constant(&c.left)))
-        {
+        _ => match structure_subject(expr) {
             Some(x) => structure(e, x, at),
             None => e.value(expr, at).whole,
         },
+    }
+}
+
+/// The value whose structure `expr` tests, when it is such a test: `x is None`,
+/// `isinstance(x, T)` (`hasattr`, `callable`, `torch.is_tensor`), `"key" in x` with a key
+/// written out, or the number of dimensions or dtype of `x` compared with a constant. Wherever
+/// such a test is written (an `if`, or `is_rigid = isinstance(sd[KEY], dict)`), it says what
+/// kind of value `x` is, not what it holds.
+pub(super) fn structure_subject(expr: &Expr) -> Option<&Expr> {
+    match expr {
+        Expr::Compare(c) if is_none_test(c) => {
+            Some(if matches!(&*c.left, Expr::NoneLiteral(_)) { &c.comparators[0] } else { &c.left })
+        }
+        Expr::Compare(c) if c.ops.len() == 1 => {
+            if matches!(c.ops[0], CmpOp::In | CmpOp::NotIn) {
+                return matches!(&*c.left, Expr::StringLiteral(_)).then(|| &c.comparators[0]);
+            }
+            structure_read(&c.left)
+                .filter(|_| is_constant(&c.comparators[0]))
+                .or_else(|| structure_read(&c.comparators[0]).filter(|_| is_constant(&c.left)))
+        }
         Expr::Call(c)
             if matches!(
                 crate::expr::dotted(&c.func).as_deref(),
-                Some("isinstance" | "hasattr" | "callable")
-            ) && !c.arguments.args.is_empty() =>
+                Some("isinstance" | "hasattr" | "callable" | "torch.is_tensor")
+            ) =>
         {
-            structure(e, &c.arguments.args[0], at)
+            c.arguments.args.first()
         }
-        _ => e.value(expr, at).whole,
+        _ => None,
     }
 }
 
@@ -84,8 +97,9 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
 /// only the sources that reach the value through such a choice ([`via::CHOICE`]: `x = None`
 /// under `if rank != 0:`, `a if rank == 0 else None`, a return under a test) decide it.
 /// The environment is the exception: a read of it is itself `None` or not
-/// (`os.environ.get("NODE_CACHE")`), host by host.
-fn structure(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
+/// (`os.environ.get("NODE_CACHE")`), host by host; and so is a caught exception, whose type is
+/// what that rank raised.
+pub(super) fn structure(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
     let mut deps = structural(e.value(x, at).whole);
     // What a caller passes is decided by the same rule, once the caller is known.
     deps.structure_only.clone_from(&deps.params);
@@ -96,7 +110,9 @@ fn structure(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
 pub(super) fn structural(mut deps: Deps) -> Deps {
     deps.reasons.retain(|r| match r.kind {
         DependenceKind::LocalData => false,
-        DependenceKind::Environment => true,
+        // A read of the host is itself `None` or not; which exception a rank caught is of the
+        // type that rank raised.
+        DependenceKind::Environment | DependenceKind::Exception => true,
         _ => r.via & via::CHOICE != 0,
     });
     deps

@@ -494,6 +494,15 @@ impl<'p> Analysis<'p> {
         Finding::from_deps(&deps)
     }
 
+    /// Why the *structure* of `expr_source` at `line` (whether it is `None`, its type) can
+    /// differ across ranks: only through a choice between assignments or returns, or the
+    /// environment (see `condition::structure`). What a caller passes for a parameter tested
+    /// `p is None` is judged this way.
+    pub fn structure_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        let deps = self.parsed(module, line, expr_source, condition::structure);
+        Finding::from_deps(&deps)
+    }
+
     /// Why the *number of items* of the iterable `expr_source` at `line` can differ across
     /// ranks (`range(steps)`: only if `steps` can; a `DistributedSampler`: never).
     pub fn length_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {

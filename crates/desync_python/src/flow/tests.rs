@@ -328,6 +328,11 @@ def f(vocab, shards):
     mine = shards[tp_rank]
     chosen = None if tp_rank != 0 else vocab
     cache = os.environ.get('NODE_CACHE')
+    rigid = isinstance(mine, dict)
+    try:
+        dist.barrier()
+    except RuntimeError as err:
+        timed_out = isinstance(err, TimeoutError)
     pass  # <use>
 ";
     // (`vocab` and `shards` are parameters nothing in view passes: unknown, not the rank.)
@@ -343,6 +348,12 @@ def f(vocab, shards):
     assert!(!kinds(&condition_at(src, "<use>", "mine.dtype != torch.float32")).contains(&RankId));
     assert!(kinds(&condition_at(src, "<use>", "chosen.ndim == 1")).contains(&RankId));
     assert!(kinds(&condition_at(src, "<use>", "mine.size(0) == 2")).contains(&RankId));
+    // A key written out, tested for membership; a name that holds a structure test.
+    assert!(!kinds(&condition_at(src, "<use>", "'step' in mine")).contains(&RankId));
+    assert!(!kinds(&condition_at(src, "<use>", "rigid")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "tp_rank in mine")).contains(&RankId));
+    // Which exception a rank caught is that rank's own.
+    assert!(kinds(&condition_at(src, "<use>", "timed_out")).contains(&Exception));
 }
 
 /// Evidence through what is written into a container, through a field of an object held by

@@ -305,6 +305,11 @@ impl<'a, 'm> Eval<'a, 'm> {
     fn bound_value(&mut self, name: &str, binding: &Binding<'m>) -> Value {
         let at = binding.at;
         match binding.source {
+            // `is_rigid = isinstance(sd[KEY], dict)`: a name holding a structure test is
+            // decided as that test would be in an `if`.
+            Source::Value(v) if let Some(x) = super::condition::structure_subject(v) => {
+                Value::of(super::condition::structure(self, x, at))
+            }
             Source::Value(v) | Source::WithItem(v) => self.value(v, at),
             Source::Element(v, i) => Value::of(self.value(v, at).element(i)),
             Source::Augmented(v) => {
