@@ -64,14 +64,14 @@ pub(crate) struct Context<'a> {
     pub collectives: &'a Collectives<'a, 'a>,
     /// Collective-issuing calls and property reads, in source order.
     pub sites: Vec<Site<'a>>,
-    /// What each parameter (or its structure) depends on, per (function `def` line,
-    /// parameter, caller depth, structure only):
-    /// every finding in a function asks about the same parameters, and answering walks the
-    /// file's calls.
-    pub(crate) parameters: std::cell::RefCell<
-        std::collections::HashMap<(u32, String, usize, bool), Vec<desync_python::Dependence>>,
-    >,
+    /// What each parameter (or its structure) depends on: every finding in a function asks
+    /// about the same parameters, and answering walks the file's calls.
+    pub(crate) parameters:
+        std::cell::RefCell<std::collections::HashMap<ParameterKey, Vec<desync_python::Dependence>>>,
 }
+
+/// (function `def` line, parameter, caller depth, structure only).
+pub(crate) type ParameterKey = (u32, String, usize, bool);
 
 impl<'a> Context<'a> {
     pub fn new(
