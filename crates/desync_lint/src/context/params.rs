@@ -46,8 +46,11 @@ pub(super) fn resolve(
         // item of `p`) is decided at the caller by the same rule: its choices, not its data
         // or values computed from its rank.
         let structural = finding.structure_parameters.contains(p);
+        // Reached only through a container's writes or a held object's fields: so is what the
+        // callers pass.
+        let indirect = finding.indirect_parameters.contains(p);
         for d in parameter(ctx, &function, p, depth, structural) {
-            push(&mut out, d);
+            push(&mut out, Dependence { indirect: d.indirect || indirect, ..d });
         }
     }
     if depth < MAX_CALLER_DEPTH {

@@ -134,6 +134,10 @@ pub(crate) struct Deps {
     /// (`p is None`, `isinstance(item, T)` for an item of `p`): what the caller passes decides
     /// only through the structure rule ([`condition::structural`]).
     pub structure_only: Vec<String>,
+    /// The parameters of `params` reached only through indirect steps ([`via::INDIRECT`]: a
+    /// container's writes, a field of a held object): what the caller passes reaches the
+    /// value indirectly too.
+    pub indirect_params: Vec<String>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,
     /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
@@ -186,6 +190,20 @@ impl Deps {
             }
             self.structure_only.retain(|p| !valued.contains(p));
         }
+        // The same for parameters reached only indirectly.
+        if !(self.indirect_params.is_empty() && other.indirect_params.is_empty()) {
+            let direct = |params: &[String], indirect: &[String]| -> Vec<String> {
+                params.iter().filter(|p| !indirect.contains(p)).cloned().collect()
+            };
+            let mut reached = direct(&self.params, &self.indirect_params);
+            reached.extend(direct(&other.params, &other.indirect_params));
+            for p in other.indirect_params {
+                if !self.indirect_params.contains(&p) {
+                    self.indirect_params.push(p);
+                }
+            }
+            self.indirect_params.retain(|p| !reached.contains(p));
+        }
         for r in other.reasons {
             match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
                 // One reason per kind is shown: the first found, unless a later one reaches
@@ -230,6 +248,9 @@ impl Deps {
     pub(crate) fn through(mut self, bits: u8) -> Deps {
         for r in &mut self.reasons {
             r.via |= bits;
+        }
+        if bits & via::INDIRECT != 0 {
+            self.indirect_params.clone_from(&self.params);
         }
         self
     }
@@ -441,6 +462,9 @@ pub struct Finding {
     /// The `parameters` the value reaches only through a test of its structure (`p is None`,
     /// `isinstance(p, T)`): a caller's rank-local *data* decides nothing there.
     pub structure_parameters: Vec<String>,
+    /// The `parameters` the value reaches only indirectly (through a container's writes or a
+    /// held object's fields): what a caller passes for them is indirect evidence.
+    pub indirect_parameters: Vec<String>,
     /// Parameters whose length the value counts.
     pub length_parameters: Vec<String>,
     /// Consensus seen on the way (the value was agreed across ranks there).
@@ -458,6 +482,7 @@ impl Finding {
             dependence: deps.to_public(),
             parameters: deps.params.clone(),
             structure_parameters: deps.structure_only.clone(),
+            indirect_parameters: deps.indirect_params.clone(),
             length_parameters: deps.length_params.clone(),
             agreed: deps.agreed.clone(),
             configuration: deps.config.clone(),

@@ -419,3 +419,47 @@ def save(state, moe):
     // After the `if`, the reshaped value can be the one seen.
     assert!(kinds(&at(src, "<after>", "v")).contains(&RankId));
 }
+
+/// `for ranks in groups: g = new_group(ranks); if rank in ranks: mine = g`: every rank keeps
+/// one group of the enumeration, so whether it kept one is the same everywhere.
+#[test]
+fn membership_of_an_enumerated_rank_set_is_taken_on_every_rank() {
+    let src = "\
+import torch.distributed as dist
+
+def setup(groups, leaders):
+    rank = dist.get_rank()
+    mine = None
+    for ranks in groups:
+        g = dist.new_group(ranks)
+        if rank in ranks:
+            mine = g
+    lead = None
+    if rank in leaders:
+        lead = dist.new_group(leaders)
+    pass  # <use>
+";
+    assert!(!kinds(&condition_at(src, "<use>", "mine is not None")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "lead is not None")).contains(&RankId));
+}
+
+/// A parameter reached only through what is written into a container is an indirect one:
+/// what callers pass for it reaches the value indirectly.
+#[test]
+fn parameters_reached_through_a_container_are_marked_indirect() {
+    let src = "\
+def f(pinned, direct):
+    state = {}
+    state['w'] = pinned
+    x = state['w']
+    y = direct
+    pass  # <use>
+";
+    let x = condition_at(src, "<use>", "x is None");
+    assert_eq!(x.indirect_parameters, ["pinned"], "{x:?}");
+    let both = condition_at(src, "<use>", "x is None or y is None");
+    assert_eq!(both.parameters.len(), 2, "{both:?}");
+    assert_eq!(both.indirect_parameters, ["pinned"], "{both:?}");
+    let y = condition_at(src, "<use>", "y is None");
+    assert!(y.indirect_parameters.is_empty(), "{y:?}");
+}

@@ -459,6 +459,11 @@ impl<'a, 'm> Eval<'a, 'm> {
         for level in &levels {
             let Some(owner) = level.owner else { continue };
             match (owner, level.slot) {
+                // `for ranks in all_groups: g = new_group(ranks); if rank in ranks: mine = g`:
+                // every rank is in one of the rank sets enumerated, so every rank runs the body
+                // in some iteration (which group it keeps is the rank's own, whether it keeps
+                // one is not).
+                (Stmt::If(s), Slot::Body) if tests_membership_of_loop_item(&s.test, &levels) => {}
                 (Stmt::If(s), Slot::Body) => {
                     let d = super::condition::decision(self, &s.test, s.start());
                     out.merge(d.through(via::CHOICE).hop(&format!(
@@ -1094,6 +1099,7 @@ impl<'a, 'm> Eval<'a, 'm> {
     ) -> Deps {
         let params = std::mem::take(&mut d.params);
         let structure_only = std::mem::take(&mut d.structure_only);
+        let indirect_params = std::mem::take(&mut d.indirect_params);
         let length_params = std::mem::take(&mut d.length_params);
         let name = summary.name.clone();
         for p in params {
@@ -1107,6 +1113,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 if structure_only.contains(&p) {
                     v = super::condition::structural(v);
                     v.structure_only.clone_from(&v.params);
+                }
+                if indirect_params.contains(&p) {
+                    v = v.through(via::CONTAINER);
                 }
                 d.merge(v.hop(&hop));
             } else if f.is_method
@@ -1207,4 +1216,22 @@ fn is_in_place(method: &str) -> bool {
                 | "remove"
                 | "clear"
         )
+}
+
+/// `x in ranks` where `ranks` is bound by a `for` around the test (one of `levels`).
+fn tests_membership_of_loop_item(test: &Expr, levels: &[crate::tree::Level<'_>]) -> bool {
+    let Expr::Compare(c) = test else { return false };
+    let ([ruff_python_ast::CmpOp::In], [Expr::Name(set)]) = (&*c.ops, &*c.comparators) else {
+        return false;
+    };
+    levels.iter().any(|level| match (level.owner, level.slot) {
+        (Some(Stmt::For(f)), Slot::Body) => {
+            let mut bound = false;
+            crate::expr::walk(&f.target, &mut |x| {
+                bound |= matches!(x, Expr::Name(n) if n.id == set.id);
+            });
+            bound
+        }
+        _ => false,
+    })
 }
