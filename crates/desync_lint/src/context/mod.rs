@@ -70,8 +70,8 @@ pub(crate) struct Context<'a> {
         std::cell::RefCell<std::collections::HashMap<ParameterKey, Vec<desync_python::Dependence>>>,
 }
 
-/// (function `def` line, parameter, caller depth, structure only).
-pub(crate) type ParameterKey = (u32, String, usize, bool);
+/// (function `def` line, parameter, caller depth, what is asked of it).
+pub(crate) type ParameterKey = (u32, String, usize, params::Asked);
 
 impl<'a> Context<'a> {
     pub fn new(

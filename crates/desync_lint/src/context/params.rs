@@ -45,11 +45,17 @@ pub(super) fn resolve(
         // A test of the structure of what the caller passes (`p is None`, the type of an
         // item of `p`) is decided at the caller by the same rule: its choices, not its data
         // or values computed from its rank.
-        let structural = finding.structure_parameters.contains(p);
+        let asked = if finding.structure_parameters.contains(p) {
+            Asked::Structure
+        } else if finding.read_parameters.contains(p) {
+            Asked::Read
+        } else {
+            Asked::Value
+        };
         // Reached only through a container's writes or a held object's fields: so is what the
         // callers pass.
         let indirect = finding.indirect_parameters.contains(p);
-        for d in parameter(ctx, &function, p, depth, structural) {
+        for d in parameter(ctx, &function, p, depth, asked) {
             push(&mut out, Dependence { indirect: d.indirect || indirect, ..d });
         }
     }
@@ -73,20 +79,29 @@ pub(super) fn resolve(
     out
 }
 
-/// What the parameter `p` of `function` depends on, from its callers (or as a data source);
-/// with `structural`, what its structure depends on. Memoised in the context.
+/// What is asked of a parameter: its value, its structure (`p is None`), or what reading
+/// what it holds depends on (`p.size()`, `p["key"]`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Asked {
+    Value,
+    Structure,
+    Read,
+}
+
+/// What the parameter `p` of `function` depends on, from its callers (or as a data source),
+/// as `asked`. Memoised in the context.
 fn parameter(
     ctx: &Context<'_>,
     function: &Function,
     p: &str,
     depth: usize,
-    structural: bool,
+    asked: Asked,
 ) -> Vec<Dependence> {
-    let key = (function.def_line, p.to_owned(), depth, structural);
+    let key = (function.def_line, p.to_owned(), depth, asked);
     if let Some(known) = ctx.parameters.borrow().get(&key) {
         return known.clone();
     }
-    let found = parameter_uncached(ctx, function, p, depth, structural);
+    let found = parameter_uncached(ctx, function, p, depth, asked);
     ctx.parameters.borrow_mut().insert(key, found.clone());
     found
 }
@@ -96,8 +111,9 @@ fn parameter_uncached(
     function: &Function,
     p: &str,
     depth: usize,
-    structural: bool,
+    asked: Asked,
 ) -> Vec<Dependence> {
+    let structural = asked == Asked::Structure;
     let args = ctx.collectives.arguments_for(ctx.module, function.def_line, p);
     if args.is_empty() {
         // Items of a loader have the same structure on every rank.
@@ -123,10 +139,12 @@ fn parameter_uncached(
         if depth >= MAX_CALLER_DEPTH {
             continue;
         }
-        let f = if structural {
-            ctx.analysis().structure_dependence(ctx.module, arg.line, &arg.text)
-        } else {
-            ctx.analysis().dependence(ctx.module, arg.line, &arg.text)
+        let f = match asked {
+            Asked::Structure => {
+                ctx.analysis().structure_dependence(ctx.module, arg.line, &arg.text)
+            }
+            Asked::Read => ctx.analysis().read_dependence(ctx.module, arg.line, &arg.text),
+            Asked::Value => ctx.analysis().dependence(ctx.module, arg.line, &arg.text),
         };
         for d in resolve(ctx, arg.line, f, depth + 1) {
             let evidence = format!(

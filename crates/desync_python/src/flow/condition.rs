@@ -51,7 +51,7 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             }
             deps
         }
-        _ => match structure_subject(expr) {
+        _ => match structure_subject(expr).or_else(|| keyed_membership(e, expr, at)) {
             Some(x) => structure(e, x, at),
             None => e.value(expr, at).whole,
         },
@@ -86,6 +86,25 @@ pub(super) fn structure_subject(expr: &Expr) -> Option<&Expr> {
         }
         _ => None,
     }
+}
+
+/// `KEY in state` with a key that is the same on every rank (a constant imported or defined
+/// elsewhere): whether `state` holds that key is its structure. (A key written out is
+/// [`structure_subject`]'s; `rank in ranks` is not this, the key depends on the rank.)
+pub(super) fn keyed_membership<'x>(
+    e: &mut Eval<'_, '_>,
+    expr: &'x Expr,
+    at: TextSize,
+) -> Option<&'x Expr> {
+    let Expr::Compare(c) = expr else { return None };
+    let ([CmpOp::In | CmpOp::NotIn], [container]) = (&*c.ops, &*c.comparators) else {
+        return None;
+    };
+    if !matches!(&*c.left, Expr::Name(_) | Expr::Attribute(_)) {
+        return None;
+    }
+    let key = e.value(&c.left, at).whole;
+    (key.reasons.is_empty() && key.params.is_empty()).then_some(container)
 }
 
 /// What decides a test of a value's structure (`x is None`, `isinstance(x, T)`,

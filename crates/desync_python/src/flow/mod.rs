@@ -138,6 +138,10 @@ pub(crate) struct Deps {
     /// container's writes, a field of a held object): what the caller passes reaches the
     /// value indirectly too.
     pub indirect_params: Vec<String>,
+    /// The parameters of `params` reached only through reads of what they hold (an attribute,
+    /// a method, an item under a fixed key): an item a caller picked by the rank reaches the
+    /// value only indirectly ([`Deps::read_of`]).
+    pub read_params: Vec<String>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,
     /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
@@ -204,6 +208,20 @@ impl Deps {
             }
             self.indirect_params.retain(|p| !reached.contains(p));
         }
+        // And for parameters reached only through reads.
+        if !(self.read_params.is_empty() && other.read_params.is_empty()) {
+            let plain = |params: &[String], read: &[String]| -> Vec<String> {
+                params.iter().filter(|p| !read.contains(p)).cloned().collect()
+            };
+            let mut reached = plain(&self.params, &self.read_params);
+            reached.extend(plain(&other.params, &other.read_params));
+            for p in other.read_params {
+                if !self.read_params.contains(&p) {
+                    self.read_params.push(p);
+                }
+            }
+            self.read_params.retain(|p| !reached.contains(p));
+        }
         for r in other.reasons {
             match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
                 // One reason per kind is shown: the first found, unless a later one reaches
@@ -264,6 +282,8 @@ impl Deps {
                 r.via |= via::OBJECT;
             }
         }
+        // What a caller passes is read the same way.
+        self.read_params.clone_from(&self.params);
         self
     }
 
@@ -465,6 +485,9 @@ pub struct Finding {
     /// The `parameters` the value reaches only indirectly (through a container's writes or a
     /// held object's fields): what a caller passes for them is indirect evidence.
     pub indirect_parameters: Vec<String>,
+    /// The `parameters` the value reaches only through reads of what they hold
+    /// (`p.size()`, `p["key"]`): an item a caller picked by the rank reaches it indirectly.
+    pub read_parameters: Vec<String>,
     /// Parameters whose length the value counts.
     pub length_parameters: Vec<String>,
     /// Consensus seen on the way (the value was agreed across ranks there).
@@ -483,6 +506,7 @@ impl Finding {
             parameters: deps.params.clone(),
             structure_parameters: deps.structure_only.clone(),
             indirect_parameters: deps.indirect_params.clone(),
+            read_parameters: deps.read_params.clone(),
             length_parameters: deps.length_params.clone(),
             agreed: deps.agreed.clone(),
             configuration: deps.config.clone(),
@@ -525,6 +549,15 @@ impl<'p> Analysis<'p> {
     /// `p is None` is judged this way.
     pub fn structure_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
         let deps = self.parsed(module, line, expr_source, condition::structure);
+        Finding::from_deps(&deps)
+    }
+
+    /// What a read of what `expr_source` holds (an attribute, a method, an item under a fixed
+    /// key) depends on: [`Analysis::dependence`] with an item picked by the rank reaching the
+    /// read indirectly. What a caller passes for a parameter read that way is judged this way.
+    pub fn read_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        let deps =
+            self.parsed(module, line, expr_source, |e, expr, at| e.value(expr, at).whole.read_of());
         Finding::from_deps(&deps)
     }
 

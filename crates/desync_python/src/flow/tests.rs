@@ -463,3 +463,39 @@ def f(pinned, direct):
     let y = condition_at(src, "<use>", "y is None");
     assert!(y.indirect_parameters.is_empty(), "{y:?}");
 }
+
+/// What is read of an item the rank picked — an attribute, a method, a field under a fixed
+/// key — reaches the read indirectly, also when the item is passed to a helper that reads it;
+/// a key the same on every rank, tested for membership, is a test of structure.
+#[test]
+fn reads_of_a_picked_item_are_indirect_through_helpers_too() {
+    let src = "\
+import torch.distributed as dist
+from constants import PADDINGS
+
+def layout(sd):
+    return sd['state']
+
+def size_of(pg):
+    return pg.size()
+
+def f(saved, groups):
+    rank = dist.get_rank()
+    mine = saved[rank]
+    state = layout(mine)
+    width = size_of(groups[rank])
+    padded = PADDINGS in mine
+    own = mine
+    pass  # <use>
+";
+    let read = |e: &str| {
+        let f = at(src, "# <use>", e);
+        f.dependence.iter().filter(|d| d.kind == RankId).map(|d| d.indirect).collect::<Vec<_>>()
+    };
+    assert_eq!(read("state"), [true]);
+    assert_eq!(read("width"), [true]);
+    assert_eq!(read("mine['step']"), [true]);
+    assert_eq!(read("own"), [false], "the picked item itself is direct");
+    assert!(!kinds(&condition_at(src, "<use>", "padded")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "rank in mine")).contains(&RankId));
+}

@@ -307,7 +307,10 @@ impl<'a, 'm> Eval<'a, 'm> {
         match binding.source {
             // `is_rigid = isinstance(sd[KEY], dict)`: a name holding a structure test is
             // decided as that test would be in an `if`.
-            Source::Value(v) if let Some(x) = super::condition::structure_subject(v) => {
+            Source::Value(v)
+                if let Some(x) = super::condition::structure_subject(v)
+                    .or_else(|| super::condition::keyed_membership(self, v, at)) =>
+            {
                 Value::of(super::condition::structure(self, x, at))
             }
             Source::Value(v) | Source::WithItem(v) => self.value(v, at),
@@ -738,6 +741,12 @@ impl<'a, 'm> Eval<'a, 'm> {
         let mut out = base;
         out.elements = None;
         let index = self.value_at(&s.slice, at, depth + 1).whole;
+        // `picked["step"]`: a field of the item under a key every rank uses, read as an
+        // attribute is.
+        let fixed_key = index.reasons.is_empty() && index.params.is_empty();
+        if fixed_key && !matches!(&*s.slice, Expr::Slice(_)) {
+            out.whole = out.whole.read_of();
+        }
         let picks = !matches!(&*s.slice, Expr::Slice(_));
         out.whole.merge(if picks { index.through(via::PICKED) } else { index });
         out
@@ -1100,6 +1109,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         let params = std::mem::take(&mut d.params);
         let structure_only = std::mem::take(&mut d.structure_only);
         let indirect_params = std::mem::take(&mut d.indirect_params);
+        let read_params = std::mem::take(&mut d.read_params);
         let length_params = std::mem::take(&mut d.length_params);
         let name = summary.name.clone();
         for p in params {
@@ -1116,6 +1126,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
                 if indirect_params.contains(&p) {
                     v = v.through(via::CONTAINER);
+                }
+                if read_params.contains(&p) {
+                    v = v.read_of();
                 }
                 d.merge(v.hop(&hop));
             } else if f.is_method
