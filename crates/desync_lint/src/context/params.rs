@@ -8,8 +8,9 @@
 //!    `worker(i, ...)` in process `i`): the parameter they fill with the process index is the
 //!    rank.
 //! 3. **Data sources**: a parameter no call in view decides, that its function iterates
-//!    (`for batch in loader:`, `for i, (x, y) in enumerate(loader)`, or a comprehension over
-//!    it) in a function that issues collectives, is taken as the rank's own data (a loader over
+//!    (`for batch in loader:`, `for i, (x, y) in enumerate(loader)`, the entries of a mapping,
+//!    `for dtype, tensors in by_dtype.items()`, or a comprehension over it) in a function that
+//!    issues collectives, is taken as the rank's own data (a loader over
 //!    its shard), as the table's data sources are. The decision is about its *items*; how many
 //!    there are (a counter over it) is left undecided: `DistributedSampler` gives every rank
 //!    the same number.
@@ -191,7 +192,11 @@ fn iterates(line: &str, p: &str) -> bool {
             .unwrap_or(after);
         let end =
             iterable.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(iterable.len());
-        let next = iterable[end..].trim_start().chars().next();
+        // `for k, v in p.items()`: the entries of a mapping of the rank's own data.
+        let rest = &iterable[end..];
+        let rest =
+            [".items()", ".values()"].iter().find_map(|m| rest.strip_prefix(m)).unwrap_or(rest);
+        let next = rest.trim_start().chars().next();
         if &iterable[..end] == p && matches!(next, None | Some(':' | ')' | ',' | ']' | '}')) {
             return true;
         }
@@ -233,5 +238,8 @@ mod tests {
         assert!(!iterates("    for batch in loader2:", "loader"));
         assert!(!iterates("    if x in loader:", "loader"));
         assert!(!iterates("    for x in loader.dataset:", "loader"));
+        assert!(iterates("    for dtype, tensors in by_dtype.items():", "by_dtype"));
+        assert!(iterates("    for tensors in by_dtype.values():", "by_dtype"));
+        assert!(!iterates("    for dtype in by_dtype.keys():", "by_dtype"));
     }
 }
