@@ -121,6 +121,32 @@ impl Reason {
     }
 }
 
+/// Merges `other_only` into `only`: the parameters of `params` (`other_params`) reached only
+/// one way (through structure tests, indirect steps, reads). A parameter stays when neither
+/// side reaches it otherwise. (Merging runs for every expression followed: nothing to do, and
+/// nothing to allocate, when neither side has any.)
+fn merge_only(
+    only: &mut Vec<String>,
+    params: &[String],
+    other_only: Vec<String>,
+    other_params: &[String],
+) {
+    if only.is_empty() && other_only.is_empty() {
+        return;
+    }
+    let otherwise = |params: &[String], only: &[String]| -> Vec<String> {
+        params.iter().filter(|p| !only.contains(p)).cloned().collect()
+    };
+    let mut reached = otherwise(params, only);
+    reached.extend(otherwise(other_params, &other_only));
+    for p in other_only {
+        if !only.contains(&p) {
+            only.push(p);
+        }
+    }
+    only.retain(|p| !reached.contains(p));
+}
+
 /// What a value depends on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Deps {
@@ -178,50 +204,11 @@ impl Deps {
     }
 
     pub(crate) fn merge(&mut self, other: Deps) {
-        // A parameter stays structure-only when neither side reaches its value otherwise.
-        // (Merging runs for every expression followed: nothing to do, and nothing to
-        // allocate, when neither side has any.)
-        if !(self.structure_only.is_empty() && other.structure_only.is_empty()) {
-            let by_value = |d: &Deps| -> Vec<String> {
-                d.params.iter().filter(|p| !d.structure_only.contains(p)).cloned().collect()
-            };
-            let mut valued = by_value(self);
-            valued.extend(by_value(&other));
-            for p in other.structure_only {
-                if !self.structure_only.contains(&p) {
-                    self.structure_only.push(p);
-                }
-            }
-            self.structure_only.retain(|p| !valued.contains(p));
-        }
-        // The same for parameters reached only indirectly.
-        if !(self.indirect_params.is_empty() && other.indirect_params.is_empty()) {
-            let direct = |params: &[String], indirect: &[String]| -> Vec<String> {
-                params.iter().filter(|p| !indirect.contains(p)).cloned().collect()
-            };
-            let mut reached = direct(&self.params, &self.indirect_params);
-            reached.extend(direct(&other.params, &other.indirect_params));
-            for p in other.indirect_params {
-                if !self.indirect_params.contains(&p) {
-                    self.indirect_params.push(p);
-                }
-            }
-            self.indirect_params.retain(|p| !reached.contains(p));
-        }
-        // And for parameters reached only through reads.
-        if !(self.read_params.is_empty() && other.read_params.is_empty()) {
-            let plain = |params: &[String], read: &[String]| -> Vec<String> {
-                params.iter().filter(|p| !read.contains(p)).cloned().collect()
-            };
-            let mut reached = plain(&self.params, &self.read_params);
-            reached.extend(plain(&other.params, &other.read_params));
-            for p in other.read_params {
-                if !self.read_params.contains(&p) {
-                    self.read_params.push(p);
-                }
-            }
-            self.read_params.retain(|p| !reached.contains(p));
-        }
+        // A parameter stays structure-only (indirect, read-only) when neither side reaches it
+        // otherwise.
+        merge_only(&mut self.structure_only, &self.params, other.structure_only, &other.params);
+        merge_only(&mut self.indirect_params, &self.params, other.indirect_params, &other.params);
+        merge_only(&mut self.read_params, &self.params, other.read_params, &other.params);
         for r in other.reasons {
             match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
                 // One reason per kind is shown: the first found, unless a later one reaches

@@ -741,13 +741,12 @@ impl<'a, 'm> Eval<'a, 'm> {
         let mut out = base;
         out.elements = None;
         let index = self.value_at(&s.slice, at, depth + 1).whole;
+        let picks = !matches!(&*s.slice, Expr::Slice(_));
         // `picked["step"]`: a field of the item under a key every rank uses, read as an
         // attribute is.
-        let fixed_key = index.reasons.is_empty() && index.params.is_empty();
-        if fixed_key && !matches!(&*s.slice, Expr::Slice(_)) {
+        if picks && index.reasons.is_empty() && index.params.is_empty() {
             out.whole = out.whole.read_of();
         }
-        let picks = !matches!(&*s.slice, Expr::Slice(_));
         out.whole.merge(if picks { index.through(via::PICKED) } else { index });
         out
     }
