@@ -10,8 +10,8 @@
 //! 3. **Data sources**: a parameter no call in view decides, that its function iterates
 //!    (`for batch in loader:`, `for i, (x, y) in enumerate(loader)`, the entries of a mapping,
 //!    `for dtype, tensors in by_dtype.items()`, or a comprehension over it) in a function that
-//!    issues collectives, is taken as the rank's own data (a loader over
-//!    its shard), as the table's data sources are. The decision is about its *items*; how many
+//!    issues collectives, is taken as the rank's own data (a loader over its shard), as the
+//!    table's data sources are. The decision is about its *items*; how many
 //!    there are (a counter over it) is left undecided: `DistributedSampler` gives every rank
 //!    the same number.
 //!

@@ -154,7 +154,9 @@ pub(crate) struct Deps {
     pub reasons: Vec<Reason>,
     /// Parameters of the function the value flows from: the caller decides them.
     pub params: Vec<String>,
-    /// Parameters whose *length* the value flows from (a counter over a parameter).
+    /// Parameters whose *length* the value flows from (a counter over a parameter); in the
+    /// size and dtype following of `sites::metadata`, parameters whose own size (dtype) the
+    /// tensor has.
     pub length_params: Vec<String>,
     /// The parameters of `params` reached only through tests of a value's structure
     /// (`p is None`, `isinstance(item, T)` for an item of `p`): what the caller passes decides
