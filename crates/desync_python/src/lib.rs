@@ -64,8 +64,8 @@ pub use flow::{
 pub use module::Module;
 pub use nesting::MAX_NESTING;
 pub use outline::{
-    Call, Clause, Conditional, Handler, Import, JumpStmt, LineRange, Loop, Membership, Outline,
-    TryBlock,
+    Call, Clause, Conditional, Conjunct, Handler, Import, JumpStmt, LineRange, Loop, Membership,
+    Outline, TryBlock,
 };
 pub use types::{
     ArgOrigin, Branch, CallOrigin, CallSite, Construct, Dependence, DependenceKind, Function, Jump,

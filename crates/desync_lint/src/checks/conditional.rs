@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use desync_python::{Conditional, DependenceKind};
+use desync_python::{Conditional, Conjunct, DependenceKind};
 
 use super::{Raw, explain, indirect, short};
 use crate::context::{Context, Site, has_rank_id, splits_group};
@@ -32,8 +32,16 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         let Some((first_split, test, line, deps)) = rank_test(ctx, cond) else { continue };
         // The clauses before the first rank-dependent test are entered alike on every rank
         // (`if sharded: save_sharded() elif rank == 0: save_full()`): only the later ones,
-        // the implicit `else` included, are chosen by the rank.
-        let clauses = &all_clauses[first_split..];
+        // the implicit `else` included, are chosen by the rank, and of those not the ones
+        // entered only when a rank-independent part of that test fails.
+        let unreachable = entered_only_when_uniform_part_fails(ctx, cond, first_split);
+        let clauses: Vec<Vec<&Site<'_>>> = all_clauses[first_split..]
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !unreachable.contains(&(first_split + k)))
+            .map(|(_, c)| c.clone())
+            .collect();
+        let clauses = &clauses[..];
         if clauses.iter().all(Vec::is_empty) {
             continue;
         }
@@ -123,6 +131,30 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         }
     }
     out
+}
+
+/// The clauses after `split` (indexes into `cond.clauses`) that no rank enters when the rank
+/// decides `split`'s test: `if not in_order and should_log(rank): log() elif in_order:
+/// barrier()` — the `elif` runs only where `not in_order` fails, which is the same on every
+/// rank, and there no rank enters the first clause either. A part of the test is
+/// rank-independent when nothing is shown to make it differ across ranks.
+fn entered_only_when_uniform_part_fails(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+    split: usize,
+) -> Vec<usize> {
+    let clause = &cond.clauses[split];
+    let line = clause.test_line.unwrap_or(clause.line);
+    if clause.conjuncts.len() < 2 {
+        return Vec::new();
+    }
+    let uniform: Vec<&Conjunct> =
+        clause.conjuncts.iter().filter(|c| ctx.dependence(line, &c.text).is_empty()).collect();
+    (split + 1..cond.clauses.len())
+        .filter(|&j| {
+            cond.clauses[j].conjuncts.iter().any(|c| uniform.iter().any(|u| u.contradicts(c)))
+        })
+        .collect()
 }
 
 /// The collective sites of each clause (non-p2p), plus an empty one for a missing `else`.

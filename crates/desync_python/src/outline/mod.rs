@@ -6,8 +6,8 @@
 mod types;
 
 pub use types::{
-    Call, Clause, Conditional, Handler, Import, JumpStmt, LineRange, Loop, Membership, Outline,
-    TryBlock,
+    Call, Clause, Conditional, Conjunct, Handler, Import, JumpStmt, LineRange, Loop, Membership,
+    Outline, TryBlock,
 };
 
 use ruff_python_ast::{ExceptHandler, Expr, Stmt};
@@ -150,6 +150,23 @@ impl Walker<'_> {
             test_line: test.map(|t| self.module.line_of(t.start())),
             body: self.range(body),
             membership: test.and_then(|t| self.membership(t)),
+            conjuncts: test.map(|t| self.conjuncts(t)).unwrap_or_default(),
+        }
+    }
+
+    /// The operands of `test`'s top-level `and`, each without its leading `not`.
+    fn conjuncts(&self, test: &Expr) -> Vec<Conjunct> {
+        let literal = |e: &Expr| match e {
+            Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => {
+                Conjunct { text: self.module.text(u.operand.range()).to_owned(), negated: true }
+            }
+            e => Conjunct { text: self.module.text(e.range()).to_owned(), negated: false },
+        };
+        match test {
+            Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => {
+                b.values.iter().map(literal).collect()
+            }
+            e => vec![literal(e)],
         }
     }
 

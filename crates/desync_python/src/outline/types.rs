@@ -113,6 +113,26 @@ pub struct Clause {
     pub body: LineRange,
     /// The test is (or, joined by `and`, includes) a membership test `x in c` / `x not in c`.
     pub membership: Option<Membership>,
+    /// The operands of the test's top-level `and` (the whole test when it is no `and`), each
+    /// with its `not` taken off: `not in_order and self._should_log(m)` is
+    /// `[(in_order, negated), (self._should_log(m), plain)]`.
+    pub conjuncts: Vec<Conjunct>,
+}
+
+/// One operand of a test's top-level `and`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Conjunct {
+    /// Source text, without a leading `not`.
+    pub text: String,
+    /// Written with a leading `not`.
+    pub negated: bool,
+}
+
+impl Conjunct {
+    /// Whether `self` holds exactly when `other` does not (`x` and `not x`).
+    pub fn contradicts(&self, other: &Conjunct) -> bool {
+        self.text == other.text && self.negated != other.negated
+    }
 }
 
 /// A membership test in a clause's test: `rank in ranks`, `rank not in group_ranks`.
