@@ -499,3 +499,25 @@ def f(saved, groups):
     assert!(!kinds(&condition_at(src, "<use>", "padded")).contains(&RankId));
     assert!(kinds(&condition_at(src, "<use>", "rank in mine")).contains(&RankId));
 }
+
+/// An attribute assigned a structure test (`self.enabled = self.state is not None`) is decided
+/// as the test would be in an `if`: a value computed from the rank is not `None` anywhere.
+#[test]
+fn an_attribute_holding_a_structure_test_is_decided_by_choices() {
+    let src = "\
+import torch.distributed as dist
+
+class Relay:
+    def __init__(self, world):
+        self.rank = dist.get_rank()
+        self.state = make_state(self.rank, world)
+        self.enabled = self.state is not None
+        self.picked = None if self.rank else world
+        self.has_pick = self.picked is not None
+
+    def step(self):
+        pass  # <use>
+";
+    assert!(!kinds(&condition_at(src, "<use>", "self.enabled")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "self.has_pick")).contains(&RankId));
+}

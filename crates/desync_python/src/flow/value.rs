@@ -302,18 +302,23 @@ impl<'a, 'm> Eval<'a, 'm> {
         value
     }
 
+    /// The value an assignment stores: `is_rigid = isinstance(sd[KEY], dict)`, or
+    /// `self.enabled = self.state is not None`, holds a structure test, decided as that test
+    /// would be in an `if`; anything else is its value.
+    fn assigned(&mut self, v: &Expr, at: TextSize) -> Value {
+        match super::condition::structure_subject(v)
+            .or_else(|| super::condition::keyed_membership(self, v, at))
+        {
+            Some(x) => Value::of(super::condition::structure(self, x, at)),
+            None => self.value(v, at),
+        }
+    }
+
     fn bound_value(&mut self, name: &str, binding: &Binding<'m>) -> Value {
         let at = binding.at;
         match binding.source {
-            // `is_rigid = isinstance(sd[KEY], dict)`: a name holding a structure test is
-            // decided as that test would be in an `if`.
-            Source::Value(v)
-                if let Some(x) = super::condition::structure_subject(v)
-                    .or_else(|| super::condition::keyed_membership(self, v, at)) =>
-            {
-                Value::of(super::condition::structure(self, x, at))
-            }
-            Source::Value(v) | Source::WithItem(v) => self.value(v, at),
+            Source::Value(v) => self.assigned(v, at),
+            Source::WithItem(v) => self.value(v, at),
             Source::Element(v, i) => Value::of(self.value(v, at).element(i)),
             Source::Augmented(v) => {
                 let mut out = self.value(v, at);
@@ -1040,8 +1045,11 @@ impl<'a, 'm> Eval<'a, 'm> {
                         quote(self.module.text(value.range())),
                         self.line_of(at)
                     );
-                    let d =
-                        if length { self.length(value, at) } else { self.value(value, at).whole };
+                    let d = if length {
+                        self.length(value, at)
+                    } else {
+                        self.assigned(value, at).whole
+                    };
                     out.merge(d.hop(&hop));
                     self.tracing.pop();
                 }
