@@ -73,8 +73,9 @@ pub enum SiteVia {
     Forward(String),
     /// `.backward()` of a value a model wrapped by this wrapper computed (gradient reduction).
     Backward(String),
-    /// A function of the project whose body issues `reaches`.
-    Helper { name: String, reaches: String },
+    /// A function of the project whose body issues `reaches`; `group`: the argument the call
+    /// passes for the parameter every collective of that body names as its process group.
+    Helper { name: String, reaches: String, group: Option<String> },
 }
 
 impl CollectiveSite {
@@ -120,6 +121,9 @@ struct Reach {
     ops: Vec<String>,
     /// The first site, described ("`dist.all_reduce` at line 8").
     first: String,
+    /// The parameter every collective of the body names as its process group
+    /// (`def sync(x, group): dist.all_reduce(x, group=group)`), if one does.
+    group_param: Option<String>,
 }
 
 /// Cheap facts about a module that say which calls are worth resolving (kept in the
@@ -340,10 +344,18 @@ impl<'a, 'p> Collectives<'a, 'p> {
             Sym::Function(f) => {
                 let reach = self.reach(module, &f, depth + 1)?;
                 let target: &Module = f.module.as_deref().unwrap_or(module);
-                let name = def_at(target, f.def).map(|d| d.name.id.to_string()).unwrap_or_default();
+                let def = def_at(target, f.def);
+                let name = def.map(|d| d.name.id.to_string()).unwrap_or_default();
+                let group = reach.group_param.as_deref().zip(def).and_then(|(p, def)| {
+                    let parameters = parameter_names(def);
+                    let through_instance = f.is_method && matches!(&*c.func, Expr::Attribute(_));
+                    crate::flow::value::argument_for(&parameters, through_instance, c, p)
+                        .filter(|a| !matches!(a, Expr::NoneLiteral(_)))
+                        .map(|a| module.text(a.range()).to_owned())
+                });
                 return Some((
                     reach.ops.clone(),
-                    SiteVia::Helper { name, reaches: reach.first.clone() },
+                    SiteVia::Helper { name, reaches: reach.first.clone(), group },
                 ));
             }
             _ => {}
@@ -397,12 +409,17 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 String::new()
             };
             let first = match &first.via {
-                SiteVia::Helper { name, reaches } => {
+                SiteVia::Helper { name, reaches, .. } => {
                     shorten(format!("`{name}`{file}, which calls {reaches}"))
                 }
                 _ => format!("`{}` at line {}{file}", first.callee, first.line),
             };
-            Rc::new(Reach { ops, first })
+            let group_param = def.and_then(|def| {
+                let group = sites.first()?.group.as_deref()?;
+                let same = sites.iter().all(|s| s.group.as_deref() == Some(group));
+                (same && parameter_names(def).iter().any(|p| p == group)).then(|| group.to_owned())
+            });
+            Rc::new(Reach { ops, first, group_param })
         });
         self.reaches.borrow_mut().insert(key, reach.clone());
         reach
@@ -417,14 +434,18 @@ impl<'a, 'p> Collectives<'a, 'p> {
     ) -> CollectiveSite {
         let (callee, group, input) = match node {
             Expr::Call(c) => {
-                let position = match &via {
-                    SiteVia::Table(q) => knowledge().api(q).and_then(|a| a.group_arg),
-                    _ => None,
-                };
-                let group = super::group_argument(c, position);
-                let input = match &via {
-                    SiteVia::Table(q) => shape_input(c, q),
-                    _ => None,
+                let (group, input) = match &via {
+                    SiteVia::Table(q) => {
+                        let position = knowledge().api(q).and_then(|a| a.group_arg);
+                        let group = super::group_argument(c, position)
+                            .map(|g| module.text(g.range()).to_owned());
+                        (group, shape_input(c, q))
+                    }
+                    SiteVia::Helper { group, .. } => (group.clone(), None),
+                    _ => (
+                        super::group_argument(c, None).map(|g| module.text(g.range()).to_owned()),
+                        None,
+                    ),
                 };
                 (module.text(c.func.range()).to_owned(), group, input)
             }
@@ -437,7 +458,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             callee: crate::expr::snippet(&callee),
             ops,
             via,
-            group: group.map(|g| module.text(g.range()).to_owned()),
+            group,
             input: input.map(|i| module.text(i.range()).to_owned()),
             input_line: input.map(|i| module.line_of(i.start())),
         }
@@ -519,3 +540,8 @@ fn walk_scopes<'m>(
 
 #[cfg(test)]
 mod tests;
+
+/// The names of `def`'s parameters, in order (`self` included for a method).
+fn parameter_names(def: &StmtFunctionDef) -> Vec<String> {
+    def.parameters.iter_non_variadic_params().map(|p| p.parameter.name.id.to_string()).collect()
+}

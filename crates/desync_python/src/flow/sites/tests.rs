@@ -406,3 +406,42 @@ fn a_list_grown_in_every_clause_of_a_rank_test_has_one_item_either_way() {
     assert!(size(STRUCTURE, "# <end>", "torch.cat(parts)").is_empty());
     assert_eq!(size(STRUCTURE, "# <end>", "torch.cat(mine)"), [RankId]);
 }
+
+/// A helper whose every collective names one of its parameters as the process group issues
+/// them on what the call passes for it; a helper that uses several groups names none.
+#[test]
+fn a_helper_call_names_the_group_it_passes() {
+    let src = "\
+import torch.distributed as dist
+
+def sync(x, group):
+    dist.all_reduce(x, group=group)
+    dist.barrier(group=group)
+
+def mixed(x, dp_group, tp_group):
+    dist.all_reduce(x, group=dp_group)
+    dist.all_reduce(x, group=tp_group)
+
+class Stage:
+    def share(self, x, pg=None):
+        sync(x, pg)
+
+def main(x, tp_group, dp_group, stage):
+    sync(x, tp_group)  # <a>
+    sync(x, group=dp_group)  # <b>
+    mixed(x, dp_group, tp_group)  # <c>
+    Stage().share(x, pg=tp_group)  # <d>
+    sync(x, None)  # <e>
+";
+    let m = Module::parse(src);
+    let cx = Analysis::default();
+    let group_at = |marker: &str| {
+        let at = line(src, marker);
+        Collectives::new(&cx).sites(&m).into_iter().find(|s| s.line == at).and_then(|s| s.group)
+    };
+    assert_eq!(group_at("# <a>").as_deref(), Some("tp_group"));
+    assert_eq!(group_at("# <b>").as_deref(), Some("dp_group"));
+    assert_eq!(group_at("# <c>"), None);
+    assert_eq!(group_at("# <d>").as_deref(), Some("tp_group"));
+    assert_eq!(group_at("# <e>"), None, "None is the world group");
+}
