@@ -538,10 +538,10 @@ fn walk_scopes<'m>(
     }
 }
 
-#[cfg(test)]
-mod tests;
-
 /// The names of `def`'s parameters, in order (`self` included for a method).
 fn parameter_names(def: &StmtFunctionDef) -> Vec<String> {
     def.parameters.iter_non_variadic_params().map(|p| p.parameter.name.id.to_string()).collect()
 }
+
+#[cfg(test)]
+mod tests;
