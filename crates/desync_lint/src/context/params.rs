@@ -125,16 +125,16 @@ fn parameter_uncached(
     }
     let mut out = Vec::new();
     for arg in args {
-        // A process index is a number on every rank.
-        if arg.process_index && structural {
-            continue;
-        }
         if arg.process_index {
-            let evidence = format!(
-                "`{p}` (the process index `{}` at line {} passes: each process gets its rank)",
-                arg.call, arg.line
-            );
-            push(&mut out, Dependence::new(DependenceKind::RankId, evidence));
+            // A process index is a number on every rank: only its value is the rank's own.
+            if !structural {
+                let evidence = format!(
+                    "`{p}` (the process index `{}` at line {} passes: each process gets its \
+                     rank)",
+                    arg.call, arg.line
+                );
+                push(&mut out, Dependence::new(DependenceKind::RankId, evidence));
+            }
             continue;
         }
         if depth >= MAX_CALLER_DEPTH {

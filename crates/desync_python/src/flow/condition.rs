@@ -51,11 +51,15 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             }
             deps
         }
-        _ => match structure_subject(expr).or_else(|| keyed_membership(e, expr, at)) {
-            Some(x) => structure(e, x, at),
-            None => e.value(expr, at).whole,
-        },
+        _ => structure_test(e, expr, at).unwrap_or_else(|| e.value(expr, at).whole),
     }
+}
+
+/// What decides `expr` when it is a test of a value's structure ([`structure_subject`], or
+/// [`keyed_membership`]): the structure rule; `None` for any other expression.
+pub(super) fn structure_test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize) -> Option<Deps> {
+    let x = structure_subject(expr).or_else(|| keyed_membership(e, expr, at))?;
+    Some(structure(e, x, at))
 }
 
 /// The value whose structure `expr` tests, when it is such a test: `x is None`,
@@ -63,7 +67,7 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
 /// written out, or the number of dimensions or dtype of `x` compared with a constant. Wherever
 /// such a test is written (an `if`, or `is_rigid = isinstance(sd[KEY], dict)`), it says what
 /// kind of value `x` is, not what it holds.
-pub(super) fn structure_subject(expr: &Expr) -> Option<&Expr> {
+fn structure_subject(expr: &Expr) -> Option<&Expr> {
     match expr {
         Expr::Compare(c) if is_none_test(c) => {
             Some(if matches!(&*c.left, Expr::NoneLiteral(_)) { &c.comparators[0] } else { &c.left })
@@ -91,11 +95,7 @@ pub(super) fn structure_subject(expr: &Expr) -> Option<&Expr> {
 /// `KEY in state` with a key that is the same on every rank (a constant imported or defined
 /// elsewhere): whether `state` holds that key is its structure. (A key written out is
 /// [`structure_subject`]'s; `rank in ranks` is not this, the key depends on the rank.)
-pub(super) fn keyed_membership<'x>(
-    e: &mut Eval<'_, '_>,
-    expr: &'x Expr,
-    at: TextSize,
-) -> Option<&'x Expr> {
+fn keyed_membership<'x>(e: &mut Eval<'_, '_>, expr: &'x Expr, at: TextSize) -> Option<&'x Expr> {
     let Expr::Compare(c) = expr else { return None };
     let ([CmpOp::In | CmpOp::NotIn], [container]) = (&*c.ops, &*c.comparators) else {
         return None;

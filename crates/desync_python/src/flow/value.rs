@@ -306,10 +306,8 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// `self.enabled = self.state is not None`, holds a structure test, decided as that test
     /// would be in an `if`; anything else is its value.
     fn assigned(&mut self, v: &Expr, at: TextSize) -> Value {
-        match super::condition::structure_subject(v)
-            .or_else(|| super::condition::keyed_membership(self, v, at))
-        {
-            Some(x) => Value::of(super::condition::structure(self, x, at)),
+        match super::condition::structure_test(self, v, at) {
+            Some(d) => Value::of(d),
             None => self.value(v, at),
         }
     }
