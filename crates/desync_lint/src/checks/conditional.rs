@@ -56,6 +56,11 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         if members_of_groups(ctx, cond, &all_clauses) {
             continue;
         }
+        // Ranks taking turns: the nest of (in)equality tests around it issues the same
+        // collectives on every rank.
+        if super::turns::same_on_every_rank(ctx, cond) {
+            continue;
+        }
         let ops = |c: &Vec<&Site<'_>>| {
             let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
             v.sort_unstable();

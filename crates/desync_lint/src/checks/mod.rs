@@ -10,6 +10,7 @@ mod metadata;
 mod order;
 mod paths;
 mod setup;
+mod turns;
 
 use std::collections::HashSet;
 use std::path::Path;

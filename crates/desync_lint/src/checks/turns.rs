@@ -1,0 +1,393 @@
+//! Nests of `if`s whose tests compare ranks for equality, followed path by path: whether two
+//! ranks can take paths that issue different collectives.
+//!
+//! Rank-ordered turns are written this way, one rank the source in each iteration:
+//!
+//! ```python
+//! for r in range(world_size):
+//!     if self.rank == to:
+//!         if r == self.rank: keep_own()
+//!         else: broadcast_object(..., src=r)
+//!     else:
+//!         if r == self.rank: broadcast_object(mine, src=r)
+//!         elif r != to: broadcast_object(..., src=r)      # bystanders
+//! ```
+//!
+//! Each `if` alone issues a broadcast on some ranks only, but the nest as a whole does not:
+//! in the iteration `r == to` nobody issues one, in every other iteration everybody does.
+//! Each path through the nest is a conjunction of (in)equalities between terms (`r`,
+//! `self.rank`, `to`) and of rank-independent tests; a term that depends on the rank (or on
+//! anything else that can differ across ranks) takes its own value on each rank, the others
+//! one value everywhere. Two paths with different collectives conflict when one rank can be on
+//! the first while another is on the second: the two conjunctions, the first with its
+//! per-rank terms renamed for rank A and the second for rank B, hold together. Equalities
+//! are decided by union-find, which is exact for conjunctions of `==`/`!=`.
+//!
+//! Anything else keeps the finding: a rank-dependent test that is no (in)equality, a jump or
+//! a loop with collectives inside the nest, or more paths than [`MAX_PATHS`].
+
+use std::collections::HashMap;
+
+use desync_python::{Conditional, Conjunct};
+
+use crate::context::{Context, Site};
+
+/// Above this many paths the nest is left to the clause-by-clause comparison.
+const MAX_PATHS: usize = 256;
+
+/// True when `cond`, or a nest of `if`s around it in the same function, issues the same
+/// collectives on every rank whatever the values its tests compare.
+pub(super) fn same_on_every_rank(ctx: &Context<'_>, cond: &Conditional) -> bool {
+    let mut nest = Some(cond);
+    while let Some(c) = nest {
+        if Nest::new(ctx, c).is_some_and(|n| n.agrees()) {
+            return true;
+        }
+        nest = parent(ctx, c);
+    }
+    false
+}
+
+/// The innermost `if` of the same function with a clause whose body holds `cond`.
+fn parent<'o>(ctx: &Context<'o>, cond: &Conditional) -> Option<&'o Conditional> {
+    ctx.outline
+        .conditionals
+        .iter()
+        .filter(|p| p.function == cond.function && p.line < cond.line)
+        .filter(|p| p.clauses.iter().any(|c| c.body.contains(cond.line)))
+        .max_by_key(|p| p.line)
+}
+
+/// A term of an (in)equality: its text, and whether each rank has its own value of it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Term {
+    text: String,
+    per_rank: bool,
+}
+
+/// One fact a path assumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Literal {
+    Equal(Term, Term, bool),
+    /// A rank-independent test, true or false.
+    Uniform(String, bool),
+}
+
+/// A way through the nest: what it assumes, what it issues (op and group, in order).
+#[derive(Debug, Clone)]
+struct Path {
+    assumes: Vec<Literal>,
+    issues: Vec<(String, Option<String>)>,
+}
+
+struct Nest {
+    paths: Vec<Path>,
+}
+
+impl Nest {
+    fn new(ctx: &Context<'_>, cond: &Conditional) -> Option<Nest> {
+        let last = cond.clauses.last()?.body.last;
+        let inside = |line: u32| (cond.line..=last).contains(&line);
+        let has_jump =
+            ctx.outline.jumps.iter().any(|j| j.function == cond.function && inside(j.line));
+        let loop_with_sites = ctx.outline.loops.iter().any(|l| {
+            l.function == cond.function
+                && inside(l.line)
+                && ctx.sites_in(cond.function, l.body.first, l.body.last).next().is_some()
+        });
+        if has_jump || loop_with_sites {
+            return None;
+        }
+        let paths = paths_of(ctx, cond)?;
+        Some(Nest { paths })
+    }
+
+    /// No two paths with different collectives can be taken by two ranks at once.
+    fn agrees(&self) -> bool {
+        self.paths.iter().enumerate().all(|(i, a)| {
+            self.paths[i + 1..]
+                .iter()
+                .all(|b| a.issues == b.issues || !together(&a.assumes, &b.assumes))
+        })
+    }
+}
+
+/// The paths through `cond`: each clause entered when the tests before it fail and its own
+/// holds, then the collectives and nested `if`s of its body in order.
+fn paths_of(ctx: &Context<'_>, cond: &Conditional) -> Option<Vec<Path>> {
+    let mut out = Vec::new();
+    // The ways the earlier clauses' tests can all fail.
+    let mut failed_before: Vec<Vec<Literal>> = vec![Vec::new()];
+    for clause in &cond.clauses {
+        let line = clause.test_line.unwrap_or(clause.line);
+        let holds: Vec<Literal> = match &clause.test {
+            Some(_) => clause
+                .conjuncts
+                .iter()
+                .map(|c| literal(ctx, line, c, true))
+                .collect::<Option<_>>()?,
+            None => Vec::new(),
+        };
+        let entry: Vec<Vec<Literal>> = failed_before
+            .iter()
+            .map(|before| before.iter().cloned().chain(holds.iter().cloned()).collect())
+            .collect();
+        for assumes in entry {
+            for body in body_paths(ctx, cond, clause.body.first, clause.body.last)? {
+                let mut assumes = assumes.clone();
+                assumes.extend(body.assumes);
+                out.push(Path { assumes, issues: body.issues });
+            }
+        }
+        if clause.test.is_some() {
+            // `not (a and b)`: `not a`, or `a and not b`.
+            let fails: Vec<Literal> = clause
+                .conjuncts
+                .iter()
+                .map(|c| literal(ctx, line, c, false))
+                .collect::<Option<_>>()?;
+            let mut next = Vec::new();
+            for before in &failed_before {
+                for k in 0..fails.len() {
+                    let mut way = before.clone();
+                    way.extend(holds[..k].iter().cloned());
+                    way.push(fails[k].clone());
+                    next.push(way);
+                }
+            }
+            failed_before = next;
+        }
+        if out.len() + failed_before.len() > MAX_PATHS {
+            return None;
+        }
+    }
+    if !cond.has_else() {
+        for assumes in failed_before {
+            out.push(Path { assumes, issues: Vec::new() });
+        }
+    }
+    (out.len() <= MAX_PATHS).then_some(out)
+}
+
+/// The paths through the lines `first..=last` of `cond`'s function: its collectives, and the
+/// `if`s directly in it.
+fn body_paths(ctx: &Context<'_>, cond: &Conditional, first: u32, last: u32) -> Option<Vec<Path>> {
+    let nested: Vec<&Conditional> = ctx
+        .outline
+        .conditionals
+        .iter()
+        .filter(|c| c.function == cond.function && (first..=last).contains(&c.line))
+        .collect();
+    let span = |c: &Conditional| c.line..=c.clauses.last().map_or(c.line, |k| k.body.last);
+    let direct: Vec<&Conditional> = nested
+        .iter()
+        .copied()
+        .filter(|c| !nested.iter().any(|o| o.line < c.line && span(o).contains(&c.line)))
+        .collect();
+    let mut steps: Vec<(u32, Step<'_, '_>)> = ctx
+        .sites_in(cond.function, first, last)
+        .filter(|s| !s.is_point_to_point())
+        .filter(|s| !direct.iter().any(|c| span(c).contains(&s.line())))
+        .map(|s| (s.line(), Step::Site(s)))
+        .chain(direct.iter().map(|c| (c.line, Step::If(c))))
+        .collect();
+    steps.sort_by_key(|(line, _)| *line);
+    let mut paths = vec![Path { assumes: Vec::new(), issues: Vec::new() }];
+    for (_, step) in steps {
+        match step {
+            Step::Site(s) => {
+                for p in &mut paths {
+                    p.issues.push((s.op.clone(), s.group().map(str::to_owned)));
+                }
+            }
+            Step::If(c) => {
+                let inner = paths_of(ctx, c)?;
+                if paths.len() * inner.len() > MAX_PATHS {
+                    return None;
+                }
+                paths = paths
+                    .iter()
+                    .flat_map(|p| {
+                        inner.iter().map(move |q| Path {
+                            assumes: p.assumes.iter().chain(&q.assumes).cloned().collect(),
+                            issues: p.issues.iter().chain(&q.issues).cloned().collect(),
+                        })
+                    })
+                    .collect();
+            }
+        }
+    }
+    Some(paths)
+}
+
+enum Step<'s, 'a> {
+    Site(&'s Site<'a>),
+    If(&'s Conditional),
+}
+
+/// The fact that `conjunct` holds (`holds`) or fails; `None` when it depends on the rank but
+/// is no (in)equality.
+fn literal(ctx: &Context<'_>, line: u32, conjunct: &Conjunct, holds: bool) -> Option<Literal> {
+    let holds = holds != conjunct.negated;
+    if let Some((left, right, equal)) = comparison(&conjunct.text) {
+        let term = |text: &str| Term {
+            text: text.to_owned(),
+            per_rank: !ctx.dependence(line, text).is_empty(),
+        };
+        return Some(Literal::Equal(term(left), term(right), equal == holds));
+    }
+    ctx.dependence(line, &conjunct.text)
+        .is_empty()
+        .then(|| Literal::Uniform(conjunct.text.clone(), holds))
+}
+
+/// `a == b` → (a, b, true), `a != b` → (a, b, false); one comparison of two plain operands.
+fn comparison(text: &str) -> Option<(&str, &str, bool)> {
+    let (op, equal) = if text.contains("==") { ("==", true) } else { ("!=", false) };
+    let (left, right) = text.split_once(op)?;
+    let plain = |s: &str| {
+        !s.is_empty()
+            && !s.contains(['<', '>', '=', '!'])
+            && ![" and ", " or ", " not ", " in ", " is ", " if "].iter().any(|w| s.contains(w))
+    };
+    let (left, right) = (left.trim(), right.trim());
+    (plain(left) && plain(right)).then_some((left, right, equal))
+}
+
+/// Whether rank A can assume `a` while rank B assumes `b`.
+fn together(a: &[Literal], b: &[Literal]) -> bool {
+    let mut classes = Classes::default();
+    let mut apart = Vec::new();
+    let mut uniform: HashMap<&str, bool> = HashMap::new();
+    for (rank, literals) in [(0u8, a), (1u8, b)] {
+        for literal in literals {
+            match literal {
+                Literal::Uniform(text, value) => {
+                    if *uniform.entry(text).or_insert(*value) != *value {
+                        return false;
+                    }
+                }
+                Literal::Equal(x, y, equal) => {
+                    let (x, y) = (classes.id(x, rank), classes.id(y, rank));
+                    if *equal {
+                        classes.join(x, y);
+                    } else {
+                        apart.push((x, y));
+                    }
+                }
+            }
+        }
+    }
+    !classes.constants_clash() && apart.iter().all(|&(x, y)| classes.find(x) != classes.find(y))
+}
+
+/// Union-find over terms; a per-rank term is one variable per rank.
+#[derive(Default)]
+struct Classes {
+    ids: HashMap<(String, Option<u8>), usize>,
+    parent: Vec<usize>,
+    constant: Vec<Option<String>>,
+}
+
+impl Classes {
+    fn id(&mut self, term: &Term, rank: u8) -> usize {
+        let key = (term.text.clone(), term.per_rank.then_some(rank));
+        let next = self.parent.len();
+        let id = *self.ids.entry(key).or_insert(next);
+        if id == next {
+            self.parent.push(id);
+            self.constant.push(is_literal(&term.text).then(|| term.text.clone()));
+        }
+        id
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
+    }
+
+    fn join(&mut self, x: usize, y: usize) {
+        let (x, y) = (self.find(x), self.find(y));
+        self.parent[x] = y;
+    }
+
+    /// Two different literals (`0`, `1`) ended in one class.
+    fn constants_clash(&mut self) -> bool {
+        let mut seen: HashMap<usize, String> = HashMap::new();
+        for i in 0..self.parent.len() {
+            if let Some(c) = self.constant[i].clone() {
+                let root = self.find(i);
+                if seen.entry(root).or_insert_with(|| c.clone()) != &c {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// A number or string literal.
+fn is_literal(text: &str) -> bool {
+    text.parse::<f64>().is_ok()
+        || (text.len() >= 2 && (text.starts_with('"') || text.starts_with('\'')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn term(text: &str, per_rank: bool) -> Term {
+        Term { text: text.into(), per_rank }
+    }
+
+    fn eq(a: Term, b: Term, equal: bool) -> Literal {
+        Literal::Equal(a, b, equal)
+    }
+
+    #[test]
+    fn a_rank_alone_cannot_be_two_values() {
+        let me = term("self.rank", true);
+        let r = term("r", false);
+        // A: r == me; B: r != me. Two ranks: A's me = r, B's me != r: both hold.
+        assert!(together(&[eq(r.clone(), me.clone(), true)], &[eq(r.clone(), me.clone(), false)]));
+        // A shared value cannot equal and differ from a constant at once.
+        let to = term("to", false);
+        assert!(!together(&[eq(r.clone(), to.clone(), true)], &[eq(r, to, false)]));
+    }
+
+    #[test]
+    fn constants_stay_apart() {
+        let me = term("rank", true);
+        let k = term("k", false);
+        // A: k == 0 and B: k == 1 cannot hold at once, k being the same everywhere.
+        assert!(!together(
+            &[eq(k.clone(), term("0", false), true)],
+            &[eq(k.clone(), term("1", false), true)],
+        ));
+        // A per-rank value can be 0 on one rank and 1 on another.
+        assert!(together(
+            &[eq(me.clone(), term("0", false), true)],
+            &[eq(me, term("1", false), true)],
+        ));
+    }
+
+    #[test]
+    fn uniform_tests_hold_alike() {
+        let a = [Literal::Uniform("args.sharded".into(), true)];
+        let b = [Literal::Uniform("args.sharded".into(), false)];
+        assert!(!together(&a, &b));
+        assert!(together(&a, &a));
+    }
+
+    #[test]
+    fn comparisons_of_plain_operands_only() {
+        assert_eq!(comparison("r == self.rank"), Some(("r", "self.rank", true)));
+        assert_eq!(comparison("rank != to"), Some(("rank", "to", false)));
+        assert_eq!(comparison("a <= b"), None);
+        assert_eq!(comparison("a == b == c"), None);
+        assert_eq!(comparison("x in ranks"), None);
+    }
+}
