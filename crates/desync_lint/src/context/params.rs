@@ -48,6 +48,8 @@ pub(super) fn resolve(
         // or values computed from its rank.
         let asked = if finding.structure_parameters.contains(p) {
             Asked::Structure
+        } else if finding.field_parameters.contains(p) {
+            Asked::Field
         } else if finding.read_parameters.contains(p) {
             Asked::Read
         } else {
@@ -80,13 +82,15 @@ pub(super) fn resolve(
     out
 }
 
-/// What is asked of a parameter: its value, its structure (`p is None`), or what reading
-/// what it holds depends on (`p.size()`, `p["key"]`).
+/// What is asked of a parameter: its value, its structure (`p is None`), what reading what it
+/// holds depends on (`p.size()`, `p["key"]`), or reading a plain attribute of it
+/// (`p.requires_grad`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Asked {
     Value,
     Structure,
     Read,
+    Field,
 }
 
 /// What the parameter `p` of `function` depends on, from its callers (or as a data source),
@@ -121,7 +125,14 @@ fn parameter_uncached(
         if structural {
             return Vec::new();
         }
-        return data_source(ctx, function, p).into_iter().collect();
+        // A plain attribute of an item of what was only guessed to be a loader
+        // (`p.requires_grad`, `info.world_size`) is more often a setting of a parameter or
+        // state object than the rank's data: shown only as indirect evidence.
+        let field = asked == Asked::Field;
+        return data_source(ctx, function, p)
+            .map(|d| Dependence { indirect: d.indirect || field, ..d })
+            .into_iter()
+            .collect();
     }
     let mut out = Vec::new();
     for arg in args {
@@ -145,6 +156,7 @@ fn parameter_uncached(
                 ctx.analysis().structure_dependence(ctx.module, arg.line, &arg.text)
             }
             Asked::Read => ctx.analysis().read_dependence(ctx.module, arg.line, &arg.text),
+            Asked::Field => ctx.analysis().field_dependence(ctx.module, arg.line, &arg.text),
             Asked::Value => ctx.analysis().dependence(ctx.module, arg.line, &arg.text),
         };
         for d in resolve(ctx, arg.line, f, depth + 1) {

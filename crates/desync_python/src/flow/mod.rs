@@ -170,6 +170,9 @@ pub(crate) struct Deps {
     /// a method, an item under a fixed key): an item a caller picked by the rank reaches the
     /// value only indirectly ([`Deps::read_of`]).
     pub read_params: Vec<String>,
+    /// The parameters of `read_params` reached only through a plain attribute of what they
+    /// hold (`p.requires_grad`, `item.world_size`; not a method call or an item under a key).
+    pub field_params: Vec<String>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,
     /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
@@ -211,6 +214,7 @@ impl Deps {
         merge_only(&mut self.structure_only, &self.params, other.structure_only, &other.params);
         merge_only(&mut self.indirect_params, &self.params, other.indirect_params, &other.params);
         merge_only(&mut self.read_params, &self.params, other.read_params, &other.params);
+        merge_only(&mut self.field_params, &self.params, other.field_params, &other.params);
         for r in other.reasons {
             match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
                 // One reason per kind is shown: the first found, unless a later one reaches
@@ -274,6 +278,14 @@ impl Deps {
         // What a caller passes is read the same way.
         self.read_params.clone_from(&self.params);
         self
+    }
+
+    /// What reading a plain attribute of the value depends on: a read ([`Deps::read_of`])
+    /// whose parameters are marked as read by field.
+    pub(crate) fn field_of(self) -> Deps {
+        let mut d = self.read_of();
+        d.field_params.clone_from(&d.params);
+        d
     }
 
     /// The same dependence seen one step further out (`hop` describes the step).
@@ -477,6 +489,8 @@ pub struct Finding {
     /// The `parameters` the value reaches only through reads of what they hold
     /// (`p.size()`, `p["key"]`): an item a caller picked by the rank reaches it indirectly.
     pub read_parameters: Vec<String>,
+    /// The `read_parameters` read only by a plain attribute (`p.requires_grad`).
+    pub field_parameters: Vec<String>,
     /// Parameters whose length the value counts.
     pub length_parameters: Vec<String>,
     /// Consensus seen on the way (the value was agreed across ranks there).
@@ -496,6 +510,7 @@ impl Finding {
             structure_parameters: deps.structure_only.clone(),
             indirect_parameters: deps.indirect_params.clone(),
             read_parameters: deps.read_params.clone(),
+            field_parameters: deps.field_params.clone(),
             length_parameters: deps.length_params.clone(),
             agreed: deps.agreed.clone(),
             configuration: deps.config.clone(),
@@ -547,6 +562,14 @@ impl<'p> Analysis<'p> {
     pub fn read_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
         let deps =
             self.parsed(module, line, expr_source, |e, expr, at| e.value(expr, at).whole.read_of());
+        Finding::from_deps(&deps)
+    }
+
+    /// What a read of a plain attribute of what `expr_source` holds depends on
+    /// ([`Analysis::read_dependence`], the parameters marked as read by field).
+    pub fn field_dependence(&self, module: &Module, line: u32, expr_source: &str) -> Finding {
+        let deps = self
+            .parsed(module, line, expr_source, |e, expr, at| e.value(expr, at).whole.field_of());
         Finding::from_deps(&deps)
     }
 

@@ -694,7 +694,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         let base = self.value_at(&a.value, at, depth + 1);
         let held = matches!(&*a.value, Expr::Attribute(_));
         base.field(a.attr.id.as_str()).unwrap_or_else(|| {
-            if held { base.whole.through(via::OBJECT) } else { base.whole.read_of() }
+            if held { base.whole.through(via::OBJECT) } else { base.whole.field_of() }
         })
     }
 
@@ -808,7 +808,11 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         if let Expr::Attribute(a) = &*c.func {
             if !matches!(callee, Sym::Path(_)) || !self.is_module_path(&a.value, at) {
-                out.merge(self.value_at(&a.value, at, depth + 1).whole.read_of());
+                // `d.items()`, `d.values()`: the entries themselves, not a field read from
+                // the value.
+                let receiver = self.value_at(&a.value, at, depth + 1).whole;
+                let entries = matches!(a.attr.id.as_str(), "items" | "values");
+                out.merge(if entries { receiver } else { receiver.read_of() });
             }
         } else if !matches!(callee, Sym::Path(_) | Sym::Class(_)) {
             out.merge(self.value_at(&c.func, at, depth + 1).whole);
@@ -1115,6 +1119,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         let structure_only = std::mem::take(&mut d.structure_only);
         let indirect_params = std::mem::take(&mut d.indirect_params);
         let read_params = std::mem::take(&mut d.read_params);
+        let field_params = std::mem::take(&mut d.field_params);
         let length_params = std::mem::take(&mut d.length_params);
         let name = summary.name.clone();
         for p in params {
@@ -1132,7 +1137,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 if indirect_params.contains(&p) {
                     v = v.through(via::CONTAINER);
                 }
-                if read_params.contains(&p) {
+                if field_params.contains(&p) {
+                    v = v.field_of();
+                } else if read_params.contains(&p) {
                     v = v.read_of();
                 }
                 d.merge(v.hop(&hop));
