@@ -53,6 +53,11 @@ pub struct Options {
     /// Report findings whose evidence is indirect too ([`Finding::indirect`]); by default
     /// they are only counted ([`Report::indirect_hidden`]).
     pub include_indirect: bool,
+    /// The process exits once the report is written: the modules parsed for the call are
+    /// left to the operating system instead of being freed one node at a time (about 8% of
+    /// the CPU time on a large tree, measured on transformers). Off for long-lived callers
+    /// (the MCP server), which would keep that memory.
+    pub exit_after: bool,
 }
 
 impl Options {
@@ -212,8 +217,15 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             Ok(lint_in(project, path, &module, options))
         })
         .collect();
-    // The parsed modules are not kept past the call.
-    rayon::broadcast(|_| PROJECT.with(|slot| drop(slot.borrow_mut().take())));
+    // The parsed modules are not kept past the call (nor freed, when the process ends next).
+    rayon::broadcast(|_| {
+        PROJECT.with(|slot| {
+            let project = slot.borrow_mut().take();
+            if options.exit_after {
+                std::mem::forget(project);
+            }
+        });
+    });
     let mut findings = Vec::new();
     let mut files_checked = 0;
     let mut indirect_hidden = 0;

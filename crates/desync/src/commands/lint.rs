@@ -18,6 +18,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
         select: selectors(&args.select)?,
         ignore: selectors(&args.ignore)?,
         include_indirect: args.include_indirect,
+        exit_after: true,
     };
     let report = desync_lint::lint_paths(&args.paths, &options);
 
