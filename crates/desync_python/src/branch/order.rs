@@ -37,6 +37,9 @@ const REORDERING_METHODS: &[&str] = &["reverse", "sort", "insert", "rotate"];
 /// Functions that reorder the list passed first (`random.shuffle(groups)`).
 const REORDERING_FUNCTIONS: &[&str] = &["shuffle"];
 
+/// Methods that return a reordered copy (`xs = xs.flip(0)`).
+const REORDERED_COPY_METHODS: &[&str] = &["flip", "roll", "permute", "sorted"];
+
 /// What decides a reordering: one clause of an `if` statement, or a conditional expression.
 #[derive(Clone, Copy)]
 enum Decision<'a> {
@@ -193,12 +196,28 @@ fn reorders(stmt: &Stmt, name: &str) -> bool {
                 }
             }
         }
-        Stmt::Assign(s) => s.targets.iter().any(|t| binds_name(t, name)) && !wraps(&s.value, name),
+        Stmt::Assign(s) => {
+            s.targets.iter().any(|t| binds_name(t, name)) && !keeps_order(&s.value, name)
+        }
         Stmt::AnnAssign(s) => {
-            s.value.as_deref().is_some_and(|v| !wraps(v, name)) && binds_name(&s.target, name)
+            s.value.as_deref().is_some_and(|v| !keeps_order(v, name)) && binds_name(&s.target, name)
         }
         _ => false,
     }
+}
+
+/// A new value for `name` that keeps the order of what it holds: one item wrapped
+/// ([`wraps`]), or a method of `name` itself that moves or converts the object without a
+/// reordering (`model = model.to(device)`, `model = model.to_empty(device=d)`, `xs = xs.copy()`).
+fn keeps_order(value: &Expr, name: &str) -> bool {
+    if wraps(value, name) {
+        return true;
+    }
+    let Expr::Call(c) = value else { return false };
+    let Expr::Attribute(a) = &*c.func else { return false };
+    matches!(&*a.value, Expr::Name(n) if n.id.as_str() == name)
+        && !REORDERING_METHODS.contains(&a.attr.id.as_str())
+        && !REORDERED_COPY_METHODS.contains(&a.attr.id.as_str())
 }
 
 /// `[name]` or `(name,)`: one item wrapped into a one-element list (input normalisation,

@@ -265,3 +265,28 @@ fn the_real_pg_order_job() {
     assert!(b.parameters.contains(&"tp_rank".to_owned()), "{b:#?}");
     assert_eq!(m.find_order_branch(line(&src, "reduce_gradients(model, step, args")), None);
 }
+
+#[test]
+fn moving_the_walked_object_keeps_its_order() {
+    // Rank 0 materialises the weights, the others allocate empty ones: the same module, the
+    // same buffers in the same order on every rank.
+    let moved = "\
+def sync_buffers(model, device):
+    if dist.get_rank() == 0:
+        model = model.to(device=device)
+    else:
+        model = model.to_empty(device=device)
+    for _, buffer in model.named_buffers():
+        dist.broadcast(buffer, src=0)  # <A>
+";
+    assert_eq!(order(moved), None);
+    // A reordered copy still counts.
+    let flipped = "\
+def reduce(groups, x):
+    if dist.get_rank() % 2 == 1:
+        groups = groups.flip(0)
+    for g in groups:
+        dist.all_reduce(x, group=g)  # <A>
+";
+    assert_eq!(order(flipped).map(|b| b.construct), Some(Construct::If));
+}
