@@ -69,8 +69,9 @@ struct Term {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Literal {
     Equal(Term, Term, bool),
-    /// A rank-independent test, true or false.
-    Uniform(String, bool),
+    /// A rank-independent test (its line and text), true or false. Tests with the same text
+    /// on other lines are not assumed to agree (a name can be rebound in between).
+    Uniform(u32, String, bool),
 }
 
 /// A way through the nest: what it assumes, what it issues (op and group, in order).
@@ -99,7 +100,15 @@ impl Nest {
             return None;
         }
         let paths = paths_of(ctx, cond)?;
-        Some(Nest { paths })
+        // A term is one value throughout the nest: none may be rebound inside it.
+        let rebound = paths.iter().flat_map(|p| &p.assumes).any(|l| match l {
+            Literal::Equal(a, b, _) => [a, b].iter().any(|t| {
+                (cond.line..=last)
+                    .any(|n| ctx.module.line_text(n).is_some_and(|text| rebinds(text, &t.text)))
+            }),
+            Literal::Uniform(..) => false,
+        });
+        (!rebound).then_some(Nest { paths })
     }
 
     /// No two paths with different collectives can be taken by two ranks at once.
@@ -238,7 +247,17 @@ fn literal(ctx: &Context<'_>, line: u32, conjunct: &Conjunct, holds: bool) -> Op
     }
     ctx.dependence(line, &conjunct.text)
         .is_empty()
-        .then(|| Literal::Uniform(conjunct.text.clone(), holds))
+        .then(|| Literal::Uniform(line, conjunct.text.clone(), holds))
+}
+
+/// Whether the line assigns `term` (`term = ...`, `term += ...`), not compares it.
+fn rebinds(line: &str, term: &str) -> bool {
+    const AUGMENTED: &[&str] =
+        &["+=", "-=", "*=", "/=", "//=", "%=", "&=", "|=", "^=", ">>=", "<<=", "@=", "**="];
+    let Some(rest) = line.trim_start().strip_prefix(term) else { return false };
+    let rest = rest.trim_start();
+    (rest.starts_with('=') && !rest.starts_with("=="))
+        || AUGMENTED.iter().any(|op| rest.starts_with(op))
 }
 
 /// `a == b` → (a, b, true), `a != b` → (a, b, false); one comparison of two plain operands.
@@ -258,12 +277,12 @@ fn comparison(text: &str) -> Option<(&str, &str, bool)> {
 fn together(a: &[Literal], b: &[Literal]) -> bool {
     let mut classes = Classes::default();
     let mut apart = Vec::new();
-    let mut uniform: HashMap<&str, bool> = HashMap::new();
+    let mut uniform: HashMap<(u32, &str), bool> = HashMap::new();
     for (rank, literals) in [(0u8, a), (1u8, b)] {
         for literal in literals {
             match literal {
-                Literal::Uniform(text, value) => {
-                    if *uniform.entry(text).or_insert(*value) != *value {
+                Literal::Uniform(line, text, value) => {
+                    if *uniform.entry((*line, text)).or_insert(*value) != *value {
                         return false;
                     }
                 }
@@ -296,7 +315,7 @@ impl Classes {
         let id = *self.ids.entry(key).or_insert(next);
         if id == next {
             self.parent.push(id);
-            self.constant.push(is_literal(&term.text).then(|| term.text.clone()));
+            self.constant.push(literal_value(&term.text));
         }
         id
     }
@@ -329,10 +348,16 @@ impl Classes {
     }
 }
 
-/// A number or string literal.
-fn is_literal(text: &str) -> bool {
-    text.parse::<f64>().is_ok()
-        || (text.len() >= 2 && (text.starts_with('"') || text.starts_with('\'')))
+/// The value of a number or string literal, written one way (`0` and `0.0`, `'a'` and `"a"`
+/// are one value each).
+fn literal_value(text: &str) -> Option<String> {
+    if let Ok(n) = text.parse::<f64>() {
+        return Some(format!("number {n}"));
+    }
+    ['"', '\'']
+        .iter()
+        .find_map(|q| text.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)))
+        .map(|s| format!("string {s}"))
 }
 
 #[cfg(test)]
@@ -375,11 +400,38 @@ mod tests {
     }
 
     #[test]
+    fn one_value_written_two_ways_is_one_constant() {
+        let k = term("k", false);
+        assert!(together(
+            &[eq(k.clone(), term("0", false), true)],
+            &[eq(k.clone(), term("0.0", false), true)],
+        ));
+        assert!(together(
+            &[eq(k.clone(), term("'dp'", false), true)],
+            &[eq(k, term("\"dp\"", false), true)],
+        ));
+    }
+
+    #[test]
     fn uniform_tests_hold_alike() {
-        let a = [Literal::Uniform("args.sharded".into(), true)];
-        let b = [Literal::Uniform("args.sharded".into(), false)];
+        let a = [Literal::Uniform(3, "args.sharded".into(), true)];
+        let b = [Literal::Uniform(3, "args.sharded".into(), false)];
         assert!(!together(&a, &b));
         assert!(together(&a, &a));
+        // The same text tested on another line may have another value there.
+        let c = [Literal::Uniform(9, "args.sharded".into(), false)];
+        assert!(together(&a, &c));
+    }
+
+    #[test]
+    fn rebinding_is_an_assignment_not_a_comparison() {
+        assert!(rebinds("        to = 0", "to"));
+        assert!(rebinds("    src += 1", "src"));
+        assert!(!rebinds("    if src == to:", "src"));
+        assert!(!rebinds("    src == to", "src"));
+        assert!(!rebinds("    source = 1", "src"));
+        assert!(!rebinds("    src2 = 1", "src"));
+        assert!(!rebinds("    src <= to", "src"));
     }
 
     #[test]
