@@ -284,6 +284,13 @@ def hostile_sources(c: Cases) -> None:
     (lint_dir / "many.py").write_text(
         "import torch.distributed as dist\n\ndef f(x, rank):\n" + block * 35_000)
     c.add("lint_70k_findings", lint_dir / "many.py", lint=True)
+    # 20,000 rank tests inside one `if`: every one is a finding, and the nest around them is
+    # followed path by path (checks/turns.rs) without going quadratic.
+    nested = "        if rank == 0:\n            dist.all_reduce(x)\n"
+    (lint_dir / "nest.py").write_text(
+        "import torch.distributed as dist\n\ndef f(x, flag):\n    rank = dist.get_rank()\n"
+        "    if flag:\n" + nested * 20_000)
+    c.add("lint_20k_rank_tests_in_one_nest", lint_dir / "nest.py", lint=True)
 
 
 def control_characters(c: Cases) -> None:

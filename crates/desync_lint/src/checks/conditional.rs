@@ -24,6 +24,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
     // (function, test) of barrier-only candidates, to recognise staged pairs.
     let mut staged: Vec<(Option<u32>, String, Raw)> = Vec::new();
+    let turns = super::turns::Memo::default();
     for cond in &ctx.outline.conditionals {
         let all_clauses = clause_sites(ctx, cond);
         if all_clauses.iter().all(Vec::is_empty) {
@@ -58,7 +59,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         }
         // Ranks taking turns: the nest of (in)equality tests around it issues the same
         // collectives on every rank.
-        if super::turns::same_on_every_rank(ctx, cond) {
+        if super::turns::same_on_every_rank(ctx, cond, &turns) {
             continue;
         }
         let ops = |c: &Vec<&Site<'_>>| {

@@ -26,7 +26,8 @@
 //! Anything else keeps the finding: a rank-dependent test that is no (in)equality, a jump or
 //! a loop with collectives inside the nest, or more paths than [`MAX_PATHS`].
 
-use std::collections::HashMap;
+use std::cell::{OnceCell, RefCell};
+use std::collections::{HashMap, HashSet};
 
 use desync_python::{Conditional, Conjunct};
 
@@ -35,27 +36,132 @@ use crate::context::{Context, Site};
 /// Above this many paths the nest is left to the clause-by-clause comparison.
 const MAX_PATHS: usize = 256;
 
-/// True when `cond`, or a nest of `if`s around it in the same function, issues the same
-/// collectives on every rank whatever the values its tests compare.
-pub(super) fn same_on_every_rank(ctx: &Context<'_>, cond: &Conditional) -> bool {
-    let mut nest = Some(cond);
-    while let Some(c) = nest {
-        if Nest::new(ctx, c).is_some_and(|n| n.agrees()) {
-            return true;
-        }
-        nest = parent(ctx, c);
-    }
-    false
+/// What one check already knows: each nest's answer (by its `if` line), whether a term or
+/// test can differ across ranks (by line and text), and the file's `if`s, collectives, jumps
+/// and loops indexed by line, so that a file of thousands of `if`s stays linear.
+#[derive(Default)]
+pub(super) struct Memo {
+    agrees: RefCell<HashMap<u32, bool>>,
+    differs: RefCell<HashMap<(u32, String), bool>>,
+    index: OnceCell<Index>,
 }
 
-/// The innermost `if` of the same function with a clause whose body holds `cond`.
-fn parent<'o>(ctx: &Context<'o>, cond: &Conditional) -> Option<&'o Conditional> {
-    ctx.outline
-        .conditionals
-        .iter()
-        .filter(|p| p.function == cond.function && p.line < cond.line)
-        .filter(|p| p.clauses.iter().any(|c| c.body.contains(cond.line)))
-        .max_by_key(|p| p.line)
+/// The file's `if`s as a tree, and the lines of its collectives, jumps and loops, sorted.
+struct Index {
+    /// `if` line → its position in the outline.
+    at: HashMap<u32, usize>,
+    /// The `if` whose clause body holds each `if` (same function).
+    parent: Vec<Option<usize>>,
+    /// The `if`s directly in each `if`'s clause bodies, in line order.
+    children: Vec<Vec<usize>>,
+    /// (line, position in `ctx.sites`) of the collectives that are not point-to-point.
+    sites: Vec<(u32, usize)>,
+    /// Lines of the jumps and of the loops (with the loop's position in the outline).
+    jumps: Vec<u32>,
+    loops: Vec<(u32, usize)>,
+}
+
+impl Index {
+    fn new(ctx: &Context<'_>) -> Index {
+        let conds = &ctx.outline.conditionals;
+        let end = |c: &Conditional| c.clauses.last().map_or(c.line, |k| k.body.last);
+        let mut order: Vec<usize> = (0..conds.len()).collect();
+        order.sort_by_key(|&i| conds[i].line);
+        let mut parent = vec![None; conds.len()];
+        let mut children = vec![Vec::new(); conds.len()];
+        let mut open: Vec<usize> = Vec::new();
+        for &i in &order {
+            let c = &conds[i];
+            while open.last().is_some_and(|&t| end(&conds[t]) < c.line) {
+                open.pop();
+            }
+            if let Some(&t) = open.last()
+                && conds[t].function == c.function
+                && conds[t].clauses.iter().any(|k| k.body.contains(c.line))
+            {
+                parent[i] = Some(t);
+                children[t].push(i);
+            }
+            open.push(i);
+        }
+        let mut sites: Vec<(u32, usize)> = ctx
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.is_point_to_point())
+            .map(|(i, s)| (s.line(), i))
+            .collect();
+        sites.sort_unstable();
+        let mut jumps: Vec<u32> = ctx.outline.jumps.iter().map(|j| j.line).collect();
+        jumps.sort_unstable();
+        let mut loops: Vec<(u32, usize)> =
+            ctx.outline.loops.iter().enumerate().map(|(i, l)| (l.line, i)).collect();
+        loops.sort_unstable();
+        let at = conds.iter().enumerate().map(|(i, c)| (c.line, i)).collect();
+        Index { at, parent, children, sites, jumps, loops }
+    }
+}
+
+/// The entries of a list sorted by line whose line is in `first..=last`.
+fn between<T>(sorted: &[T], line: impl Fn(&T) -> u32, first: u32, last: u32) -> &[T] {
+    let from = sorted.partition_point(|x| line(x) < first);
+    let to = sorted.partition_point(|x| line(x) <= last);
+    &sorted[from..to.max(from)]
+}
+
+impl Memo {
+    fn index(&self, ctx: &Context<'_>) -> &Index {
+        self.index.get_or_init(|| Index::new(ctx))
+    }
+
+    /// The collectives (not point-to-point) of `function` on lines `first..=last`.
+    fn sites<'s, 'a>(
+        &self,
+        ctx: &'s Context<'a>,
+        function: Option<u32>,
+        first: u32,
+        last: u32,
+    ) -> impl Iterator<Item = &'s Site<'a>> {
+        between(&self.index(ctx).sites, |s| s.0, first, last)
+            .iter()
+            .map(|&(_, i)| &ctx.sites[i])
+            .filter(move |s| s.function() == function)
+    }
+
+    /// Whether `text` at `line` can differ across ranks (it has any dependence).
+    fn differs(&self, ctx: &Context<'_>, line: u32, text: &str) -> bool {
+        let key = (line, text.to_owned());
+        if let Some(&known) = self.differs.borrow().get(&key) {
+            return known;
+        }
+        let differs = !ctx.dependence(line, text).is_empty();
+        self.differs.borrow_mut().insert(key, differs);
+        differs
+    }
+}
+
+/// True when `cond`, or a nest of `if`s around it in the same function, issues the same
+/// collectives on every rank whatever the values its tests compare.
+pub(super) fn same_on_every_rank(ctx: &Context<'_>, cond: &Conditional, memo: &Memo) -> bool {
+    let mut nest = Some(cond);
+    while let Some(c) = nest {
+        let known = memo.agrees.borrow().get(&c.line).copied();
+        let agrees = known.unwrap_or_else(|| {
+            let agrees = Nest::new(ctx, c, memo).is_some_and(|n| n.agrees());
+            memo.agrees.borrow_mut().insert(c.line, agrees);
+            agrees
+        });
+        if agrees {
+            return true;
+        }
+        let index = memo.index(ctx);
+        nest = index
+            .at
+            .get(&c.line)
+            .and_then(|&i| index.parent[i])
+            .map(|p| &ctx.outline.conditionals[p]);
+    }
+    false
 }
 
 /// A term of an (in)equality: its text, and whether each rank has its own value of it.
@@ -86,26 +192,28 @@ struct Nest {
 }
 
 impl Nest {
-    fn new(ctx: &Context<'_>, cond: &Conditional) -> Option<Nest> {
+    fn new(ctx: &Context<'_>, cond: &Conditional, memo: &Memo) -> Option<Nest> {
         let last = cond.clauses.last()?.body.last;
-        let inside = |line: u32| (cond.line..=last).contains(&line);
-        let has_jump =
-            ctx.outline.jumps.iter().any(|j| j.function == cond.function && inside(j.line));
-        let loop_with_sites = ctx.outline.loops.iter().any(|l| {
-            l.function == cond.function
-                && inside(l.line)
-                && ctx.sites_in(cond.function, l.body.first, l.body.last).next().is_some()
-        });
+        let index = memo.index(ctx);
+        // Any jump in the span (one of a nested function too: rare, and only more cautious).
+        let has_jump = !between(&index.jumps, |l| *l, cond.line, last).is_empty();
+        let loop_with_sites =
+            between(&index.loops, |l| l.0, cond.line, last).iter().any(|&(_, i)| {
+                let l = &ctx.outline.loops[i];
+                l.function == cond.function
+                    && memo.sites(ctx, cond.function, l.body.first, l.body.last).next().is_some()
+            });
         if has_jump || loop_with_sites {
             return None;
         }
-        let paths = paths_of(ctx, cond)?;
+        let paths = paths_of(ctx, cond, memo)?;
         // A term is one value throughout the nest: none may be rebound inside it.
+        let assigned: HashSet<&str> =
+            (cond.line..=last).filter_map(|n| ctx.module.line_text(n)).flat_map(targets).collect();
         let rebound = paths.iter().flat_map(|p| &p.assumes).any(|l| match l {
-            Literal::Equal(a, b, _) => [a, b].iter().any(|t| {
-                (cond.line..=last)
-                    .any(|n| ctx.module.line_text(n).is_some_and(|text| rebinds(text, &t.text)))
-            }),
+            Literal::Equal(a, b, _) => {
+                assigned.contains(a.text.as_str()) || assigned.contains(b.text.as_str())
+            }
             Literal::Uniform(..) => false,
         });
         (!rebound).then_some(Nest { paths })
@@ -123,7 +231,7 @@ impl Nest {
 
 /// The paths through `cond`: each clause entered when the tests before it fail and its own
 /// holds, then the collectives and nested `if`s of its body in order.
-fn paths_of(ctx: &Context<'_>, cond: &Conditional) -> Option<Vec<Path>> {
+fn paths_of(ctx: &Context<'_>, cond: &Conditional, memo: &Memo) -> Option<Vec<Path>> {
     let mut out = Vec::new();
     // The ways the earlier clauses' tests can all fail.
     let mut failed_before: Vec<Vec<Literal>> = vec![Vec::new()];
@@ -133,7 +241,7 @@ fn paths_of(ctx: &Context<'_>, cond: &Conditional) -> Option<Vec<Path>> {
             Some(_) => clause
                 .conjuncts
                 .iter()
-                .map(|c| literal(ctx, line, c, true))
+                .map(|c| literal(ctx, memo, line, c, true))
                 .collect::<Option<_>>()?,
             None => Vec::new(),
         };
@@ -142,7 +250,7 @@ fn paths_of(ctx: &Context<'_>, cond: &Conditional) -> Option<Vec<Path>> {
             .map(|before| before.iter().cloned().chain(holds.iter().cloned()).collect())
             .collect();
         for assumes in entry {
-            for body in body_paths(ctx, cond, clause.body.first, clause.body.last)? {
+            for body in body_paths(ctx, memo, cond, clause.body.first, clause.body.last)? {
                 let mut assumes = assumes.clone();
                 assumes.extend(body.assumes);
                 out.push(Path { assumes, issues: body.issues });
@@ -153,7 +261,7 @@ fn paths_of(ctx: &Context<'_>, cond: &Conditional) -> Option<Vec<Path>> {
             let fails: Vec<Literal> = clause
                 .conjuncts
                 .iter()
-                .map(|c| literal(ctx, line, c, false))
+                .map(|c| literal(ctx, memo, line, c, false))
                 .collect::<Option<_>>()?;
             let mut next = Vec::new();
             for before in &failed_before {
@@ -180,22 +288,27 @@ fn paths_of(ctx: &Context<'_>, cond: &Conditional) -> Option<Vec<Path>> {
 
 /// The paths through the lines `first..=last` of `cond`'s function: its collectives, and the
 /// `if`s directly in it.
-fn body_paths(ctx: &Context<'_>, cond: &Conditional, first: u32, last: u32) -> Option<Vec<Path>> {
-    let nested: Vec<&Conditional> = ctx
-        .outline
-        .conditionals
+fn body_paths(
+    ctx: &Context<'_>,
+    memo: &Memo,
+    cond: &Conditional,
+    first: u32,
+    last: u32,
+) -> Option<Vec<Path>> {
+    let index = memo.index(ctx);
+    let conds = &ctx.outline.conditionals;
+    let direct: Vec<&Conditional> = index
+        .at
+        .get(&cond.line)
+        .map(|&i| &index.children[i][..])
+        .unwrap_or_default()
         .iter()
-        .filter(|c| c.function == cond.function && (first..=last).contains(&c.line))
+        .map(|&k| &conds[k])
+        .filter(|c| (first..=last).contains(&c.line))
         .collect();
     let span = |c: &Conditional| c.line..=c.clauses.last().map_or(c.line, |k| k.body.last);
-    let direct: Vec<&Conditional> = nested
-        .iter()
-        .copied()
-        .filter(|c| !nested.iter().any(|o| o.line < c.line && span(o).contains(&c.line)))
-        .collect();
-    let mut steps: Vec<(u32, Step<'_, '_>)> = ctx
-        .sites_in(cond.function, first, last)
-        .filter(|s| !s.is_point_to_point())
+    let mut steps: Vec<(u32, Step<'_, '_>)> = memo
+        .sites(ctx, cond.function, first, last)
         .filter(|s| !direct.iter().any(|c| span(c).contains(&s.line())))
         .map(|s| (s.line(), Step::Site(s)))
         .chain(direct.iter().map(|c| (c.line, Step::If(c))))
@@ -210,7 +323,7 @@ fn body_paths(ctx: &Context<'_>, cond: &Conditional, first: u32, last: u32) -> O
                 }
             }
             Step::If(c) => {
-                let inner = paths_of(ctx, c)?;
+                let inner = paths_of(ctx, c, memo)?;
                 if paths.len() * inner.len() > MAX_PATHS {
                     return None;
                 }
@@ -236,28 +349,54 @@ enum Step<'s, 'a> {
 
 /// The fact that `conjunct` holds (`holds`) or fails; `None` when it depends on the rank but
 /// is no (in)equality.
-fn literal(ctx: &Context<'_>, line: u32, conjunct: &Conjunct, holds: bool) -> Option<Literal> {
+fn literal(
+    ctx: &Context<'_>,
+    memo: &Memo,
+    line: u32,
+    conjunct: &Conjunct,
+    holds: bool,
+) -> Option<Literal> {
     let holds = holds != conjunct.negated;
     if let Some((left, right, equal)) = comparison(&conjunct.text) {
         let term = |text: &str| Term {
             text: text.to_owned(),
-            per_rank: !ctx.dependence(line, text).is_empty(),
+            per_rank: literal_value(text).is_none() && memo.differs(ctx, line, text),
         };
         return Some(Literal::Equal(term(left), term(right), equal == holds));
     }
-    ctx.dependence(line, &conjunct.text)
-        .is_empty()
+    (!memo.differs(ctx, line, &conjunct.text))
         .then(|| Literal::Uniform(line, conjunct.text.clone(), holds))
 }
 
-/// Whether the line assigns `term` (`term = ...`, `term += ...`), not compares it.
-fn rebinds(line: &str, term: &str) -> bool {
-    const AUGMENTED: &[&str] =
-        &["+=", "-=", "*=", "/=", "//=", "%=", "&=", "|=", "^=", ">>=", "<<=", "@=", "**="];
-    let Some(rest) = line.trim_start().strip_prefix(term) else { return false };
-    let rest = rest.trim_start();
-    (rest.starts_with('=') && !rest.starts_with("=="))
-        || AUGMENTED.iter().any(|op| rest.starts_with(op))
+/// The names a line assigns (`to = 0` → `to`, `src += 1` → `src`, `a, b = b, a` → `a`,
+/// `b`), if it is an assignment statement; comparisons (`==`, `<=`, `!=`) assign nothing.
+fn targets(line: &str) -> Vec<&str> {
+    const AUGMENTING: &[char] = &['+', '-', '*', '/', '%', '&', '|', '^', '@', '<', '>'];
+    let line = line.trim_start();
+    let bytes = line.as_bytes();
+    let Some(i) = (0..bytes.len()).find(|&i| {
+        bytes[i] == b'='
+            && bytes.get(i + 1) != Some(&b'=')
+            && (i == 0 || !matches!(bytes[i - 1], b'=' | b'!'))
+    }) else {
+        return Vec::new();
+    };
+    let before = &line[..i];
+    // `a <= b` and `a >= b` compare; `a <<= b` and `a >>= b` assign.
+    if (before.ends_with('<') && !before.ends_with("<<"))
+        || (before.ends_with('>') && !before.ends_with(">>"))
+        || before.contains('(')
+    {
+        return Vec::new();
+    }
+    // `x: int = 0` assigns `x`.
+    let before = before.split(':').next().unwrap_or(before);
+    before
+        .trim_end_matches(AUGMENTING)
+        .split(',')
+        .map(|t| t.trim().trim_matches(['[', ']']).trim())
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 /// `a == b` → (a, b, true), `a != b` → (a, b, false); one comparison of two plain operands.
@@ -424,14 +563,19 @@ mod tests {
     }
 
     #[test]
-    fn rebinding_is_an_assignment_not_a_comparison() {
-        assert!(rebinds("        to = 0", "to"));
-        assert!(rebinds("    src += 1", "src"));
-        assert!(!rebinds("    if src == to:", "src"));
-        assert!(!rebinds("    src == to", "src"));
-        assert!(!rebinds("    source = 1", "src"));
-        assert!(!rebinds("    src2 = 1", "src"));
-        assert!(!rebinds("    src <= to", "src"));
+    fn assignment_targets_not_comparisons() {
+        assert_eq!(targets("        to = 0"), ["to"]);
+        assert_eq!(targets("    src += 1"), ["src"]);
+        assert_eq!(targets("    self.rank = dist.get_rank()"), ["self.rank"]);
+        assert_eq!(targets("    mask <<= 1"), ["mask"]);
+        assert_eq!(targets("    a, b = b, a"), ["a", "b"]);
+        assert_eq!(targets("    [a, b] = pair"), ["a", "b"]);
+        assert_eq!(targets("    n: int = 0"), ["n"]);
+        assert!(targets("    if src == to:").is_empty());
+        assert!(targets("    src == to").is_empty());
+        assert!(targets("    src <= to").is_empty());
+        assert!(targets("    src != to").is_empty());
+        assert!(targets("    f(x=1)").is_empty());
     }
 
     #[test]
