@@ -145,10 +145,13 @@ fn lint_in(
     module: &desync_python::Module,
     options: &Options,
 ) -> Vec<Finding> {
-    let outline = module.outline();
     let analysis = desync_python::Analysis::new(Some(project));
     let collectives = desync_python::Collectives::new(&analysis);
-    let ctx = context::Context::new(module, &outline, &collectives);
+    let sites = collectives.sites(module);
+    // Only the sites' calls are looked up in the outline.
+    let positions = sites.iter().map(|s| (s.line, s.column)).collect();
+    let outline = module.outline_with_calls_at(&positions);
+    let ctx = context::Context::new(module, &outline, &collectives, sites);
     let findings = checks::run(&ctx, path, &|rule| options.enabled(rule));
     findings
         .into_iter()

@@ -74,13 +74,15 @@ pub(crate) struct Context<'a> {
 pub(crate) type ParameterKey = (u32, String, usize, params::Asked);
 
 impl<'a> Context<'a> {
+    /// The context of `module`, whose collective sites `sites` are (`Collectives::sites`):
+    /// `outline` must record at least the calls at those sites.
     pub fn new(
         module: &'a Module,
         outline: &'a Outline,
         collectives: &'a Collectives<'a, 'a>,
+        sites: Vec<desync_python::CollectiveSite>,
     ) -> Context<'a> {
-        let sites = collectives
-            .sites(module)
+        let sites = sites
             .into_iter()
             .map(|site| {
                 let call =

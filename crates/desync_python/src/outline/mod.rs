@@ -13,6 +13,8 @@ pub use types::{
 use ruff_python_ast::{ExceptHandler, Expr, Stmt};
 use ruff_text_size::Ranged;
 
+use std::collections::HashSet;
+
 use crate::branch::handler_jump_of;
 use crate::expr::{self, dotted};
 use crate::module::Module;
@@ -22,8 +24,10 @@ use crate::types::Construct;
 /// Calls that end the process from an `except` body: the error does not go unnoticed.
 const PROCESS_EXITS: &[&str] = &["sys.exit", "exit", "quit", "os._exit", "os.abort"];
 
-pub(crate) fn build(module: &Module) -> Outline {
-    let mut walker = Walker { module, out: Outline::default(), function: Vec::new() };
+/// The outline of `module`; with `calls_at`, only the calls at those (line, column) positions
+/// are recorded (each one costs the text of its callee and arguments).
+pub(crate) fn build(module: &Module, calls_at: Option<&HashSet<(u32, u32)>>) -> Outline {
+    let mut walker = Walker { module, out: Outline::default(), function: Vec::new(), calls_at };
     walker.suite(module.body(), 0);
     walker.out.calls.sort_by_key(|c| (c.line, c.column));
     walker.out
@@ -34,6 +38,7 @@ struct Walker<'m> {
     out: Outline,
     /// `def` lines of the functions around the statement being walked, innermost last.
     function: Vec<u32>,
+    calls_at: Option<&'m HashSet<(u32, u32)>>,
 }
 
 impl Walker<'_> {
@@ -230,20 +235,20 @@ impl Walker<'_> {
     /// Records the calls a statement evaluates itself (its header, for a compound one).
     fn calls(&mut self, stmt: &Stmt, function: Option<u32>) {
         let module = self.module;
-        let assigned: Option<(&Expr, Vec<String>)> = match stmt {
-            Stmt::Assign(s) => Some((
-                &*s.value,
-                s.targets.iter().map(|t| module.text(t.range()).to_owned()).collect(),
-            )),
-            Stmt::AnnAssign(s) => {
-                s.value.as_deref().map(|v| (v, vec![module.text(s.target.range()).to_owned()]))
-            }
+        // The whole value of an assignment, and its targets (their text is made only for a
+        // call that is recorded).
+        let assigned: Option<(&Expr, Vec<&Expr>)> = match stmt {
+            Stmt::Assign(s) => Some((&*s.value, s.targets.iter().collect())),
+            Stmt::AnnAssign(s) => s.value.as_deref().map(|v| (v, vec![&*s.target])),
             _ => None,
         };
         for e in header_exprs(stmt) {
             expr::walk(e, &mut |x| {
                 let Expr::Call(c) = x else { return };
                 let (line, column) = (module.line_of(c.start()), module.column_of(c.start()));
+                if self.calls_at.is_some_and(|at| !at.contains(&(line, column))) {
+                    return;
+                }
                 let callee =
                     dotted(&c.func).unwrap_or_else(|| module.text(c.func.range()).to_owned());
                 let keywords = c
@@ -257,7 +262,9 @@ impl Walker<'_> {
                     })
                     .collect();
                 let assigned_to = match &assigned {
-                    Some((value, targets)) if std::ptr::eq(*value, x) => targets.clone(),
+                    Some((value, targets)) if std::ptr::eq(*value, x) => {
+                        targets.iter().map(|t| module.text(t.range()).to_owned()).collect()
+                    }
                     _ => Vec::new(),
                 };
                 self.out.calls.push(Call {
