@@ -27,7 +27,9 @@ const PROCESS_EXITS: &[&str] = &["sys.exit", "exit", "quit", "os._exit", "os.abo
 /// The outline of `module`; with `calls_at`, only the calls at those (line, column) positions
 /// are recorded (each one costs the text of its callee and arguments).
 pub(crate) fn build(module: &Module, calls_at: Option<&HashSet<(u32, u32)>>) -> Outline {
-    let mut walker = Walker { module, out: Outline::default(), function: Vec::new(), calls_at };
+    let call_lines = calls_at.map(|at| at.iter().map(|&(line, _)| line).collect());
+    let mut walker =
+        Walker { module, out: Outline::default(), function: Vec::new(), calls_at, call_lines };
     walker.suite(module.body(), 0);
     walker.out.calls.sort_by_key(|c| (c.line, c.column));
     walker.out
@@ -39,6 +41,8 @@ struct Walker<'m> {
     /// `def` lines of the functions around the statement being walked, innermost last.
     function: Vec<u32>,
     calls_at: Option<&'m HashSet<(u32, u32)>>,
+    /// The lines of `calls_at` (a column is counted in characters: only on those lines).
+    call_lines: Option<HashSet<u32>>,
 }
 
 impl Walker<'_> {
@@ -245,7 +249,11 @@ impl Walker<'_> {
         for e in header_exprs(stmt) {
             expr::walk(e, &mut |x| {
                 let Expr::Call(c) = x else { return };
-                let (line, column) = (module.line_of(c.start()), module.column_of(c.start()));
+                let line = module.line_of(c.start());
+                if self.call_lines.as_ref().is_some_and(|lines| !lines.contains(&line)) {
+                    return;
+                }
+                let column = module.column_of(c.start());
                 if self.calls_at.is_some_and(|at| !at.contains(&(line, column))) {
                     return;
                 }
