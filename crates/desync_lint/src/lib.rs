@@ -54,7 +54,7 @@ pub struct Options {
     /// they are only counted ([`Report::indirect_hidden`]).
     pub include_indirect: bool,
     /// The process exits once the report is written: the modules parsed for the call are
-    /// left to the operating system instead of being freed one node at a time (about 8% of
+    /// left to the operating system instead of being freed one node at a time (about 10% of
     /// the CPU time on a large tree, measured on transformers). Off for long-lived callers
     /// (the MCP server), which would keep that memory.
     pub exit_after: bool,

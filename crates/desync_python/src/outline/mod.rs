@@ -10,10 +10,10 @@ pub use types::{
     Outline, TryBlock,
 };
 
+use std::collections::HashSet;
+
 use ruff_python_ast::{ExceptHandler, Expr, Stmt};
 use ruff_text_size::Ranged;
-
-use std::collections::HashSet;
 
 use crate::branch::handler_jump_of;
 use crate::expr::{self, dotted};
