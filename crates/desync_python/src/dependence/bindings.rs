@@ -176,16 +176,38 @@ pub(crate) fn index(suite: &[Stmt]) -> crate::module::ScopeIndex {
             out.binders.entry(name.to_owned()).or_default().push(stmt.start());
         }
         if let Stmt::Expr(s) = stmt
-            && let Expr::Call(c) = &*s.value
-            && let Some(Expr::Name(n)) = c.arguments.args.first()
+            && let Expr::Call(c) = awaited(&s.value)
         {
-            out.first_argument_calls.entry(n.id.to_string()).or_default().push(stmt.start());
+            // What a forwarder (`asyncio.to_thread(f, name)`) passes on comes later.
+            let forwards = crate::expr::last_segment(&c.func)
+                .is_some_and(|s| crate::knowledge::knowledge().may_forward(s));
+            let passed = if forwards {
+                &c.arguments.args[..]
+            } else {
+                &c.arguments.args[..1.min(c.arguments.args.len())]
+            };
+            for a in passed {
+                if let Expr::Name(n) = a {
+                    out.first_argument_calls
+                        .entry(n.id.to_string())
+                        .or_default()
+                        .push(stmt.start());
+                }
+            }
         }
         if matches!(stmt, Stmt::Continue(_) | Stmt::Break(_) | Stmt::Return(_) | Stmt::Raise(_)) {
             out.jumps.push(stmt.start());
         }
     });
     out
+}
+
+/// `await x` → `x`; anything else as it is.
+pub(crate) fn awaited(e: &Expr) -> &Expr {
+    match e {
+        Expr::Await(a) => &a.value,
+        e => e,
+    }
 }
 
 /// Every name `stmt` could bind in its own scope (targets, loop and `with` variables,

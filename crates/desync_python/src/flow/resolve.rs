@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::value::Eval;
@@ -50,6 +50,33 @@ pub(crate) enum Sym {
 impl Eval<'_, '_> {
     pub(crate) fn resolve(&mut self, e: &Expr, at: TextSize) -> Sym {
         self.resolve_depth(e, at, 0)
+    }
+
+    /// For a call of a forwarder of the table (`asyncio.to_thread(dist.broadcast_object_list,
+    /// objs, src=0)`), the call it makes (`dist.broadcast_object_list(objs, src=0)`), placed
+    /// where the forwarder's call is.
+    pub(crate) fn forwarded(&mut self, c: &ExprCall) -> Option<ExprCall> {
+        let segment = crate::expr::last_segment(&c.func)?;
+        if !knowledge().may_forward(segment) {
+            return None;
+        }
+        let Sym::Path(p) = self.resolve(&c.func, c.start()) else { return None };
+        let target = knowledge().forwarder_target(&p)?;
+        let func = c.arguments.args.get(target)?;
+        if matches!(func, Expr::Starred(_)) {
+            return None;
+        }
+        Some(ExprCall {
+            node_index: ruff_python_ast::AtomicNodeIndex::default(),
+            range_start: c.range_start,
+            func: Box::new(func.clone()),
+            arguments: ruff_python_ast::Arguments {
+                range: c.arguments.range,
+                node_index: ruff_python_ast::AtomicNodeIndex::default(),
+                args: c.arguments.args[target + 1..].to_vec().into_boxed_slice(),
+                keywords: c.arguments.keywords.clone(),
+            },
+        })
     }
 
     fn resolve_depth(&mut self, e: &Expr, at: TextSize, depth: usize) -> Sym {

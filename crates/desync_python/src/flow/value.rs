@@ -632,7 +632,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             .filter_map(|&at| crate::tree::stmt_starting_at(binding.scope.suite, at))
             .filter(|stmt| stmt.end() <= use_at)
             .filter_map(|stmt| match stmt {
-                Stmt::Expr(s) => match &*s.value {
+                Stmt::Expr(s) => match crate::dependence::bindings::awaited(&s.value) {
                     Expr::Call(c) => Some(c),
                     _ => None,
                 },
@@ -640,6 +640,9 @@ impl<'a, 'm> Eval<'a, 'm> {
             })
             .collect();
         for c in calls {
+            // `await asyncio.to_thread(dist.broadcast_object_list, objs, src=0)`.
+            let forwarded = self.forwarded(c);
+            let c = forwarded.as_ref().unwrap_or(c);
             let Some(first) = c.arguments.args.first() else { continue };
             if !matches!(first, Expr::Name(n) if n.id.as_str() == name) {
                 continue;

@@ -170,6 +170,18 @@ pub struct Join {
     pub source: String,
 }
 
+/// Functions that call the function they are passed, with the arguments that follow it,
+/// somewhere else (`asyncio.to_thread(f, *args, **kwargs)` runs `f(*args, **kwargs)` in a
+/// worker thread): a call of one is a call of its target, collectives and agreements included.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Forwarder {
+    pub names: Vec<String>,
+    /// Position of the target among the positional arguments; the ones after it are its own.
+    pub target: usize,
+    pub source: String,
+}
+
 /// Qualified names of dtypes (`torch.bfloat16`): a value that can be one of them is a dtype.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -197,6 +209,8 @@ struct Raw {
     join: Vec<Join>,
     #[serde(default)]
     dtypes: Vec<Dtypes>,
+    #[serde(default)]
+    forwarder: Vec<Forwarder>,
 }
 
 /// The table, indexed.
@@ -217,6 +231,8 @@ pub struct Knowledge {
     launchers: HashMap<String, Launcher>,
     joins: Vec<String>,
     dtypes: Vec<String>,
+    /// Forwarder name → the position of its target.
+    forwarders: HashMap<String, usize>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -289,6 +305,11 @@ impl Knowledge {
             launchers,
             joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
             dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
+            forwarders: raw
+                .forwarder
+                .into_iter()
+                .flat_map(|f| f.names.into_iter().map(move |n| (n, f.target)))
+                .collect(),
         })
     }
 
@@ -371,6 +392,16 @@ impl Knowledge {
     /// The launcher row of `qualified`, when it starts one process per rank.
     pub fn launcher(&self, qualified: &str) -> Option<&Launcher> {
         self.launchers.get(qualified)
+    }
+
+    /// Whether a callee ending in `segment` can be a forwarder (a cheap test before resolving).
+    pub fn may_forward(&self, segment: &str) -> bool {
+        self.forwarders.keys().any(|n| n.rsplit('.').next() == Some(segment))
+    }
+
+    /// Where the target of the forwarder `qualified` is among its positional arguments.
+    pub fn forwarder_target(&self, qualified: &str) -> Option<usize> {
+        self.forwarders.get(qualified).copied()
     }
 
     /// Whether `qualified` is a context manager that tolerates uneven iteration counts.

@@ -284,6 +284,24 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 }
             });
             for x in nodes {
+                // A forwarder's call (`asyncio.to_thread(dist.barrier)`) is its target's call,
+                // at the same place.
+                let forwarded;
+                let x = match x {
+                    Expr::Call(c)
+                        if last_segment(&c.func).is_some_and(|s| knowledge().may_forward(s)) =>
+                    {
+                        let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
+                        match eval.forwarded(c) {
+                            Some(f) => {
+                                forwarded = Expr::Call(f);
+                                &forwarded
+                            }
+                            None => x,
+                        }
+                    }
+                    _ => x,
+                };
                 let site = match x {
                     Expr::Call(c) => {
                         if !Self::worth_resolving(gate, c) {
