@@ -264,6 +264,11 @@ def load_reviews(path: Path) -> list[dict]:
             raise SystemExit(f"{path}: verdict {r['verdict']!r} for {r['file']}:{r['line']} is not one of {VERDICTS}")
         if r["seen"] not in ("yes", "no"):
             raise SystemExit(f"{path}: seen {r['seen']!r} for {r['file']}:{r['line']} is not yes/no")
+    # One verdict per finding: two rows for one would be counted by whichever came last.
+    keys = collections.Counter((r["package"], r["file"], r["line"], r["rule"]) for r in rows)
+    twice = [k for k, n in keys.items() if n > 1]
+    if twice:
+        raise SystemExit(f"{path}: more than one verdict for {', '.join(f'{k[1]}:{k[2]} {k[3]}' for k in twice)}")
     return rows
 
 
