@@ -24,7 +24,8 @@
 //! are decided by union-find, which is exact for conjunctions of `==`/`!=`.
 //!
 //! Anything else keeps the finding: a rank-dependent test that is no (in)equality, a jump or
-//! a loop with collectives inside the nest, or more paths than [`MAX_PATHS`].
+//! a loop with collectives inside the nest, a compared term assigned inside it, or more paths
+//! than [`MAX_PATHS`].
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
