@@ -38,8 +38,8 @@ use crate::context::{Context, Site};
 const MAX_PATHS: usize = 256;
 
 /// What one check already knows: each nest's answer (by its `if` line), whether a term or
-/// test can differ across ranks (by line and text), and the file's `if`s, collectives, jumps
-/// and loops indexed by line, so that a file of thousands of `if`s stays linear.
+/// test can differ across ranks (by line and text), and the file's `if`s, jumps and loops
+/// indexed by line, so that a file of thousands of `if`s stays linear.
 #[derive(Default)]
 pub(super) struct Memo {
     agrees: RefCell<HashMap<u32, bool>>,
@@ -47,7 +47,7 @@ pub(super) struct Memo {
     index: OnceCell<Index>,
 }
 
-/// The file's `if`s as a tree, and the lines of its collectives, jumps and loops, sorted.
+/// The file's `if`s as a tree, and the lines of its jumps and loops, sorted.
 struct Index {
     /// `if` line → its position in the outline.
     at: HashMap<u32, usize>,
@@ -55,8 +55,6 @@ struct Index {
     parent: Vec<Option<usize>>,
     /// The `if`s directly in each `if`'s clause bodies, in line order.
     children: Vec<Vec<usize>>,
-    /// (line, position in `ctx.sites`) of the collectives that are not point-to-point.
-    sites: Vec<(u32, usize)>,
     /// Lines of the jumps and of the loops (with the loop's position in the outline).
     jumps: Vec<u32>,
     loops: Vec<(u32, usize)>,
@@ -65,7 +63,6 @@ struct Index {
 impl Index {
     fn new(ctx: &Context<'_>) -> Index {
         let conds = &ctx.outline.conditionals;
-        let end = |c: &Conditional| c.clauses.last().map_or(c.line, |k| k.body.last);
         let mut order: Vec<usize> = (0..conds.len()).collect();
         order.sort_by_key(|&i| conds[i].line);
         let mut parent = vec![None; conds.len()];
@@ -73,7 +70,7 @@ impl Index {
         let mut open: Vec<usize> = Vec::new();
         for &i in &order {
             let c = &conds[i];
-            while open.last().is_some_and(|&t| end(&conds[t]) < c.line) {
+            while open.last().is_some_and(|&t| last_line(&conds[t]) < c.line) {
                 open.pop();
             }
             if let Some(&t) = open.last()
@@ -85,22 +82,19 @@ impl Index {
             }
             open.push(i);
         }
-        let mut sites: Vec<(u32, usize)> = ctx
-            .sites
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.is_point_to_point())
-            .map(|(i, s)| (s.line(), i))
-            .collect();
-        sites.sort_unstable();
         let mut jumps: Vec<u32> = ctx.outline.jumps.iter().map(|j| j.line).collect();
         jumps.sort_unstable();
         let mut loops: Vec<(u32, usize)> =
             ctx.outline.loops.iter().enumerate().map(|(i, l)| (l.line, i)).collect();
         loops.sort_unstable();
         let at = conds.iter().enumerate().map(|(i, c)| (c.line, i)).collect();
-        Index { at, parent, children, sites, jumps, loops }
+        Index { at, parent, children, jumps, loops }
     }
+}
+
+/// The last line of an `if` statement (its last clause's body).
+fn last_line(c: &Conditional) -> u32 {
+    c.clauses.last().map_or(c.line, |k| k.body.last)
 }
 
 /// The entries of a list sorted by line whose line is in `first..=last`.
@@ -113,20 +107,6 @@ fn between<T>(sorted: &[T], line: impl Fn(&T) -> u32, first: u32, last: u32) -> 
 impl Memo {
     fn index(&self, ctx: &Context<'_>) -> &Index {
         self.index.get_or_init(|| Index::new(ctx))
-    }
-
-    /// The collectives (not point-to-point) of `function` on lines `first..=last`.
-    fn sites<'s, 'a>(
-        &self,
-        ctx: &'s Context<'a>,
-        function: Option<u32>,
-        first: u32,
-        last: u32,
-    ) -> impl Iterator<Item = &'s Site<'a>> {
-        between(&self.index(ctx).sites, |s| s.0, first, last)
-            .iter()
-            .map(|&(_, i)| &ctx.sites[i])
-            .filter(move |s| s.function() == function)
     }
 
     /// Whether `text` at `line` can differ across ranks (it has any dependence).
@@ -202,7 +182,9 @@ impl Nest {
             between(&index.loops, |l| l.0, cond.line, last).iter().any(|&(_, i)| {
                 let l = &ctx.outline.loops[i];
                 l.function == cond.function
-                    && memo.sites(ctx, cond.function, l.body.first, l.body.last).next().is_some()
+                    && ctx
+                        .sites_in(cond.function, l.body.first, l.body.last)
+                        .any(|s| !s.is_point_to_point())
             });
         if has_jump || loop_with_sites {
             return None;
@@ -307,10 +289,10 @@ fn body_paths(
         .map(|&k| &conds[k])
         .filter(|c| (first..=last).contains(&c.line))
         .collect();
-    let span = |c: &Conditional| c.line..=c.clauses.last().map_or(c.line, |k| k.body.last);
-    let mut steps: Vec<(u32, Step<'_, '_>)> = memo
-        .sites(ctx, cond.function, first, last)
-        .filter(|s| !direct.iter().any(|c| span(c).contains(&s.line())))
+    let mut steps: Vec<(u32, Step<'_, '_>)> = ctx
+        .sites_in(cond.function, first, last)
+        .filter(|s| !s.is_point_to_point())
+        .filter(|s| !direct.iter().any(|c| (c.line..=last_line(c)).contains(&s.line())))
         .map(|s| (s.line(), Step::Site(s)))
         .chain(direct.iter().map(|c| (c.line, Step::If(c))))
         .collect();

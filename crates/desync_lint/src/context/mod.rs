@@ -82,15 +82,21 @@ impl<'a> Context<'a> {
         collectives: &'a Collectives<'a, 'a>,
         sites: Vec<desync_python::CollectiveSite>,
     ) -> Context<'a> {
-        let sites = sites
+        // The outline's calls are sorted by position: the first one at the site's.
+        let call_at = |line: u32, column: u32| {
+            let i = outline.calls.partition_point(|c| (c.line, c.column) < (line, column));
+            outline.calls.get(i).filter(|c| (c.line, c.column) == (line, column))
+        };
+        let mut sites: Vec<Site<'a>> = sites
             .into_iter()
             .map(|site| {
-                let call =
-                    outline.calls.iter().find(|c| c.line == site.line && c.column == site.column);
+                let call = call_at(site.line, site.column);
                 let op = site.ops.join(",");
                 Site { site, call, op }
             })
             .collect();
+        // In line order, for `sites_in` (stable: sites on one line keep their order).
+        sites.sort_by_key(|s| (s.line(), s.site.column));
         Context { module, outline, collectives, sites, parameters: std::cell::RefCell::default() }
     }
 
@@ -98,16 +104,17 @@ impl<'a> Context<'a> {
         self.collectives.analysis()
     }
 
-    /// Sites inside function `function` (`None`: module level) on lines `first..=last`.
+    /// Sites inside function `function` (`None`: module level) on lines `first..=last`, found
+    /// by binary search (the sites are kept in line order).
     pub fn sites_in(
         &self,
         function: Option<u32>,
         first: u32,
         last: u32,
     ) -> impl Iterator<Item = &Site<'a>> {
-        self.sites
-            .iter()
-            .filter(move |s| s.function() == function && (first..=last).contains(&s.line()))
+        let from = self.sites.partition_point(|s| s.line() < first);
+        let to = self.sites.partition_point(|s| s.line() <= last).max(from);
+        self.sites[from..to].iter().filter(move |s| s.function() == function)
     }
 
     /// The innermost loop of `function` whose body holds `line`.
