@@ -233,6 +233,8 @@ pub struct Knowledge {
     dtypes: Vec<String>,
     /// Forwarder name → the position of its target.
     forwarders: HashMap<String, usize>,
+    /// The last segments of the forwarders' names, for the test every call goes through.
+    forwarder_segments: HashSet<String>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -287,6 +289,15 @@ impl Knowledge {
             .into_iter()
             .flat_map(|f| f.names.into_iter().map(move |n| (n, f.op.clone())))
             .collect();
+        let forwarders: HashMap<String, usize> = raw
+            .forwarder
+            .into_iter()
+            .flat_map(|f| f.names.into_iter().map(move |n| (n, f.target)))
+            .collect();
+        let forwarder_segments = forwarders
+            .keys()
+            .map(|n| n.rsplit('.').next().unwrap_or(n).to_owned())
+            .collect();
         let launchers = raw
             .launcher
             .into_iter()
@@ -305,11 +316,8 @@ impl Knowledge {
             launchers,
             joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
             dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
-            forwarders: raw
-                .forwarder
-                .into_iter()
-                .flat_map(|f| f.names.into_iter().map(move |n| (n, f.target)))
-                .collect(),
+            forwarders,
+            forwarder_segments,
         })
     }
 
@@ -396,7 +404,7 @@ impl Knowledge {
 
     /// Whether a callee ending in `segment` can be a forwarder (a cheap test before resolving).
     pub fn may_forward(&self, segment: &str) -> bool {
-        self.forwarders.keys().any(|n| n.rsplit('.').next() == Some(segment))
+        self.forwarder_segments.contains(segment)
     }
 
     /// Where the target of the forwarder `qualified` is among its positional arguments.
