@@ -38,7 +38,6 @@ mod rule;
 mod suppress;
 
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 use rayon::prelude::*;
 
@@ -148,10 +147,21 @@ fn lint_in(
     let analysis = desync_python::Analysis::new(Some(project));
     let collectives = desync_python::Collectives::new(&analysis);
     let sites = collectives.sites(module);
+    let setups = if options.enabled(Rule::RaggedGather) || options.enabled(Rule::RankDependentDtype)
+    {
+        analysis.setup_calls(module)
+    } else {
+        Vec::new()
+    };
+    // Every check is about a collective or a setup call; most files have neither, and their
+    // outline would cost more than finding that out.
+    if sites.is_empty() && setups.is_empty() {
+        return Vec::new();
+    }
     // Only the sites' calls are looked up in the outline.
     let positions = sites.iter().map(|s| (s.line, s.column)).collect();
     let outline = module.outline_with_calls_at(&positions);
-    let ctx = context::Context::new(module, &outline, &collectives, sites);
+    let ctx = context::Context::new(module, &outline, &collectives, sites, setups);
     let findings = checks::run(&ctx, path, &|rule| options.enabled(rule));
     findings
         .into_iter()
@@ -162,14 +172,6 @@ fn lint_in(
 /// The findings `options` asks to report (those with indirect evidence only on request).
 fn reported(findings: Vec<Finding>, options: &Options) -> Vec<Finding> {
     findings.into_iter().filter(|f| options.include_indirect || !f.indirect).collect()
-}
-
-static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-thread_local! {
-    /// The project of the [`lint_paths`] call a worker thread is working for.
-    static PROJECT: std::cell::RefCell<Option<(u64, Rc<desync_python::FileProject>)>> =
-        const { std::cell::RefCell::new(None) };
 }
 
 /// Lints every Python file under `paths` (files are linted whatever their extension;
@@ -183,25 +185,13 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             |p| if p.is_dir() { Some(p.clone()) } else { p.parent().map(Path::to_path_buf) },
         )
         .collect();
-    // One project per worker thread and call: the modules it parsed are reused across files.
-    // (`map_init` made one per split of the work, dozens, each parsing the shared modules
-    // again.)
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // One project for every worker thread: the modules it parsed (linted or imported) and the
+    // summaries of their helpers are shared by every file that imports them.
+    let project = desync_python::FileProject::new(roots);
     let results: Vec<Result<Vec<Finding>, LintError>> = files
         .par_iter()
         .map(|path| {
-            let project = PROJECT.with(|slot| {
-                let mut slot = slot.borrow_mut();
-                match &*slot {
-                    Some((c, project)) if *c == call => Rc::clone(project),
-                    _ => {
-                        let project = Rc::new(desync_python::FileProject::new(roots.clone()));
-                        *slot = Some((call, Rc::clone(&project)));
-                        project
-                    }
-                }
-            });
-            let project = &*project;
+            let project = &project;
             let bytes = read_source(path)
                 .map_err(|source| LintError::Read { path: path.clone(), source })?;
             // Python source is UTF-8; a stray byte should not hide the rest of the file.
@@ -221,14 +211,11 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
         })
         .collect();
     // The parsed modules are not kept past the call (nor freed, when the process ends next).
-    rayon::broadcast(|_| {
-        PROJECT.with(|slot| {
-            let project = slot.borrow_mut().take();
-            if options.exit_after {
-                std::mem::forget(project);
-            }
-        });
-    });
+    if options.exit_after {
+        std::mem::forget(project);
+    } else {
+        drop(project);
+    }
     let mut findings = Vec::new();
     let mut files_checked = 0;
     let mut indirect_hidden = 0;

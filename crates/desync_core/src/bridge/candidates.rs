@@ -16,7 +16,7 @@
 //! The best one is `code.branch`; all are listed, best first, with their evidence.
 
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use desync_python::{Analysis, Branch, Construct, DependenceKind, FileProject, Module, Project};
 
@@ -37,14 +37,14 @@ pub(crate) struct Workspace<'a> {
 impl Workspace<'_> {
     /// The local file of a frame, parsed, when it lies inside the source roots and holds what
     /// ran there.
-    pub(crate) fn module(&self, frame: &Frame) -> Option<(PathBuf, Rc<Module>)> {
+    pub(crate) fn module(&self, frame: &Frame) -> Option<(PathBuf, Arc<Module>)> {
         self.source(frame).ok()
     }
 
     /// The local file of a frame, parsed, or why it is not used: not found, outside the roots
     /// (frame paths are text from the dump, `/etc/passwd` included), unreadable, or not what
     /// ran (the frame's function is not defined at its line: a stale checkout, a wrong root).
-    pub(crate) fn source(&self, frame: &Frame) -> Result<(PathBuf, Rc<Module>), SourceProblem> {
+    pub(crate) fn source(&self, frame: &Frame) -> Result<(PathBuf, Arc<Module>), SourceProblem> {
         let local = self.resolver.locate(&frame.file)?;
         // The project's roots are the resolver's (and folders inside them), so `load` refuses
         // whatever `locate` would.
@@ -197,7 +197,7 @@ pub(crate) fn follow_parameters(
     let (mut params, mut lengths) = (b.parameters.clone(), b.length_parameters.clone());
     let mut callee =
         (module.file_path().map(std::path::Path::to_path_buf), side.frames[index].line);
-    let mut callee_module: Option<Rc<Module>> = None;
+    let mut callee_module: Option<Arc<Module>> = None;
     for caller in side.direct_callers(index) {
         if params.is_empty() && lengths.is_empty() {
             break;

@@ -426,7 +426,7 @@ fn call_at(
     }
     parameters.dedup();
     // Follow the parameters outward, one direct caller at a time.
-    let mut callee: (Option<std::rc::Rc<Module>>, u32) = (None, line);
+    let mut callee: (Option<std::sync::Arc<Module>>, u32) = (None, line);
     for caller in stack.direct_callers(index) {
         if parameters.is_empty() {
             break;

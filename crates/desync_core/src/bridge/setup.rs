@@ -8,7 +8,7 @@
 //! frames are long gone from the stacks by the time the collective runs).
 
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use desync_python::{Branch, Construct, DependenceKind, Module};
 
@@ -41,7 +41,7 @@ impl Difference {
 struct File {
     name: String,
     local: PathBuf,
-    module: Rc<Module>,
+    module: Arc<Module>,
 }
 
 /// Setup calls in the user's files, each with the guard that decides whether it runs (or the

@@ -19,9 +19,9 @@ use crate::context::Context;
 use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
-    let setups = ctx.analysis().setup_calls(ctx.module);
+    let setups = &ctx.setups;
     let mut out = Vec::new();
-    for setup in &setups {
+    for setup in setups {
         let rule = match setup.affects.as_str() {
             "dtype" => Rule::RankDependentDtype,
             "size" => Rule::RaggedGather,
@@ -31,7 +31,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         let Some((cond, clause)) = super::paths::innermost_clause(ctx, function, setup.line) else {
             continue;
         };
-        if every_clause_calls(cond, clause, &setups, &setup.qualified) {
+        if every_clause_calls(cond, clause, setups, &setup.qualified) {
             continue;
         }
         let Some((test, line, deps)) = deciding_test(ctx, cond, clause) else { continue };

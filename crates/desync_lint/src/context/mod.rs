@@ -64,6 +64,8 @@ pub(crate) struct Context<'a> {
     pub collectives: &'a Collectives<'a, 'a>,
     /// Collective-issuing calls and property reads, in source order.
     pub sites: Vec<Site<'a>>,
+    /// Calls that change what later collectives carry (comm hooks, autocast policies).
+    pub setups: Vec<desync_python::SetupCall>,
     /// What each parameter (or its structure) depends on: every finding in a function asks
     /// about the same parameters, and answering walks the file's calls.
     pub(crate) parameters:
@@ -81,6 +83,7 @@ impl<'a> Context<'a> {
         outline: &'a Outline,
         collectives: &'a Collectives<'a, 'a>,
         sites: Vec<desync_python::CollectiveSite>,
+        setups: Vec<desync_python::SetupCall>,
     ) -> Context<'a> {
         // The outline's calls are sorted by position: the first one at the site's.
         let call_at = |line: u32, column: u32| {
@@ -97,7 +100,14 @@ impl<'a> Context<'a> {
             .collect();
         // In line order, for `sites_in` (stable: sites on one line keep their order).
         sites.sort_by_key(|s| (s.line(), s.site.column));
-        Context { module, outline, collectives, sites, parameters: std::cell::RefCell::default() }
+        Context {
+            module,
+            outline,
+            collectives,
+            sites,
+            setups,
+            parameters: std::cell::RefCell::default(),
+        }
     }
 
     pub fn analysis(&self) -> &'a Analysis<'a> {

@@ -32,6 +32,7 @@ mod value;
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -437,7 +438,7 @@ pub(crate) fn key_of(module: &Module) -> ModuleKey {
 pub struct Analysis<'p> {
     project: Option<&'p dyn Project>,
     /// Modules loaded through the project, kept alive so their keys stay valid.
-    loaded: RefCell<Vec<Rc<Module>>>,
+    loaded: RefCell<Vec<Arc<Module>>>,
     summaries: RefCell<HashMap<(ModuleKey, TextSize), Rc<Summary>>>,
     in_progress: RefCell<HashSet<(ModuleKey, TextSize)>>,
     memo: RefCell<HashMap<(ModuleKey, TextSize, String), Value>>,
@@ -757,12 +758,12 @@ impl<'p> Analysis<'p> {
 
     /// The project modules `module` imports (at any level of the file), as the project
     /// resolves them.
-    pub fn imports(&self, module: &Module) -> Vec<Rc<Module>> {
+    pub fn imports(&self, module: &Module) -> Vec<Arc<Module>> {
         let Some(project) = self.project else { return Vec::new() };
-        let mut out: Vec<Rc<Module>> = Vec::new();
-        let mut push = |m: Option<Rc<Module>>| {
+        let mut out: Vec<Arc<Module>> = Vec::new();
+        let mut push = |m: Option<Arc<Module>>| {
             if let Some(m) = m
-                && !out.iter().any(|o| Rc::ptr_eq(o, &m))
+                && !out.iter().any(|o| Arc::ptr_eq(o, &m))
             {
                 out.push(self.keep(m));
             }
@@ -791,9 +792,9 @@ impl<'p> Analysis<'p> {
     }
 
     /// Keeps a project module alive for the analysis.
-    pub(crate) fn keep(&self, module: Rc<Module>) -> Rc<Module> {
+    pub(crate) fn keep(&self, module: Arc<Module>) -> Arc<Module> {
         let mut loaded = self.loaded.borrow_mut();
-        if let Some(m) = loaded.iter().find(|m| Rc::ptr_eq(m, &module)) {
+        if let Some(m) = loaded.iter().find(|m| Arc::ptr_eq(m, &module)) {
             return m.clone();
         }
         loaded.push(module.clone());

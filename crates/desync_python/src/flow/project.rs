@@ -4,22 +4,27 @@
 //! the paths given to `desync lint`); an import that resolves elsewhere is a library, known
 //! only through the knowledge table.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::sites::HelperMemo;
 use crate::module::Module;
 
 /// Finds and parses the project's modules.
 pub trait Project {
     /// The project module an import in `importer` names: `module` as written (`trainer.metrics`,
     /// empty for `from . import x`), `level` the number of leading dots.
-    fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Rc<Module>>;
+    fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Arc<Module>>;
 
     /// The project module read from `path` (parsed once).
-    fn load(&self, path: &Path) -> Option<Rc<Module>>;
+    fn load(&self, path: &Path) -> Option<Arc<Module>>;
+
+    /// Where what the project's functions issue is kept across analyses, if anywhere.
+    fn helper_memo(&self) -> Option<&HelperMemo> {
+        None
+    }
 }
 
 /// An import as written in a folder: (importer's folder, module, level).
@@ -28,10 +33,12 @@ type ImportKey = (Option<PathBuf>, String, u32);
 /// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
 pub struct FileProject {
     roots: Vec<PathBuf>,
-    cache: RefCell<HashMap<PathBuf, Option<Rc<Module>>>>,
+    cache: Mutex<HashMap<PathBuf, Option<Arc<Module>>>>,
     /// Imports already resolved: (importer's folder, module, level) → module. Every name
     /// resolution through an import asks again; the filesystem answers once.
-    imports: RefCell<HashMap<ImportKey, Option<Rc<Module>>>>,
+    imports: Mutex<HashMap<ImportKey, Option<Arc<Module>>>>,
+    /// What the loaded modules' functions issue (each file linted calls the same helpers).
+    helpers: HelperMemo,
 }
 
 /// Larger files are not training code worth following (and would slow every analysis).
@@ -48,7 +55,12 @@ impl FileProject {
                 out.push(canonical);
             }
         }
-        FileProject { roots: out, cache: RefCell::default(), imports: RefCell::default() }
+        FileProject {
+            roots: out,
+            cache: Mutex::default(),
+            imports: Mutex::default(),
+            helpers: HelperMemo::default(),
+        }
     }
 
     pub fn roots(&self) -> &[PathBuf] {
@@ -65,7 +77,7 @@ impl FileProject {
     /// the tree is shared, not parsed again.
     pub fn parsed(&self, path: &Path, text: &str) -> Option<Module> {
         let canonical = std::fs::canonicalize(path).ok()?;
-        let cache = self.cache.borrow();
+        let cache = lock(&self.cache);
         let module = cache.get(&canonical)?.as_ref()?;
         (module.source() == text).then(|| module.relabel(path))
     }
@@ -83,8 +95,8 @@ impl FileProject {
         {
             return;
         }
-        let shared = Rc::new(module.relabel(&canonical));
-        self.cache.borrow_mut().entry(canonical).or_insert(Some(shared));
+        let shared = Arc::new(module.relabel(&canonical));
+        lock(&self.cache).entry(canonical).or_insert(Some(shared));
     }
 
     fn candidates(&self, importer: &Module, module: &str, level: u32) -> Vec<PathBuf> {
@@ -127,33 +139,44 @@ impl FileProject {
 }
 
 impl Project for FileProject {
-    fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Rc<Module>> {
+    fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Arc<Module>> {
         let here = importer.file_path().and_then(Path::parent).map(Path::to_path_buf);
         let key = (here, module.to_owned(), level);
-        if let Some(hit) = self.imports.borrow().get(&key) {
+        if let Some(hit) = lock(&self.imports).get(&key) {
             return hit.clone();
         }
         let found = self
             .candidates(importer, module, level)
             .into_iter()
             .find_map(|path| if path.is_file() { self.load(&path) } else { None });
-        self.imports.borrow_mut().insert(key, found.clone());
-        found
+        // Another thread may have resolved it meanwhile: the same module either way.
+        lock(&self.imports).entry(key).or_insert(found).clone()
     }
 
-    fn load(&self, path: &Path) -> Option<Rc<Module>> {
+    fn load(&self, path: &Path) -> Option<Arc<Module>> {
         let canonical = std::fs::canonicalize(path).ok()?;
         if !self.roots.iter().any(|r| canonical.starts_with(r)) {
             return None;
         }
-        if let Some(hit) = self.cache.borrow().get(&canonical) {
+        if let Some(hit) = lock(&self.cache).get(&canonical) {
             return hit.clone();
         }
         let parsed =
-            read_python(&canonical).map(|text| Rc::new(Module::parse_file(&text, &canonical)));
-        self.cache.borrow_mut().insert(canonical, parsed.clone());
-        parsed
+            read_python(&canonical).map(|text| Arc::new(Module::parse_file(&text, &canonical)));
+        // Parsed outside the lock; when another thread parsed it meanwhile, its copy stays
+        // (one module per file: analyses key their caches by the module's address).
+        lock(&self.cache).entry(canonical).or_insert(parsed).clone()
     }
+
+    fn helper_memo(&self) -> Option<&HelperMemo> {
+        Some(&self.helpers)
+    }
+}
+
+/// The guarded map, also after a panic in another thread (a cache stays valid: entries are
+/// inserted whole).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A regular file's text, when it is small enough and UTF-8.

@@ -4,7 +4,7 @@
 //! `lightning.pytorch.Trainer.is_global_zero` (the table gives `LightningModule.trainer` its
 //! type); `shard_batches` imported from the project's `common.py` is that function.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
@@ -19,7 +19,7 @@ use crate::tree::MAX_DEPTH;
 #[derive(Clone)]
 pub(crate) struct FnRef {
     /// `None`: the module being evaluated.
-    pub module: Option<Rc<Module>>,
+    pub module: Option<Arc<Module>>,
     pub def: TextSize,
     /// Called through an instance (`self.helper(x)`): the first parameter is the receiver.
     pub is_method: bool,
@@ -32,7 +32,7 @@ pub(crate) struct ClassRef {
     /// Start of the project class's `class` statement.
     pub local: Option<TextSize>,
     /// The module holding `local`; `None`: the module being evaluated.
-    pub module: Option<Rc<Module>>,
+    pub module: Option<Arc<Module>>,
 }
 
 #[derive(Clone)]
@@ -40,7 +40,7 @@ pub(crate) enum Sym {
     /// A library module, function, class or attribute by canonical qualified name.
     Path(String),
     /// A module of the project.
-    Module(Rc<Module>),
+    Module(Arc<Module>),
     Function(FnRef),
     Class(ClassRef),
     Instance(ClassRef),
@@ -334,7 +334,7 @@ fn is_class_path(path: &str) -> bool {
 }
 
 /// A module-level `def` or `class` named `name`.
-fn top_level(module: &Rc<Module>, name: &str) -> Option<Sym> {
+fn top_level(module: &Arc<Module>, name: &str) -> Option<Sym> {
     for stmt in module.body() {
         match stmt {
             Stmt::FunctionDef(d) if d.name.id.as_str() == name => {

@@ -294,10 +294,8 @@ impl Knowledge {
             .into_iter()
             .flat_map(|f| f.names.into_iter().map(move |n| (n, f.target)))
             .collect();
-        let forwarder_segments = forwarders
-            .keys()
-            .map(|n| n.rsplit('.').next().unwrap_or(n).to_owned())
-            .collect();
+        let forwarder_segments =
+            forwarders.keys().map(|n| n.rsplit('.').next().unwrap_or(n).to_owned()).collect();
         let launchers = raw
             .launcher
             .into_iter()

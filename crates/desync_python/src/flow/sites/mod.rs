@@ -8,8 +8,9 @@
 //! skip calls that cannot resolve to any of these (a call `f(x)` where `f` is neither defined,
 //! imported nor named like a table member), and every site is confirmed by resolution.
 //!
-//! [`Collectives`] memoises per project function what its body issues, so linting many files
-//! against one [`Analysis`] summarises each helper once.
+//! [`Collectives`] memoises per project function what its body issues, and the project's
+//! [`HelperMemo`] keeps the summaries of its modules' helpers for every file linted against it,
+//! so that each helper is summarised once per run.
 
 mod callers;
 mod metadata;
@@ -17,7 +18,7 @@ mod wrapped;
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -117,7 +118,7 @@ fn short_name(qualified: &str) -> &str {
 
 /// What a function of the project issues when it is called.
 #[derive(Debug, Clone, Default)]
-struct Reach {
+pub(crate) struct Reach {
     ops: Vec<String>,
     /// The first site, described ("`dist.all_reduce` at line 8").
     first: String,
@@ -182,11 +183,40 @@ fn segments() -> &'static Segments {
 /// A project function: its module and the start of its `def`.
 type FnKey = (ModuleKey, TextSize);
 
-/// Finds collective sites; one per [`Analysis`], reused across the files it analyses.
+/// What the functions of a project's modules issue, kept by the [`Project`](super::Project)
+/// across the files linted against it: most files call the same few imported helpers, and
+/// summarising them again for every file took a quarter of the linter's time.
+///
+/// An entry is computed in a fresh [`Analysis`] (no state left by the file that asked first),
+/// and kept only when the computation met no helper already being summarised (recursion
+/// through helpers cuts the walk, and what the cut hides depends on where the walk started):
+/// so an entry is the same whatever file asked first, and findings do not depend on the order
+/// files are linted in.
+#[derive(Default)]
+pub struct HelperMemo {
+    /// (module, `def`, depth) → what calling it issues; the module is kept alive so that its
+    /// address, the key, is not reused.
+    reaches: Mutex<HashMap<(ModuleKey, TextSize, usize), SharedReach>>,
+}
+
+/// A shared summary and the module its key's address belongs to.
+type SharedReach = (Arc<Module>, Option<Arc<Reach>>);
+
+/// What a helper issues, and whether the walk that found it was cut by recursion.
+type LocalReach = (Option<Arc<Reach>>, bool);
+
+/// Finds collective sites; one per [`Analysis`] (per linted file), its project's
+/// [`HelperMemo`] shared by all.
 pub struct Collectives<'a, 'p> {
     cx: &'a Analysis<'p>,
-    reaches: RefCell<HashMap<FnKey, Option<Rc<Reach>>>>,
+    reaches: RefCell<HashMap<FnKey, LocalReach>>,
     in_progress: RefCell<HashSet<FnKey>>,
+    /// The helpers of the project being summarised by this walk and the fresh analyses it
+    /// started for shared summaries ([`HelperMemo`]); per walk, not per memo: another
+    /// thread's walk must not cut this one.
+    shared_in_progress: Rc<RefCell<HashSet<FnKey>>>,
+    /// Walks cut by recursion so far (a summary computed meanwhile is not shared).
+    cuts: std::cell::Cell<u64>,
     /// What the callers pass for a parameter, as a wrapped model (`false`) or as a value a
     /// wrapped model computed (`true`): (function, parameter, which) → wrapper. Parameters
     /// are asked about once per call of every function that takes them; callers are walked
@@ -208,6 +238,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
             cx,
             reaches: RefCell::default(),
             in_progress: RefCell::default(),
+            shared_in_progress: Rc::default(),
+            cuts: std::cell::Cell::new(0),
             params: RefCell::default(),
         }
     }
@@ -394,16 +426,66 @@ impl<'a, 'p> Collectives<'a, 'p> {
 
     /// What the project function `f` issues when called (memoised; `None`: nothing, or too
     /// deep or recursive to tell).
-    fn reach(&self, module: &Module, f: &FnRef, depth: usize) -> Option<Rc<Reach>> {
+    fn reach(&self, module: &Module, f: &FnRef, depth: usize) -> Option<Arc<Reach>> {
         if depth > MAX_HELPER_DEPTH {
             return None;
         }
         let target: &Module = f.module.as_deref().unwrap_or(module);
         let key = (key_of(target), f.def);
-        if let Some(r) = self.reaches.borrow().get(&key) {
+        if let Some((r, cut)) = self.reaches.borrow().get(&key) {
+            if *cut {
+                self.cuts.set(self.cuts.get() + 1);
+            }
             return r.clone();
         }
+        let cuts_before = self.cuts.get();
+        let reach = match (&f.module, self.cx.project.and_then(|p| p.helper_memo())) {
+            // A helper of another module: the project may know it already.
+            (Some(held), Some(memo)) => self.shared_reach(memo, held, f, depth),
+            _ => self.reach_uncached(module, f, depth),
+        };
+        let cut = self.cuts.get() != cuts_before;
+        self.reaches.borrow_mut().insert(key, (reach.clone(), cut));
+        reach
+    }
+
+    /// [`Collectives::reach`] of a helper of a module the project holds, through its memo.
+    fn shared_reach(
+        &self,
+        memo: &HelperMemo,
+        held: &Arc<Module>,
+        f: &FnRef,
+        depth: usize,
+    ) -> Option<Arc<Reach>> {
+        let key = (key_of(held), f.def);
+        let lock = || memo.reaches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, r)) = lock().get(&(key.0, key.1, depth)) {
+            return r.clone();
+        }
+        if !self.shared_in_progress.borrow_mut().insert(key) {
+            self.cuts.set(self.cuts.get() + 1);
+            return None;
+        }
+        let fresh_analysis = Analysis::new(self.cx.project);
+        let mut fresh = Collectives::new(&fresh_analysis);
+        fresh.shared_in_progress = Rc::clone(&self.shared_in_progress);
+        let reach = fresh.reach_uncached(held, f, depth);
+        self.shared_in_progress.borrow_mut().remove(&key);
+        if fresh.cuts.get() == 0 {
+            // Another thread may have stored the same summary meanwhile.
+            lock().entry((key.0, key.1, depth)).or_insert((Arc::clone(held), reach.clone()));
+        } else {
+            self.cuts.set(self.cuts.get() + 1);
+        }
+        reach
+    }
+
+    /// What `f` issues, walking its body (`module`: the module the call was in).
+    fn reach_uncached(&self, module: &Module, f: &FnRef, depth: usize) -> Option<Arc<Reach>> {
+        let target: &Module = f.module.as_deref().unwrap_or(module);
+        let key = (key_of(target), f.def);
         if !self.in_progress.borrow_mut().insert(key) {
+            self.cuts.set(self.cuts.get() + 1);
             return None;
         }
         let def = def_at(target, f.def);
@@ -414,7 +496,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             });
         }
         self.in_progress.borrow_mut().remove(&key);
-        let reach = sites.first().map(|first| {
+        sites.first().map(|first| {
             let mut ops: Vec<String> = sites.iter().flat_map(|s| s.ops.iter().cloned()).collect();
             ops.truncate(MAX_OPS);
             let file = if f.module.is_some() {
@@ -437,10 +519,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 let same = sites.iter().all(|s| s.group.as_deref() == Some(group));
                 (same && parameter_names(def).iter().any(|p| p == group)).then(|| group.to_owned())
             });
-            Rc::new(Reach { ops, first, group_param })
-        });
-        self.reaches.borrow_mut().insert(key, reach.clone());
-        reach
+            Arc::new(Reach { ops, first, group_param })
+        })
     }
 
     fn site(
