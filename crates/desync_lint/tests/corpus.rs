@@ -51,6 +51,24 @@ fn quiet_corpus_has_no_findings() {
     }
 }
 
+/// A handler that catches only exceptions signalling the program's structure still counts,
+/// as indirect evidence: hidden by default, shown with `--include-indirect`.
+#[test]
+fn structural_handlers_are_indirect_evidence() {
+    let path = corpus("quiet")
+        .into_iter()
+        .find(|p| p.ends_with("loop_bound_from_a_loader_without_len.py"))
+        .expect("the fixture");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let options = Options { include_indirect: true, ..Options::default() };
+    let findings = lint_source(&path, &source, &options);
+    assert_eq!(
+        findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
+        [(Rule::LocalEarlyExit, 24, true)],
+        "{findings:#?}"
+    );
+}
+
 #[test]
 fn fire_corpus_fires_exactly_as_annotated() {
     let files = corpus("fire");

@@ -8,7 +8,7 @@ pub mod patterns;
 pub(crate) mod bindings;
 pub(crate) mod trace;
 
-use ruff_python_ast::{ExceptHandler, Stmt};
+use ruff_python_ast::{ExceptHandler, Expr, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::flow::Analysis;
@@ -45,16 +45,39 @@ pub fn classify_expression_with(
 /// "inside `except ValueError` at line 12" when `line` lies in an `except` body of its
 /// function: only ranks that raised run that code.
 pub(crate) fn enclosing_handler(module: &Module, line: u32) -> Option<String> {
+    enclosing_handler_of(module, line).map(|(evidence, _)| evidence)
+}
+
+/// [`enclosing_handler`], and whether that handler catches only exceptions that signal the
+/// program's structure ([`structural_handler`]).
+pub(crate) fn enclosing_handler_of(module: &Module, line: u32) -> Option<(String, bool)> {
     let path = module.path(line)?;
     path.scope_levels(module).iter().rev().find_map(|level| {
         let (Some(Stmt::Try(t)), Slot::Handler(i)) = (level.owner, level.slot) else { return None };
-        let ExceptHandler::ExceptHandler(h) = t.handlers.get(i)?;
+        let handler = t.handlers.get(i)?;
+        let ExceptHandler::ExceptHandler(h) = handler;
         let clause = h.type_.as_ref().map_or_else(
             || "except".to_owned(),
             |ty| format!("except {}", crate::expr::snippet(module.text(ty.range()))),
         );
-        Some(format!("inside `{clause}` at line {}", module.line_of(h.start())))
+        let evidence = format!("inside `{clause}` at line {}", module.line_of(h.start()));
+        Some((evidence, structural_handler(handler)))
     })
+}
+
+/// Whether `handler` catches only exceptions of the table's `structural_exceptions`
+/// (`except (TypeError, NotImplementedError)` around `len(loader)`): they come from the types
+/// and the code every rank runs alike, so the handler is not shown to run on some ranks only;
+/// a reason through it is indirect evidence. A bare `except`, `Exception` or any other class
+/// is a caught exception as before.
+pub(crate) fn structural_handler(handler: &ExceptHandler) -> bool {
+    let ExceptHandler::ExceptHandler(h) = handler;
+    let structural = |e: &Expr| matches!(e, Expr::Name(n) if crate::knowledge::knowledge().is_structural_exception(n.id.as_str()));
+    match h.type_.as_deref() {
+        Some(Expr::Tuple(t)) => !t.elts.is_empty() && t.elts.iter().all(structural),
+        Some(e) => structural(e),
+        None => false,
+    }
 }
 
 #[cfg(test)]

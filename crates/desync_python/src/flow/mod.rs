@@ -98,9 +98,14 @@ pub(crate) mod via {
     /// differ; such a read turns the reason into an [`OBJECT`] one. A slice (`x[rank::world]`)
     /// is not a pick: its length follows from the bounds.
     pub const PICKED: u8 = 8;
+    /// Through an `except` clause that catches only exceptions signalling the program's
+    /// structure (`except (TypeError, NotImplementedError)` around `len(loader)`): every rank
+    /// runs the same code on the same types, so the handler is not shown to run on some ranks
+    /// only ([`crate::dependence::structural_handler`]).
+    pub const STRUCTURAL: u8 = 16;
     /// The bits that make a reason indirect: shown to reach the value's surroundings, not
     /// shown to decide the value itself.
-    pub const INDIRECT: u8 = CONTAINER | OBJECT;
+    pub const INDIRECT: u8 = CONTAINER | OBJECT | STRUCTURAL;
 }
 
 impl Reason {
@@ -637,8 +642,10 @@ impl<'p> Analysis<'p> {
             eval.foreign = Some(expr_source.to_owned());
             f(&mut eval, &expr.body, at)
         };
-        if let Some(evidence) = crate::dependence::enclosing_handler(module, line) {
-            deps.merge(Deps::reason(DependenceKind::Exception, evidence));
+        if let Some((evidence, structural)) = crate::dependence::enclosing_handler_of(module, line)
+        {
+            let reason = Deps::reason(DependenceKind::Exception, evidence);
+            deps.merge(if structural { reason.through(via::STRUCTURAL) } else { reason });
         }
         deps
     }

@@ -502,7 +502,10 @@ impl<'a, 'm> Eval<'a, 'm> {
                         crate::expr::snippet(self.module.text(s.test.range()))
                     )));
                 }
-                (Stmt::Try(t), Slot::Handler(_)) => {
+                (Stmt::Try(t), Slot::Handler(i)) => {
+                    let structural =
+                        t.handlers.get(i).is_some_and(crate::dependence::structural_handler);
+                    let bits = if structural { via::CHOICE | via::STRUCTURAL } else { via::CHOICE };
                     out.merge(
                         Deps::reason(
                             Exception,
@@ -511,7 +514,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                                 self.line_of(t.start())
                             ),
                         )
-                        .through(via::CHOICE),
+                        .through(bits),
                     );
                 }
                 _ => {}

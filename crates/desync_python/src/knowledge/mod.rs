@@ -211,6 +211,17 @@ struct Raw {
     dtypes: Vec<Dtypes>,
     #[serde(default)]
     forwarder: Vec<Forwarder>,
+    #[serde(default)]
+    structural_exceptions: Option<StructuralExceptions>,
+}
+
+/// Exception classes that signal the program's structure, not a rank's data or state.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StructuralExceptions {
+    names: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
 }
 
 /// The table, indexed.
@@ -235,6 +246,8 @@ pub struct Knowledge {
     forwarders: HashMap<String, usize>,
     /// The last segments of the forwarders' names, for the test every call goes through.
     forwarder_segments: HashSet<String>,
+    /// Built-in exception classes that signal the program's structure (`TypeError`).
+    structural_exceptions: HashSet<String>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -316,6 +329,10 @@ impl Knowledge {
             dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
             forwarders,
             forwarder_segments,
+            structural_exceptions: raw
+                .structural_exceptions
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
         })
     }
 
@@ -401,6 +418,12 @@ impl Knowledge {
     }
 
     /// Whether a callee ending in `segment` can be a forwarder (a cheap test before resolving).
+    /// Whether the built-in exception class `name` signals the program's structure (a wrong
+    /// type, a missing attribute or import) rather than a rank's data or state.
+    pub fn is_structural_exception(&self, name: &str) -> bool {
+        self.structural_exceptions.contains(name)
+    }
+
     pub fn may_forward(&self, segment: &str) -> bool {
         self.forwarder_segments.contains(segment)
     }
