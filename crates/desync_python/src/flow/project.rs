@@ -91,14 +91,11 @@ impl FileProject {
         }
         let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
         let known = lock(&self.directories).get(parent).cloned();
-        let directory = match known {
-            Some(directory) => directory,
-            None => {
-                let resolved = std::fs::canonicalize(parent).ok();
-                lock(&self.directories).insert(parent.to_path_buf(), resolved.clone());
-                resolved
-            }
-        };
+        let directory = known.unwrap_or_else(|| {
+            let resolved = std::fs::canonicalize(parent).ok();
+            lock(&self.directories).insert(parent.to_path_buf(), resolved.clone());
+            resolved
+        });
         Some(directory?.join(name))
     }
 
