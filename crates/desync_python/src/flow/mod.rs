@@ -726,11 +726,25 @@ impl<'p> Analysis<'p> {
         if !words.iter().any(|w| crate::expr::has_word(module.source(), w)) {
             return Vec::new();
         }
+        // A call names its row by its last segment (`ddp.register_comm_hook(...)`,
+        // `autocast(...)`) or through an import (`from torch import autocast as ac`):
+        // `", ".join(parts)` passes the word gate above but cannot be `DDP.join`, and
+        // `len(x)` cannot be a row at all.
+        let is_word = |name: &str| words.iter().any(|w| w == name);
+        let may_be_row = |func: &Expr| match func {
+            Expr::Attribute(a) => is_word(a.attr.id.as_str()),
+            Expr::Name(n) => {
+                is_word(n.id.as_str()) || Collectives::imported_by(module, n.id.as_str())
+            }
+            _ => true,
+        };
         let mut calls: Vec<&ruff_python_ast::ExprCall> = Vec::new();
         crate::tree::walk_all(module.body(), &mut |stmt| {
             for e in crate::tree::header_exprs(stmt) {
                 crate::expr::walk(e, &mut |x| {
-                    if let Expr::Call(c) = x {
+                    if let Expr::Call(c) = x
+                        && may_be_row(&c.func)
+                    {
                         calls.push(c);
                     }
                 });

@@ -259,6 +259,11 @@ impl<'a, 'p> Collectives<'a, 'p> {
         out
     }
 
+    /// Whether `name` is bound by one of `module`'s imports (at any level of the file).
+    pub(crate) fn imported_by(module: &Module, name: &str) -> bool {
+        Self::gate(module).imported.contains(name)
+    }
+
     fn gate(module: &Module) -> &Gate {
         module.gate.get_or_init(|| {
             let mut gate = Gate::default();
