@@ -322,6 +322,25 @@ impl Module {
         crate::outline::build(self, Some(positions))
     }
 
+    /// What the statements starting on lines `first..=last` bind, as source text: assigned
+    /// names, attributes and items (`self.rank = r` → `self.rank`, `a, b = b, a` → `a`, `b`),
+    /// augmented and annotated targets, `for` and `with` targets, walrus targets, `except`
+    /// names, `del` targets, `def`/`class` names and import names.
+    pub fn bound_in(&self, first: u32, last: u32) -> Vec<&str> {
+        let (Some(from), Some(to)) = (self.line_range(first), self.line_range(last)) else {
+            return Vec::new();
+        };
+        let lines = TextRange::new(from.start(), to.end());
+        let mut out = Vec::new();
+        crate::dependence::bindings::targets_in(self.body(), lines, &mut |bound| {
+            out.push(match bound {
+                crate::dependence::bindings::Bound::Target(e) => self.text(e.range()),
+                crate::dependence::bindings::Bound::Name(n) => n,
+            });
+        });
+        out
+    }
+
     /// Where the value of `expr_source`, written at `line`, comes from: the expression, then
     /// the bindings its names are read from (breadth first, a few levels deep, within the
     /// function and module globals), each with the facts that decide a tensor's shape or
@@ -409,6 +428,58 @@ impl Module {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bound_in_lists_every_kind_of_target_in_the_lines_only() {
+        let m = Module::parse(
+            "\
+to = 0
+def f(self, pairs):
+    if self.rank == to:
+        src += 1
+        self.rank = r
+        a, [b, *c] = pairs
+        n: int = 0
+        for i, (k, v) in pairs:
+            pass
+        with open(p) as fh:
+            pass
+        if (w := g()) == 0:
+            pass
+        try:
+            pass
+        except OSError as e:
+            del d[k]
+        import os.path
+        from x import y as z
+    done = True
+",
+        );
+        assert_eq!(
+            m.bound_in(3, 19),
+            [
+                "src",
+                "self.rank",
+                "a",
+                "b",
+                "c",
+                "n",
+                "i",
+                "k",
+                "v",
+                "fh",
+                "w",
+                "e",
+                "d[k]",
+                "os",
+                "z"
+            ]
+        );
+        // Comparisons and calls bind nothing; lines outside the range are not read.
+        assert!(m.bound_in(3, 3).is_empty());
+        assert_eq!(m.bound_in(1, 2), ["to", "f"]);
+        assert!(m.bound_in(30, 40).is_empty());
+    }
 
     #[test]
     fn line_text_handles_terminators_and_bounds() {

@@ -28,7 +28,7 @@
 //! than [`MAX_PATHS`].
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use desync_python::{Conditional, Conjunct};
 
@@ -190,13 +190,18 @@ impl Nest {
             return None;
         }
         let paths = paths_of(ctx, cond, memo)?;
-        // A term is one value throughout the nest: none may be rebound inside it.
-        let assigned: HashSet<&str> =
-            (cond.line..=last).filter_map(|n| ctx.module.line_text(n)).flat_map(targets).collect();
+        // A term is one value throughout the nest: neither it nor the object it is read from
+        // may be rebound inside it (`to = 0`, `for src in ...`, `self.rank = r`, `self = s`).
+        let bound = ctx.module.bound_in(cond.line, last);
+        let rebound_term = |term: &str| {
+            bound.iter().any(|b| {
+                term.strip_prefix(b).is_some_and(|rest| {
+                    rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')
+                })
+            })
+        };
         let rebound = paths.iter().flat_map(|p| &p.assumes).any(|l| match l {
-            Literal::Equal(a, b, _) => {
-                assigned.contains(a.text.as_str()) || assigned.contains(b.text.as_str())
-            }
+            Literal::Equal(a, b, _) => rebound_term(&a.text) || rebound_term(&b.text),
             Literal::Uniform(..) => false,
         });
         (!rebound).then_some(Nest { paths })
@@ -349,37 +354,6 @@ fn literal(
     }
     (!memo.differs(ctx, line, &conjunct.text))
         .then(|| Literal::Uniform(line, conjunct.text.clone(), holds))
-}
-
-/// The names a line assigns (`to = 0` → `to`, `src += 1` → `src`, `a, b = b, a` → `a`,
-/// `b`), if it is an assignment statement; comparisons (`==`, `<=`, `!=`) assign nothing.
-fn targets(line: &str) -> Vec<&str> {
-    const AUGMENTING: &[char] = &['+', '-', '*', '/', '%', '&', '|', '^', '@', '<', '>'];
-    let line = line.trim_start();
-    let bytes = line.as_bytes();
-    let Some(i) = (0..bytes.len()).find(|&i| {
-        bytes[i] == b'='
-            && bytes.get(i + 1) != Some(&b'=')
-            && (i == 0 || !matches!(bytes[i - 1], b'=' | b'!'))
-    }) else {
-        return Vec::new();
-    };
-    let before = &line[..i];
-    // `a <= b` and `a >= b` compare; `a <<= b` and `a >>= b` assign.
-    if (before.ends_with('<') && !before.ends_with("<<"))
-        || (before.ends_with('>') && !before.ends_with(">>"))
-        || before.contains('(')
-    {
-        return Vec::new();
-    }
-    // `x: int = 0` assigns `x`.
-    let before = before.split(':').next().unwrap_or(before);
-    before
-        .trim_end_matches(AUGMENTING)
-        .split(',')
-        .map(|t| t.trim().trim_matches(['[', ']']).trim())
-        .filter(|t| !t.is_empty())
-        .collect()
 }
 
 /// `a == b` → (a, b, true), `a != b` → (a, b, false); one comparison of two plain operands.
@@ -543,22 +517,6 @@ mod tests {
         // The same text tested on another line may have another value there.
         let c = [Literal::Uniform(9, "args.sharded".into(), false)];
         assert!(together(&a, &c));
-    }
-
-    #[test]
-    fn assignment_targets_not_comparisons() {
-        assert_eq!(targets("        to = 0"), ["to"]);
-        assert_eq!(targets("    src += 1"), ["src"]);
-        assert_eq!(targets("    self.rank = dist.get_rank()"), ["self.rank"]);
-        assert_eq!(targets("    mask <<= 1"), ["mask"]);
-        assert_eq!(targets("    a, b = b, a"), ["a", "b"]);
-        assert_eq!(targets("    [a, b] = pair"), ["a", "b"]);
-        assert_eq!(targets("    n: int = 0"), ["n"]);
-        assert!(targets("    if src == to:").is_empty());
-        assert!(targets("    src == to").is_empty());
-        assert!(targets("    src <= to").is_empty());
-        assert!(targets("    src != to").is_empty());
-        assert!(targets("    f(x=1)").is_empty());
     }
 
     #[test]

@@ -255,6 +255,91 @@ fn bound_names<'a>(stmt: &'a Stmt, out: &mut Vec<&'a str>) {
     }
 }
 
+/// What a statement binds, for [`crate::Module::bound_in`]: a target expression (a name,
+/// an attribute, an item), or a name a statement binds without one (`def`, `import`,
+/// `except ... as e`).
+pub(crate) enum Bound<'a> {
+    Target(&'a Expr),
+    Name(&'a str),
+}
+
+/// Visits what the statements starting inside `lines` bind (nested blocks included; blocks
+/// outside `lines` are not walked). Tuple and list targets are split into their parts.
+pub(crate) fn targets_in<'a>(
+    suite: &'a [Stmt],
+    lines: ruff_text_size::TextRange,
+    visit: &mut dyn FnMut(Bound<'a>),
+) {
+    fn parts<'a>(e: &'a Expr, visit: &mut dyn FnMut(Bound<'a>)) {
+        match e {
+            Expr::Tuple(t) => t.elts.iter().for_each(|e| parts(e, visit)),
+            Expr::List(l) => l.elts.iter().for_each(|e| parts(e, visit)),
+            Expr::Starred(s) => parts(&s.value, visit),
+            _ => visit(Bound::Target(e)),
+        }
+    }
+    fn go<'a>(
+        suite: &'a [Stmt],
+        lines: ruff_text_size::TextRange,
+        depth: usize,
+        visit: &mut dyn FnMut(Bound<'a>),
+    ) {
+        for stmt in suite {
+            if stmt.end() < lines.start() || stmt.start() > lines.end() {
+                continue;
+            }
+            if stmt.start() >= lines.start() {
+                match stmt {
+                    Stmt::Assign(s) => s.targets.iter().for_each(|t| parts(t, visit)),
+                    Stmt::AnnAssign(s) => parts(&s.target, visit),
+                    Stmt::AugAssign(s) => parts(&s.target, visit),
+                    Stmt::Delete(s) => s.targets.iter().for_each(|t| parts(t, visit)),
+                    Stmt::For(s) => parts(&s.target, visit),
+                    Stmt::With(s) => s
+                        .items
+                        .iter()
+                        .filter_map(|i| i.optional_vars.as_deref())
+                        .for_each(|v| parts(v, visit)),
+                    Stmt::Try(s) => {
+                        for ExceptHandler::ExceptHandler(h) in &s.handlers {
+                            if let Some(n) = &h.name {
+                                visit(Bound::Name(n.id.as_str()));
+                            }
+                        }
+                    }
+                    Stmt::FunctionDef(s) => visit(Bound::Name(s.name.id.as_str())),
+                    Stmt::ClassDef(s) => visit(Bound::Name(s.name.id.as_str())),
+                    Stmt::Import(s) => s.names.iter().for_each(|a| {
+                        visit(Bound::Name(match &a.asname {
+                            Some(n) => n.id.as_str(),
+                            None => a.name.id.as_str().split('.').next().unwrap_or(""),
+                        }));
+                    }),
+                    Stmt::ImportFrom(s) => s.names.iter().for_each(|a| {
+                        visit(Bound::Name(
+                            a.asname.as_ref().map_or(a.name.id.as_str(), |n| n.id.as_str()),
+                        ));
+                    }),
+                    _ => {}
+                }
+                for e in header_exprs(stmt) {
+                    expr::walk(e, &mut |sub| {
+                        if let Expr::Named(n) = sub {
+                            visit(Bound::Target(&n.target));
+                        }
+                    });
+                }
+            }
+            if depth < crate::tree::MAX_DEPTH {
+                for block in crate::tree::blocks(stmt) {
+                    go(block.suite, lines, depth + 1, visit);
+                }
+            }
+        }
+    }
+    go(suite, lines, 0, visit);
+}
+
 /// A binding before its scope is known: source, effective offset, start.
 type Found<'a> = (Source<'a>, TextSize, TextSize);
 
