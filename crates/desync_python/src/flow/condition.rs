@@ -58,8 +58,38 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
 /// What decides `expr` when it is a test of a value's structure ([`structure_subject`], or
 /// [`keyed_membership`]): the structure rule; `None` for any other expression.
 pub(super) fn structure_test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize) -> Option<Deps> {
+    if let Some((a, b)) = identity_operands(expr) {
+        let mut deps = identity(e, a, at);
+        deps.merge(identity(e, b, at));
+        return Some(deps);
+    }
     let x = structure_subject(expr).or_else(|| keyed_membership(e, expr, at))?;
     Some(structure(e, x, at))
+}
+
+/// `a is b` / `a is not b` between two values that are neither `None` nor a literal
+/// (`param is self.bias`): whether they are one object.
+fn identity_operands(expr: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Compare(c) = expr else { return None };
+    let ([CmpOp::Is | CmpOp::IsNot], [right]) = (&*c.ops, &*c.comparators) else { return None };
+    let plain = |x: &Expr| !x.is_literal_expr() && !matches!(x, Expr::NoneLiteral(_));
+    (plain(&c.left) && plain(right)).then_some((&*c.left, right))
+}
+
+/// What decides whether a value is one object or another (`param is self.bias`): which
+/// object it is, that is the code path that made it, as for a structure test
+/// ([`structure`]), and also an item picked by the rank ([`via::PICKED`]: `shards[rank]` is
+/// another object on every rank). The items of a batch are other objects on every rank but
+/// the same *ones* relative to the code that holds them, so rank-local data decides nothing.
+fn identity(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
+    let mut deps = e.value(x, at).whole;
+    deps.reasons.retain(|r| match r.kind {
+        DependenceKind::LocalData => false,
+        DependenceKind::Environment | DependenceKind::Exception => true,
+        _ => r.via & (via::CHOICE | via::PICKED) != 0,
+    });
+    deps.structure_only.clone_from(&deps.params);
+    deps
 }
 
 /// The value whose structure `expr` tests, when it is such a test: `x is None`,

@@ -264,11 +264,52 @@ impl Eval<'_, '_> {
         sym
     }
 
+    /// A method `cls` inherits from a project class (`class RowParallel(Layer)` calling
+    /// `self._is_bias_param` defined in `Layer`), bases searched depth first, left to right
+    /// (Python's order for hierarchies without diamonds); a base of another module is searched
+    /// for its own methods only.
+    fn project_base_method(&mut self, cls: &StmtClassDef, attr: &str, depth: usize) -> Option<Sym> {
+        if depth > 8 {
+            return None;
+        }
+        for base in cls.bases() {
+            match self.resolve(base, cls.start()) {
+                Sym::Class(ClassRef { local: Some(at), module: None, .. }) => {
+                    let Some(inner) = class_at(self.module, at) else { continue };
+                    if let Some(def) = method(inner, attr) {
+                        return Some(Sym::Function(FnRef {
+                            module: None,
+                            def: def.start(),
+                            is_method: true,
+                        }));
+                    }
+                    if let Some(found) = self.project_base_method(inner, attr, depth + 1) {
+                        return Some(found);
+                    }
+                }
+                Sym::Class(ClassRef { local: Some(at), module: Some(m), .. }) => {
+                    if let Some(def) = class_at(&m, at).and_then(|c| method(c, attr)) {
+                        return Some(Sym::Function(FnRef {
+                            module: Some(m.clone()),
+                            def: def.start(),
+                            is_method: true,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// [`Self::class_member`] of a class of the module being evaluated, not memoised.
     fn own_class_member(&mut self, at: TextSize, attr: &str, depth: usize) -> Sym {
         let Some(cls) = class_at(self.module, at) else { return Sym::Unknown };
         if let Some(def) = method(cls, attr) {
             return Sym::Function(FnRef { module: None, def: def.start(), is_method: true });
+        }
+        if let Some(inherited) = self.project_base_method(cls, attr, 0) {
+            return inherited;
         }
         for base in self.class_bases(cls) {
             let sym = framework_member(&base, attr);

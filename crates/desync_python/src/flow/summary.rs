@@ -99,7 +99,10 @@ fn summarize(
             continue;
         }
         let at = stmt.start();
-        let mut v = value.map(|e| eval.value(e, at)).unwrap_or_default();
+        // A returned test of a value's structure is decided as in an `if` (`eval.assigned`).
+        let mut v = value
+            .map(|e| if *is_yield { eval.value(e, at) } else { eval.assigned(e, at) })
+            .unwrap_or_default();
         // A constant returned under `if rank == 0:` still differs by rank.
         v.whole.merge(guards(&mut eval, module, stmt));
         if first {

@@ -356,6 +356,34 @@ def f(vocab, shards):
     assert!(kinds(&condition_at(src, "<use>", "timed_out")).contains(&Exception));
 }
 
+/// Whether two values are one object (`a is b`) is decided by the code path that made them,
+/// and by an item picked by the rank; a returned test is decided as in an `if`.
+#[test]
+fn identity_tests_and_returned_tests_are_decided_by_choices_and_picks() {
+    let src = "\
+import torch.distributed as dist
+
+def is_bias(param, bias):
+    return bias is not None and param is bias
+
+def f(batch, shards, bias):
+    rank = dist.get_rank()
+    mine = shards[rank]
+    chosen = bias if rank == 0 else None
+    loss = batch.sum() * rank
+    pass  # <use>
+
+f(loader_batch, shards, model_bias)
+";
+    assert!(!kinds(&condition_at(src, "<use>", "loss is bias")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "batch is mine")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "batch is chosen")).contains(&RankId));
+    assert!(!kinds(&condition_at(src, "<use>", "is_bias(loss, bias)")).contains(&RankId));
+    assert!(kinds(&condition_at(src, "<use>", "is_bias(loss, chosen)")).contains(&RankId));
+    // A literal on either side is a test of the value, not of its identity.
+    assert!(kinds(&condition_at(src, "<use>", "(loss > 0) is True")).contains(&RankId));
+}
+
 /// Evidence through what is written into a container, through a field of an object held by
 /// another, or through what is read of an item picked by the rank is indirect; a choice, an
 /// in-place tensor update and the picked item itself are direct.

@@ -302,10 +302,22 @@ impl<'a, 'm> Eval<'a, 'm> {
         value
     }
 
-    /// The value an assignment stores: `is_rigid = isinstance(sd[KEY], dict)`, or
-    /// `self.enabled = self.state is not None`, holds a structure test, decided as that test
-    /// would be in an `if`; anything else is its value.
-    fn assigned(&mut self, v: &Expr, at: TextSize) -> Value {
+    /// The value an assignment stores or a function returns: `is_rigid = isinstance(sd[KEY],
+    /// dict)`, `self.enabled = self.state is not None` or `return bias is not None and param
+    /// is bias` holds structure tests, each decided as that test would be in an `if`; anything
+    /// else is its value.
+    pub(super) fn assigned(&mut self, v: &Expr, at: TextSize) -> Value {
+        if let Expr::BoolOp(b) = v {
+            let tests: Vec<Option<Deps>> =
+                b.values.iter().map(|x| super::condition::structure_test(self, x, at)).collect();
+            if tests.iter().any(Option::is_some) {
+                let mut deps = Deps::default();
+                for (x, test) in b.values.iter().zip(tests) {
+                    deps.merge(test.unwrap_or_else(|| self.value(x, at).whole));
+                }
+                return Value::of(deps);
+            }
+        }
         match super::condition::structure_test(self, v, at) {
             Some(d) => Value::of(d),
             None => self.value(v, at),
