@@ -211,48 +211,17 @@ pub(crate) fn awaited(e: &Expr) -> &Expr {
 }
 
 /// Every name `stmt` could bind in its own scope (targets, loop and `with` variables,
-/// handler names, `def`/`class` names, import aliases, walrus targets of its header).
+/// handler names, `def`/`class` names, import aliases, walrus targets of its header): the
+/// names inside what [`stmt_binds`] visits (`self` for `self.x = ...`, as before).
 fn bound_names<'a>(stmt: &'a Stmt, out: &mut Vec<&'a str>) {
-    let targets = |e: &'a Expr, out: &mut Vec<&'a str>| {
-        expr::walk(e, &mut |sub| {
+    stmt_binds(stmt, &mut |bound| match bound {
+        Bound::Name(n) => out.push(n),
+        Bound::Target(e) => expr::walk(e, &mut |sub| {
             if let Expr::Name(n) = sub {
                 out.push(n.id.as_str());
             }
-        });
-    };
-    match stmt {
-        Stmt::Assign(s) => s.targets.iter().for_each(|t| targets(t, out)),
-        Stmt::AnnAssign(s) => targets(&s.target, out),
-        Stmt::AugAssign(s) => targets(&s.target, out),
-        Stmt::For(s) => targets(&s.target, out),
-        Stmt::With(s) => {
-            s.items.iter().filter_map(|i| i.optional_vars.as_deref()).for_each(|v| targets(v, out));
-        }
-        Stmt::Try(s) => {
-            for ExceptHandler::ExceptHandler(h) in &s.handlers {
-                out.extend(h.name.as_ref().map(|n| n.id.as_str()));
-            }
-        }
-        Stmt::FunctionDef(s) => out.push(s.name.id.as_str()),
-        Stmt::ClassDef(s) => out.push(s.name.id.as_str()),
-        Stmt::Import(s) => out.extend(s.names.iter().map(|a| match &a.asname {
-            Some(n) => n.id.as_str(),
-            None => a.name.id.as_str().split('.').next().unwrap_or(""),
-        })),
-        Stmt::ImportFrom(s) => out.extend(
-            s.names.iter().map(|a| a.asname.as_ref().map_or(a.name.id.as_str(), |n| n.id.as_str())),
-        ),
-        _ => {}
-    }
-    for e in header_exprs(stmt) {
-        expr::walk(e, &mut |sub| {
-            if let Expr::Named(n) = sub
-                && let Expr::Name(t) = &*n.target
-            {
-                out.push(t.id.as_str());
-            }
-        });
-    }
+        }),
+    });
 }
 
 /// What a statement binds, for [`crate::Module::bound_in`]: a target expression (a name,
@@ -263,8 +232,54 @@ pub(crate) enum Bound<'a> {
     Name(&'a str),
 }
 
+/// Visits what `stmt` binds itself (not its blocks): assignment, augmented and annotated
+/// targets, `for` and `with` targets, handler names, `def`/`class` names, import names and
+/// the walrus targets of its header. Walrus targets are visited whole; the others as written.
+fn stmt_binds<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(Bound<'a>)) {
+    match stmt {
+        Stmt::Assign(s) => s.targets.iter().for_each(|t| visit(Bound::Target(t))),
+        Stmt::AnnAssign(s) => visit(Bound::Target(&s.target)),
+        Stmt::AugAssign(s) => visit(Bound::Target(&s.target)),
+        Stmt::For(s) => visit(Bound::Target(&s.target)),
+        Stmt::With(s) => s
+            .items
+            .iter()
+            .filter_map(|i| i.optional_vars.as_deref())
+            .for_each(|v| visit(Bound::Target(v))),
+        Stmt::Try(s) => {
+            for ExceptHandler::ExceptHandler(h) in &s.handlers {
+                if let Some(n) = &h.name {
+                    visit(Bound::Name(n.id.as_str()));
+                }
+            }
+        }
+        Stmt::FunctionDef(s) => visit(Bound::Name(s.name.id.as_str())),
+        Stmt::ClassDef(s) => visit(Bound::Name(s.name.id.as_str())),
+        Stmt::Import(s) => s.names.iter().for_each(|a| {
+            visit(Bound::Name(match &a.asname {
+                Some(n) => n.id.as_str(),
+                None => a.name.id.as_str().split('.').next().unwrap_or(""),
+            }));
+        }),
+        Stmt::ImportFrom(s) => s.names.iter().for_each(|a| {
+            visit(Bound::Name(a.asname.as_ref().map_or(a.name.id.as_str(), |n| n.id.as_str())));
+        }),
+        _ => {}
+    }
+    for e in header_exprs(stmt) {
+        expr::walk(e, &mut |sub| {
+            if let Expr::Named(n) = sub
+                && matches!(&*n.target, Expr::Name(_))
+            {
+                visit(Bound::Target(&n.target));
+            }
+        });
+    }
+}
+
 /// Visits what the statements starting inside `lines` bind (nested blocks included; blocks
-/// outside `lines` are not walked). Tuple and list targets are split into their parts.
+/// outside `lines` are not walked), `del` targets too; tuple and list targets are split into
+/// their parts.
 pub(crate) fn targets_in<'a>(
     suite: &'a [Stmt],
     lines: ruff_text_size::TextRange,
@@ -289,46 +304,13 @@ pub(crate) fn targets_in<'a>(
                 continue;
             }
             if stmt.start() >= lines.start() {
-                match stmt {
-                    Stmt::Assign(s) => s.targets.iter().for_each(|t| parts(t, visit)),
-                    Stmt::AnnAssign(s) => parts(&s.target, visit),
-                    Stmt::AugAssign(s) => parts(&s.target, visit),
-                    Stmt::Delete(s) => s.targets.iter().for_each(|t| parts(t, visit)),
-                    Stmt::For(s) => parts(&s.target, visit),
-                    Stmt::With(s) => s
-                        .items
-                        .iter()
-                        .filter_map(|i| i.optional_vars.as_deref())
-                        .for_each(|v| parts(v, visit)),
-                    Stmt::Try(s) => {
-                        for ExceptHandler::ExceptHandler(h) in &s.handlers {
-                            if let Some(n) = &h.name {
-                                visit(Bound::Name(n.id.as_str()));
-                            }
-                        }
-                    }
-                    Stmt::FunctionDef(s) => visit(Bound::Name(s.name.id.as_str())),
-                    Stmt::ClassDef(s) => visit(Bound::Name(s.name.id.as_str())),
-                    Stmt::Import(s) => s.names.iter().for_each(|a| {
-                        visit(Bound::Name(match &a.asname {
-                            Some(n) => n.id.as_str(),
-                            None => a.name.id.as_str().split('.').next().unwrap_or(""),
-                        }));
-                    }),
-                    Stmt::ImportFrom(s) => s.names.iter().for_each(|a| {
-                        visit(Bound::Name(
-                            a.asname.as_ref().map_or(a.name.id.as_str(), |n| n.id.as_str()),
-                        ));
-                    }),
-                    _ => {}
+                if let Stmt::Delete(s) = stmt {
+                    s.targets.iter().for_each(|t| parts(t, visit));
                 }
-                for e in header_exprs(stmt) {
-                    expr::walk(e, &mut |sub| {
-                        if let Expr::Named(n) = sub {
-                            visit(Bound::Target(&n.target));
-                        }
-                    });
-                }
+                stmt_binds(stmt, &mut |bound| match bound {
+                    Bound::Target(e) => parts(e, visit),
+                    Bound::Name(n) => visit(Bound::Name(n)),
+                });
             }
             if depth < crate::tree::MAX_DEPTH {
                 for block in crate::tree::blocks(stmt) {
