@@ -417,13 +417,13 @@ impl Knowledge {
         self.launchers.get(qualified)
     }
 
-    /// Whether a callee ending in `segment` can be a forwarder (a cheap test before resolving).
     /// Whether the built-in exception class `name` signals the program's structure (a wrong
     /// type, a missing attribute or import) rather than a rank's data or state.
     pub fn is_structural_exception(&self, name: &str) -> bool {
         self.structural_exceptions.contains(name)
     }
 
+    /// Whether a callee ending in `segment` can be a forwarder (a cheap test before resolving).
     pub fn may_forward(&self, segment: &str) -> bool {
         self.forwarder_segments.contains(segment)
     }
