@@ -51,8 +51,31 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             }
             deps
         }
-        _ => structure_test(e, expr, at).unwrap_or_else(|| e.value(expr, at).whole),
+        // `if not state[fqn]:`: whether a container is empty.
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => {
+            container_test(e.value(expr, at).whole)
+        }
+        _ => structure_test(e, expr, at).unwrap_or_else(|| match expr {
+            // `fqn not in state`: the key, and whether the container holds such keys.
+            Expr::Compare(c)
+                if matches!((&*c.ops, &*c.comparators), ([CmpOp::In | CmpOp::NotIn], [_])) =>
+            {
+                let mut deps = e.value(&c.left, at).whole;
+                deps.merge(container_test(e.value(&c.comparators[0], at).whole));
+                deps
+            }
+            _ => e.value(expr, at).whole,
+        }),
     }
+}
+
+/// What decides a test of a container's shape (whether it is empty, whether it holds a key):
+/// `deps` without the leaves of copies that keep the containers ([`via::LEAVES`]), which agree
+/// in keys, lengths and emptiness. (A leaf tested for truth is taken as a container too: leaves
+/// are tensors and numbers, seldom tested that way.)
+fn container_test(mut deps: Deps) -> Deps {
+    deps.reasons.retain(|r| r.via & via::LEAVES == 0);
+    deps
 }
 
 /// What decides `expr` when it is a test of a value's structure ([`structure_subject`], or
@@ -64,7 +87,10 @@ pub(super) fn structure_test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize) ->
         return Some(deps);
     }
     let x = structure_subject(expr).or_else(|| keyed_membership(e, expr, at))?;
-    Some(structure(e, x, at))
+    let deps = structure(e, x, at);
+    let membership =
+        matches!(expr, Expr::Compare(c) if matches!(&*c.ops, [CmpOp::In | CmpOp::NotIn]));
+    Some(if membership { container_test(deps) } else { deps })
 }
 
 /// `a is b` / `a is not b` between two values that are neither `None` nor a literal
@@ -86,7 +112,7 @@ fn identity(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
     deps.reasons.retain(|r| match r.kind {
         DependenceKind::LocalData => false,
         DependenceKind::Environment | DependenceKind::Exception => true,
-        _ => r.via & (via::CHOICE | via::PICKED) != 0,
+        _ => r.via & (via::CHOICE | via::PICKED | via::LEAVES) != 0,
     });
     deps.structure_only.clone_from(&deps.params);
     deps
@@ -147,7 +173,8 @@ fn keyed_membership<'x>(e: &mut Eval<'_, '_>, expr: &'x Expr, at: TextSize) -> O
 /// under `if rank != 0:`, `a if rank == 0 else None`, a return under a test) decide it.
 /// The environment is the exception: a read of it is itself `None` or not
 /// (`os.environ.get("NODE_CACHE")`), host by host; and so is a caught exception, whose type is
-/// what that rank raised.
+/// what that rank raised; and so is a leaf of a copy that keeps only the containers
+/// ([`via::LEAVES`]).
 pub(super) fn structure(e: &mut Eval<'_, '_>, x: &Expr, at: TextSize) -> Deps {
     let mut deps = structural(e.value(x, at).whole);
     // What a caller passes is decided by the same rule, once the caller is known.
@@ -162,7 +189,8 @@ pub(super) fn structural(mut deps: Deps) -> Deps {
         // A read of the host is itself `None` or not; which exception a rank caught is of the
         // type that rank raised.
         DependenceKind::Environment | DependenceKind::Exception => true,
-        _ => r.via & via::CHOICE != 0,
+        // A leaf of a copy that keeps only the containers can be another type.
+        _ => r.via & (via::CHOICE | via::LEAVES) != 0,
     });
     deps
 }

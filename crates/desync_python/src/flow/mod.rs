@@ -103,6 +103,11 @@ pub(crate) mod via {
     /// runs the same code on the same types, so the handler is not shown to run on some ranks
     /// only ([`crate::dependence::structural_handler`]).
     pub const STRUCTURAL: u8 = 16;
+    /// Through the leaves of a copy that keeps the containers: a broadcast source keeps its
+    /// own value while the others receive `tree_map_only(torch.Tensor, f, value)` of it. The
+    /// keys, lengths and emptiness of the containers agree across ranks; the type and contents
+    /// of a leaf do not ([`condition::container_test`]).
+    pub const LEAVES: u8 = 32;
     /// The bits that make a reason indirect: shown to reach the value's surroundings, not
     /// shown to decide the value itself.
     pub const INDIRECT: u8 = CONTAINER | OBJECT | STRUCTURAL;

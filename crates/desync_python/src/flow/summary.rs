@@ -6,13 +6,13 @@
 //! on every rank (an in-place `all_reduce`) is recorded: a call of the helper agrees its argument.
 
 use ruff_python_ast::{Expr, Stmt, StmtFunctionDef};
-use ruff_text_size::Ranged;
+use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::{FnRef, Sym, def_at};
 use super::value::Eval;
 use super::{Deps, MAX_CALL_DEPTH, Value, key_of};
 use crate::dependence::bindings::Scope;
-use crate::knowledge::{Agrees, knowledge};
+use crate::knowledge::{Agrees, CopyKeeps, knowledge};
 use crate::module::Module;
 use crate::tree::{self, Slot, header_exprs};
 
@@ -87,6 +87,7 @@ fn summarize(
         }
     });
     summary.is_generator = exits.iter().any(|(_, _, y)| *y);
+    let keeps = source_keeps(&mut eval, module, def, &exits);
     let mut first = true;
     let mut first_length = true;
     for (stmt, value, is_yield) in &exits {
@@ -99,12 +100,21 @@ fn summarize(
             continue;
         }
         let at = stmt.start();
+        // The broadcast source's own value is what the others return (or, for a copy that
+        // keeps the containers, of the same structure: added below).
+        if keeps.as_ref().is_some_and(|k| k.source_exits.contains(&at)) {
+            continue;
+        }
+        let receives = keeps.as_ref().is_some_and(|k| k.receiver_exits.contains(&at));
         // A returned test of a value's structure is decided as in an `if` (`eval.assigned`).
         let mut v = value
             .map(|e| if *is_yield { eval.value(e, at) } else { eval.assigned(e, at) })
             .unwrap_or_default();
-        // A constant returned under `if rank == 0:` still differs by rank.
-        v.whole.merge(guards(&mut eval, module, stmt));
+        // A constant returned under `if rank == 0:` still differs by rank; what the receivers
+        // of a broadcast return is what the source returns.
+        if !receives {
+            v.whole.merge(guards(&mut eval, module, stmt));
+        }
         if first {
             summary.returns = v;
             first = false;
@@ -144,8 +154,256 @@ fn summarize(
             summary.length.merge(guards(&mut eval, module, stop));
         }
     }
+    if let Some(leaves) = keeps.and_then(|k| k.leaves) {
+        let reason = Deps::reason(crate::types::DependenceKind::RankId, leaves);
+        summary.returns.whole.merge(reason.through(super::via::LEAVES));
+    }
     summary.agrees_params = agreed_parameters(&mut eval, def, &summary.parameters);
     summary
+}
+
+/// A helper that broadcasts a value from a source rank, where the source returns its own value
+/// and the others return what they received: `objects[0] = state` (or a copy of `state`) on the
+/// source, `broadcast_object_list(objects, src=0)`, then `if rank == 0: return state` and
+/// `return objects[0]` (torch FSDP's `_broadcast_processed_state`). Every rank returns the same
+/// value, so the rank test around the returns decides nothing; when what was sent is a copy
+/// that keeps only the containers (`tree_map_only(torch.Tensor, f, state)`), the leaves can
+/// still differ ([`via::LEAVES`](super::via::LEAVES)).
+#[derive(Debug, Default)]
+struct SourceKeeps {
+    /// The starts of the source rank's returns (`return state`).
+    source_exits: Vec<TextSize>,
+    /// The starts of the other ranks' returns (`return objects[0]`).
+    receiver_exits: Vec<TextSize>,
+    /// For a copy that keeps only the containers: why the leaves can differ (evidence).
+    leaves: Option<String>,
+}
+
+/// Which side of the broadcast a return is on.
+enum Side {
+    Source,
+    Receiver,
+}
+
+fn source_keeps(
+    eval: &mut Eval<'_, '_>,
+    module: &Module,
+    def: &StmtFunctionDef,
+    exits: &[(&Stmt, Option<&Expr>, bool)],
+) -> Option<SourceKeeps> {
+    // The broadcast, a statement of the body's top level (so it runs on every call).
+    let (container, src, at) = def.body.iter().find_map(|stmt| broadcast_into(eval, stmt))?;
+    let mut keeps = SourceKeeps::default();
+    let mut kept: Option<&str> = None;
+    for (stmt, value, is_yield) in exits {
+        if *is_yield {
+            return None;
+        }
+        if single_process(eval, module, stmt) {
+            continue;
+        }
+        let value = (*value)?;
+        if stmt.start() < at.start() {
+            return None;
+        }
+        match side_of(eval, module, stmt, src)? {
+            Side::Source => {
+                let Expr::Name(n) = value else { return None };
+                if kept.is_some_and(|k| k != n.id.as_str()) {
+                    return None;
+                }
+                kept = Some(n.id.as_str());
+                keeps.source_exits.push(stmt.start());
+            }
+            Side::Receiver => {
+                if !reads_container(value, container) {
+                    return None;
+                }
+                keeps.receiver_exits.push(stmt.start());
+            }
+        }
+    }
+    let kept = kept?;
+    if keeps.receiver_exits.is_empty() {
+        return None;
+    }
+    // Everything the source put into the container is the kept value or a copy of it (what
+    // the others put in is overwritten by the broadcast).
+    let puts = puts_into(def, container, at.start());
+    let first_put = puts.iter().map(|p| p.start()).min()?;
+    for put in puts {
+        match copy_of(eval, put, kept)? {
+            CopyKeeps::Everything => {}
+            CopyKeeps::Structure => {
+                keeps.leaves = Some(format!(
+                    "`{kept}` on the broadcast source, `{}` (line {}) on the others: the same \
+                     containers, leaves that can differ",
+                    crate::expr::snippet(module.text(put.range())),
+                    module.line_of(put.start())
+                ));
+            }
+        }
+    }
+    // The source returns the value it sent only if nothing rebinds it in between.
+    let last = module.line_of(def.end());
+    if module.bound_in(module.line_of(first_put), last).contains(&kept) {
+        return None;
+    }
+    Some(keeps)
+}
+
+/// `broadcast_object_list(objects, src=0)` (a table broadcast that fills its first argument):
+/// the container's name, the source as written, and the call.
+fn broadcast_into<'s>(
+    eval: &mut Eval<'_, '_>,
+    stmt: &'s Stmt,
+) -> Option<(&'s str, &'s Expr, &'s ruff_python_ast::ExprCall)> {
+    let Stmt::Expr(s) = stmt else { return None };
+    let Expr::Call(c) = &*s.value else { return None };
+    let Sym::Path(p) = eval.resolve(&c.func, c.start()) else { return None };
+    let api = knowledge().api(&p)?;
+    if api.op.as_deref() != Some("broadcast") || api.agrees != Some(Agrees::Arg0) {
+        return None;
+    }
+    let Some(Expr::Name(container)) = c.arguments.args.first() else { return None };
+    let src = c
+        .arguments
+        .keywords
+        .iter()
+        .find(|k| k.arg.as_ref().is_some_and(|a| matches!(a.as_str(), "src" | "group_src")))
+        .map(|k| &k.value)
+        .or_else(|| c.arguments.args.get(1))?;
+    Some((container.id.as_str(), src, c))
+}
+
+/// Whether `stmt` returns on the broadcast source (`if rank == src:`) or on the others (no test
+/// around it, or the `else` of that test); `None` when other tests or blocks decide it.
+fn side_of(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt, src: &Expr) -> Option<Side> {
+    let path = module.path(module.line_of(stmt.start()))?;
+    let mut test: Option<(&ruff_python_ast::StmtIf, Slot)> = None;
+    for level in path.scope_levels(module).to_vec() {
+        match level.owner {
+            None | Some(Stmt::FunctionDef(_) | Stmt::With(_)) => {}
+            Some(Stmt::If(s)) if test.is_none() => test = Some((s, level.slot)),
+            Some(_) => return None,
+        }
+    }
+    let Some((s, slot)) = test else { return Some(Side::Receiver) };
+    let equal = source_test(eval, module, &s.test, src)?;
+    let on_source = match slot {
+        Slot::Body => equal,
+        Slot::Clause(0)
+            if s.elif_else_clauses.len() == 1 && s.elif_else_clauses[0].test.is_none() =>
+        {
+            !equal
+        }
+        _ => return None,
+    };
+    Some(if on_source { Side::Source } else { Side::Receiver })
+}
+
+/// `rank == src` (`Some(true)`) or `rank != src` (`Some(false)`), either way round, where
+/// `rank` is a rank id and `src` is written as the broadcast's source is.
+fn source_test(eval: &mut Eval<'_, '_>, module: &Module, test: &Expr, src: &Expr) -> Option<bool> {
+    let Expr::Compare(c) = test else { return None };
+    let ([op], [right]) = (&*c.ops, &*c.comparators) else { return None };
+    let equal = match op {
+        ruff_python_ast::CmpOp::Eq => true,
+        ruff_python_ast::CmpOp::NotEq => false,
+        _ => return None,
+    };
+    let same = |e: &Expr| module.text(e.range()) == module.text(src.range());
+    let rank = if same(right) {
+        &*c.left
+    } else if same(&c.left) {
+        right
+    } else {
+        return None;
+    };
+    let is_rank = eval
+        .value(rank, test.start())
+        .whole
+        .reasons
+        .iter()
+        .any(|r| r.kind == crate::types::DependenceKind::RankId);
+    is_rank.then_some(equal)
+}
+
+/// `objects` or `objects[0]`.
+fn reads_container(value: &Expr, container: &str) -> bool {
+    let base = match value {
+        Expr::Subscript(s) if matches!(&*s.slice, Expr::NumberLiteral(_)) => &*s.value,
+        other => other,
+    };
+    matches!(base, Expr::Name(n) if n.id.as_str() == container)
+}
+
+/// The values put into `container` before `until`: the items of a list assigned to it
+/// (`[state]`, `[state if rank == 0 else None]`), items assigned into it (`objects[0] = x`) and
+/// appended; `None`s left out.
+fn puts_into<'d>(def: &'d StmtFunctionDef, container: &str, until: TextSize) -> Vec<&'d Expr> {
+    let names = |e: &Expr| matches!(e, Expr::Name(n) if n.id.as_str() == container);
+    let mut values: Vec<&Expr> = Vec::new();
+    tree::walk_scope(&def.body, &mut |stmt, _| {
+        if stmt.start() >= until {
+            return;
+        }
+        match stmt {
+            Stmt::Assign(a) if a.targets.iter().any(&names) => {
+                if let Expr::List(l) = &*a.value {
+                    values.extend(l.elts.iter());
+                } else {
+                    values.push(&a.value);
+                }
+            }
+            Stmt::AnnAssign(a) if names(&a.target) => {
+                if let Some(Expr::List(l)) = a.value.as_deref() {
+                    values.extend(l.elts.iter());
+                } else if let Some(v) = a.value.as_deref() {
+                    values.push(v);
+                }
+            }
+            Stmt::Assign(a)
+                if a.targets.iter().any(|t| matches!(t, Expr::Subscript(s) if names(&s.value))) =>
+            {
+                values.push(&a.value);
+            }
+            Stmt::Expr(e) => {
+                if let Expr::Call(c) = &*e.value
+                    && let Expr::Attribute(m) = &*c.func
+                    && names(&m.value)
+                    && m.attr.id.as_str() == "append"
+                {
+                    values.extend(c.arguments.args.iter());
+                }
+            }
+            _ => {}
+        }
+    });
+    let mut out = Vec::new();
+    for v in values {
+        match v {
+            Expr::If(x) => out.extend([&*x.body, &*x.orelse]),
+            other => out.push(other),
+        }
+    }
+    out.retain(|v| !matches!(v, Expr::NoneLiteral(_)));
+    out
+}
+
+/// What `put` keeps of `kept`: everything when it is `kept` itself or an equal copy
+/// (`copy.deepcopy(kept)`), the containers for a copy that maps the leaves; `None` for any
+/// other value.
+fn copy_of(eval: &mut Eval<'_, '_>, put: &Expr, kept: &str) -> Option<CopyKeeps> {
+    let is_kept = |e: &Expr| matches!(e, Expr::Name(n) if n.id.as_str() == kept);
+    match put {
+        e if is_kept(e) => Some(CopyKeeps::Everything),
+        Expr::Call(c) if c.arguments.args.iter().any(is_kept) => {
+            let Sym::Path(p) = eval.resolve(&c.func, c.start()) else { return None };
+            knowledge().copy_keeps(&p)
+        }
+        _ => None,
+    }
 }
 
 /// The tests of the `if`s around `stmt` in its function, and the `except` it sits in.

@@ -213,6 +213,29 @@ struct Raw {
     forwarder: Vec<Forwarder>,
     #[serde(default)]
     structural_exceptions: Option<StructuralExceptions>,
+    #[serde(default)]
+    copy: Vec<CopyCall>,
+}
+
+/// Calls that return a copy of one of their arguments.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CopyCall {
+    names: Vec<String>,
+    keeps: CopyKeeps,
+    #[allow(dead_code)]
+    source: String,
+}
+
+/// What a copy call ([`Knowledge::copy_keeps`]) keeps of the value it copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CopyKeeps {
+    /// An equal value (`copy.deepcopy(x)`).
+    Everything,
+    /// The containers (their keys, lengths and nesting); the leaves are mapped by a function
+    /// and can change type (`tree_map_only(torch.Tensor, f, x)`).
+    Structure,
 }
 
 /// Exception classes that signal the program's structure, not a rank's data or state.
@@ -248,6 +271,8 @@ pub struct Knowledge {
     forwarder_segments: HashSet<String>,
     /// Built-in exception classes that signal the program's structure (`TypeError`).
     structural_exceptions: HashSet<String>,
+    /// Copy calls → what they keep of the value they copy.
+    copies: HashMap<String, CopyKeeps>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -333,6 +358,11 @@ impl Knowledge {
                 .structural_exceptions
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
+            copies: raw
+                .copy
+                .into_iter()
+                .flat_map(|c| c.names.into_iter().map(move |n| (n, c.keeps)))
+                .collect(),
         })
     }
 
@@ -421,6 +451,11 @@ impl Knowledge {
     /// type, a missing attribute or import) rather than a rank's data or state.
     pub fn is_structural_exception(&self, name: &str) -> bool {
         self.structural_exceptions.contains(name)
+    }
+
+    /// What the copy call `qualified` keeps of the value it copies; `None` for any other call.
+    pub fn copy_keeps(&self, qualified: &str) -> Option<CopyKeeps> {
+        self.copies.get(qualified).copied()
     }
 
     /// Whether a callee ending in `segment` can be a forwarder (a cheap test before resolving).
