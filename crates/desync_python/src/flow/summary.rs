@@ -230,7 +230,7 @@ fn source_keeps(
     // Everything the source put into the container is the kept value or a copy of it (what
     // the others put in is overwritten by the broadcast).
     let puts = puts_into(def, container, at.start());
-    let first_put = puts.iter().map(|p| p.start()).min()?;
+    let first_put = puts.iter().map(Ranged::start).min()?;
     for put in puts {
         match copy_of(eval, put, kept)? {
             CopyKeeps::Everything => {}
