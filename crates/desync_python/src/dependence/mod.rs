@@ -72,7 +72,10 @@ pub(crate) fn enclosing_handler_of(module: &Module, line: u32) -> Option<(String
 /// is a caught exception as before.
 pub(crate) fn structural_handler(handler: &ExceptHandler) -> bool {
     let ExceptHandler::ExceptHandler(h) = handler;
-    let structural = |e: &Expr| matches!(e, Expr::Name(n) if crate::knowledge::knowledge().is_structural_exception(n.id.as_str()));
+    let structural = |e: &Expr| {
+        crate::expr::dotted(e)
+            .is_some_and(|name| crate::knowledge::knowledge().is_structural_exception(&name))
+    };
     match h.type_.as_deref() {
         Some(Expr::Tuple(t)) => !t.elts.is_empty() && t.elts.iter().all(structural),
         Some(e) => structural(e),

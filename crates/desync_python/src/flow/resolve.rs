@@ -146,7 +146,7 @@ impl Eval<'_, '_> {
                 let m = self.cx.keep(m);
                 return match imported {
                     None => Sym::Module(m),
-                    Some(name) => top_level(&m, name).unwrap_or_else(|| {
+                    Some(name) => self.exported(&m, name, 0).unwrap_or_else(|| {
                         // `from trainer import metrics`: a submodule.
                         let sub = if module.is_empty() {
                             name.to_owned()
@@ -177,6 +177,41 @@ impl Eval<'_, '_> {
             None => module.to_owned(),
         };
         Sym::Path(knowledge().canonical(&full))
+    }
+
+    /// What module `m` offers as `name`: a function or class it defines, or one it imports at
+    /// its top level and so re-exports (`from .file_helpers import get_file` in a package's
+    /// `__init__.py`, followed up to [`MAX_REEXPORTS`] modules deep).
+    fn exported(&mut self, m: &Arc<Module>, name: &str, hops: usize) -> Option<Sym> {
+        if let Some(sym) = top_level(m, name) {
+            return Some(sym);
+        }
+        if hops >= MAX_REEXPORTS {
+            return None;
+        }
+        let (from, imported, level) = m.body().iter().find_map(|stmt| match stmt {
+            Stmt::ImportFrom(i) => i.names.iter().find_map(|alias| {
+                let bound = alias.asname.as_ref().unwrap_or(&alias.name);
+                (bound.id.as_str() == name && alias.name.id.as_str() != "*").then(|| {
+                    let from = i.module.as_ref().map_or("", |x| x.id.as_str());
+                    (from, alias.name.id.as_str(), i.level)
+                })
+            }),
+            _ => None,
+        })?;
+        let project = self.cx.project()?;
+        match project.import(m, from, level) {
+            Some(target) => {
+                let target = self.cx.keep(target);
+                self.exported(&target, imported, hops + 1)
+            }
+            // A library name re-exported by the project (`from torch.distributed import
+            // barrier`).
+            None if level == 0 && !from.is_empty() => {
+                Some(Sym::Path(knowledge().canonical(&format!("{from}.{imported}"))))
+            }
+            None => None,
+        }
     }
 
     /// `self` in a method, an annotated parameter, or a parameter a framework hook fills.
@@ -231,7 +266,7 @@ impl Eval<'_, '_> {
     fn member(&mut self, base: Sym, attr: &str, depth: usize) -> Sym {
         match base {
             Sym::Path(p) => Sym::Path(knowledge().canonical(&format!("{p}.{attr}"))),
-            Sym::Module(m) => top_level(&m, attr).unwrap_or(Sym::Unknown),
+            Sym::Module(m) => self.exported(&m, attr, 0).unwrap_or(Sym::Unknown),
             Sym::Class(c) | Sym::Instance(c) => self.class_member(&c, attr, depth),
             Sym::Function(_) | Sym::Unknown => Sym::Unknown,
         }
@@ -375,6 +410,10 @@ fn is_class_path(path: &str) -> bool {
 }
 
 /// A module-level `def` or `class` named `name`.
+/// How many re-exporting modules [`Eval::exported`] follows (`pkg/__init__.py` importing from
+/// `pkg/utils/__init__.py` importing from `pkg/utils/file_helpers.py` is two).
+const MAX_REEXPORTS: usize = 3;
+
 fn top_level(module: &Arc<Module>, name: &str) -> Option<Sym> {
     for stmt in module.body() {
         match stmt {

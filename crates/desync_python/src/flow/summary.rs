@@ -419,10 +419,17 @@ fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
                     out.merge(eval.value(c, c.start()).whole);
                 }
             }
-            (Some(Stmt::Try(t)), Slot::Handler(_)) => out.merge(Deps::reason(
-                crate::types::DependenceKind::Exception,
-                format!("the `except` at line {}", module.line_of(t.start())),
-            )),
+            (Some(Stmt::Try(t)), Slot::Handler(i)) => {
+                let caught = Deps::reason(
+                    crate::types::DependenceKind::Exception,
+                    format!("the `except` at line {}", module.line_of(t.start())),
+                );
+                // As in an assignment's control dependence: a handler of structural exceptions
+                // only (`except ModuleNotFoundError: return False`) is indirect evidence.
+                let structural =
+                    t.handlers.get(i).is_some_and(crate::dependence::structural_handler);
+                out.merge(if structural { caught.through(super::via::STRUCTURAL) } else { caught });
+            }
             _ => {}
         }
     }
