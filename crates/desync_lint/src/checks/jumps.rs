@@ -60,7 +60,12 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             let rule = match (rank_only, in_loop) {
                 (true, _) => Rule::RankConditionalCollective,
                 (false, true) => Rule::LocalEarlyExit,
-                // Outside a loop the rank-local early return is usually input validation.
+                // Outside a loop a rank-local early return is usually input validation, unless
+                // the rank decides it too (`local_rank` read by a helper that also asks
+                // whether the variable is set at all).
+                (false, false) if crate::context::has_rank_id(&deps) => {
+                    Rule::RankConditionalCollective
+                }
                 (false, false) => continue,
             };
             let effect = match guard.construct {

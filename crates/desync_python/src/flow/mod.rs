@@ -72,6 +72,10 @@ pub(crate) struct Reason {
     pub groups: Vec<String>,
     /// How the source reaches the value beyond plain data flow: bits of [`via`].
     pub via: u8,
+    /// For a read of the environment whose variable a parameter names (`os.environ[env_var]`
+    /// in `def config_var(env_var)`): that parameter. A call that passes `"LOCAL_RANK"` for it
+    /// reads the rank ([`Eval::substitute`](value::Eval)).
+    pub key_param: Option<String>,
 }
 
 /// How a [`Reason`] reaches a value beyond plain data flow (assignments, arithmetic, calls,
@@ -161,7 +165,8 @@ fn merge_only(
 /// What a value depends on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Deps {
-    /// At most one per kind: the first found is the most direct.
+    /// At most one per kind (and per [`Reason::key_param`]): the first found is the most
+    /// direct.
     pub reasons: Vec<Reason>,
     /// Parameters of the function the value flows from: the caller decides them.
     pub params: Vec<String>,
@@ -195,7 +200,14 @@ pub(crate) struct Deps {
 impl Deps {
     pub(crate) fn reason(kind: DependenceKind, origin: String) -> Deps {
         Deps {
-            reasons: vec![Reason { kind, origin, hops: Vec::new(), groups: Vec::new(), via: 0 }],
+            reasons: vec![Reason {
+                kind,
+                origin,
+                hops: Vec::new(),
+                groups: Vec::new(),
+                via: 0,
+                key_param: None,
+            }],
             ..Deps::default()
         }
     }
@@ -227,7 +239,8 @@ impl Deps {
         merge_only(&mut self.read_params, &self.params, other.read_params, &other.params);
         merge_only(&mut self.field_params, &self.params, other.field_params, &other.params);
         for r in other.reasons {
-            match self.reasons.iter_mut().find(|x| x.kind == r.kind) {
+            // (An environment read named by a parameter stays apart until a call names it.)
+            match self.reasons.iter_mut().find(|x| x.kind == r.kind && x.key_param == r.key_param) {
                 // One reason per kind is shown: the first found, unless a later one reaches
                 // the value more directly. It is the rank within each group met, or the world
                 // rank once a world rank is met.

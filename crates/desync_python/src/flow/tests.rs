@@ -239,6 +239,42 @@ fn imports_are_followed_into_the_project() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+#[test]
+fn names_a_package_re_exports_are_followed_to_their_definitions() {
+    let dir = tempfile_dir().join("reexport");
+    std::fs::create_dir_all(dir.join("pkg/utils")).unwrap();
+    std::fs::write(dir.join("pkg/__init__.py"), "").unwrap();
+    // `pkg.utils` re-exports a helper from its own file, and a library function too.
+    std::fs::write(
+        dir.join("pkg/utils/__init__.py"),
+        "from .ranks import local_rank as node_local_rank\nfrom torch.distributed import get_world_size\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pkg/utils/ranks.py"),
+        "import os\n\ndef _var(name, default):\n    if name in os.environ:\n        return int(os.environ[name])\n    return default\n\ndef local_rank():\n    return _var('LOCAL_RANK', 0)\n\ndef cache_size():\n    return _var(name='CACHE_SIZE', default=1)\n\ndef world():\n    return _var('WORLD_SIZE', 1)\n",
+    )
+    .unwrap();
+    let main = "from pkg.utils import node_local_rank, get_world_size\nfrom pkg.utils.ranks import cache_size, world\n\ndef main():\n    r = node_local_rank()\n    w = get_world_size()\n    c = cache_size()\n    n = world()\n";
+    std::fs::write(dir.join("train.py"), main).unwrap();
+    let project = FileProject::new([dir.clone()]);
+    let m = Module::parse_file(main, &dir.join("train.py"));
+    let cx = Analysis::new(Some(&project));
+    // The variable a helper reads is named by its caller: `LOCAL_RANK` is the rank.
+    let r = cx.dependence(&m, 8, "r");
+    assert!(kinds(&r).contains(&RankId), "{r:?}");
+    assert!(r.dependence.iter().any(|d| d.evidence.contains("'LOCAL_RANK'")), "{r:?}");
+    // A library function re-exported by the package is the library's.
+    let w = cx.dependence(&m, 8, "w");
+    assert!(w.dependence.is_empty(), "{w:?}");
+    // Any other variable is the host's; `WORLD_SIZE` is the same everywhere.
+    let c = cx.dependence(&m, 8, "c");
+    assert!(kinds(&c).contains(&Environment) && !kinds(&c).contains(&RankId), "{c:?}");
+    let n = cx.dependence(&m, 8, "n");
+    assert!(!kinds(&n).contains(&RankId), "{n:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 fn tempfile_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "desync-flow-{}-{:?}",

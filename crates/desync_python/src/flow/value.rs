@@ -3,7 +3,7 @@
 //! ([`super::resolve`]) and looked up in the knowledge table, or summarised when they are the
 //! project's own functions ([`super::summary`]).
 
-use ruff_python_ast::{Comprehension, Expr, ExprCall, Stmt};
+use ruff_python_ast::{CmpOp, Comprehension, Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::{ClassRef, FnRef, Sym};
@@ -290,7 +290,15 @@ impl<'a, 'm> Eval<'a, 'm> {
         let foreign = self.foreign.take();
         self.tracing.push(binding.at);
         let mut value = self.bound_value(name, &binding);
-        value.whole.merge(self.control(&binding));
+        match self.turn_taken(name, &binding) {
+            // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
+            // rank makes the same call, in turns; the turn decides nothing about the result.
+            Some((turn, other)) => {
+                value.whole.merge(self.control_except(binding.at, Some(turn)));
+                value.whole.merge(self.value(other, other.start()).whole);
+            }
+            None => value.whole.merge(self.control(&binding)),
+        }
         if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
             value.whole.merge(self.mutations(name, &binding, None));
         }
@@ -470,12 +478,20 @@ impl<'a, 'm> Eval<'a, 'm> {
 
     /// What decides whether the statement at `at` runs (see [`Self::control`]).
     fn control_at(&mut self, at: TextSize) -> Deps {
+        self.control_except(at, None)
+    }
+
+    /// [`Self::control_at`] without the test of the `if` that starts at `skip`.
+    fn control_except(&mut self, at: TextSize, skip: Option<TextSize>) -> Deps {
         let mut out = Deps::default();
         let line = self.line_of(at);
         let Some(path) = self.module.path(line) else { return out };
         let levels: Vec<_> = path.scope_levels(self.module).to_vec();
         for level in &levels {
             let Some(owner) = level.owner else { continue };
+            if skip == Some(owner.start()) {
+                continue;
+            }
             match (owner, level.slot) {
                 // `for ranks in all_groups: g = new_group(ranks); if rank in ranks: mine = g`:
                 // every rank is in one of the rank sets enumerated, so every rank runs the body
@@ -533,6 +549,61 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
         }
         out
+    }
+
+    /// Ranks taking turns at the same call: `binding` assigns `name = f(...)` directly in one
+    /// block of an `if` whose test compares the rank (`rank == 0`), and the complementary block
+    /// (its `else`, or a neighbouring `if` with the negated test, `rank != 0`) assigns
+    /// `name = f(...)` too: rank 0 loads first, the others after a barrier, and every rank ends
+    /// up with what `f` returns. Returns the start of the `if` (whose test then decides
+    /// nothing) and the other call.
+    fn turn_taken(&mut self, name: &str, binding: &Binding<'m>) -> Option<(TextSize, &'m Expr)> {
+        let Source::Value(Expr::Call(call)) = binding.source else { return None };
+        let path = self.module.path(self.line_of(binding.at))?;
+        let levels: Vec<_> = path.scope_levels(self.module).to_vec();
+        let (last, outer) = levels.split_last()?;
+        let Some(Stmt::If(s)) = last.owner else { return None };
+        let Expr::Compare(test) = &*s.test else { return None };
+        if !matches!(&*test.ops, [CmpOp::Eq | CmpOp::NotEq]) {
+            return None;
+        }
+        let ranked = self.value(&s.test, s.start()).whole;
+        if !ranked.reasons.iter().any(|r| r.kind == RankId) {
+            return None;
+        }
+        let module: &'m Module = self.module;
+        let callee = module.text(call.func.range());
+        let makes = |suite: &'m [Stmt]| {
+            suite.iter().find_map(|stmt| match stmt {
+                Stmt::Assign(a)
+                    if matches!(&*a.targets, [Expr::Name(n)] if n.id.as_str() == name)
+                        && matches!(&*a.value, Expr::Call(c) if module.text(c.func.range()) == callee)
+                        && a.start() != binding.at =>
+                {
+                    Some(&*a.value)
+                }
+                _ => None,
+            })
+        };
+        let only_else = match &*s.elif_else_clauses {
+            [c] if c.test.is_none() => Some(&c.body),
+            _ => None,
+        };
+        let other = match last.slot {
+            Slot::Body => only_else.and_then(|body| makes(body)).or_else(|| {
+                // A neighbouring `if` with the negated test.
+                let around = outer.last()?.suite;
+                around.iter().find_map(|stmt| match stmt {
+                    Stmt::If(o) if o.start() != s.start() && negates(module, &s.test, &o.test) => {
+                        makes(&o.body)
+                    }
+                    _ => None,
+                })
+            }),
+            Slot::Clause(0) if only_else.is_some() => makes(&s.body),
+            _ => None,
+        }?;
+        Some((s.start(), other))
     }
 
     /// How many times the loops around an accumulator run: their iterables' lengths.
@@ -773,18 +844,44 @@ impl<'a, 'm> Eval<'a, 'm> {
     }
 
     /// `os.environ["LOCAL_RANK"]`: the rank; `os.environ["WORLD_SIZE"]`: the same everywhere;
-    /// anything else: the host's environment.
+    /// anything else: the host's environment, decided by the caller when a parameter names the
+    /// variable ([`Reason::key_param`](super::Reason)).
     pub(super) fn environ(&self, key: &Expr, e: &Expr) -> Deps {
         let origin = self.quoted(e);
         match key {
-            Expr::StringLiteral(k) if RANK_ENV_VARS.contains(&k.value.to_str()) => {
-                Deps::reason(RankId, origin)
-            }
-            Expr::StringLiteral(k) if UNIFORM_ENV_VARS.contains(&k.value.to_str()) => {
-                Deps::default()
+            Expr::StringLiteral(k) => environ_variable(k.value.to_str(), origin),
+            Expr::Name(n)
+                if bindings::lookup(self.module, self.scope, n.id.as_str(), key.start())
+                    .is_some_and(|b| matches!(b.source, Source::Parameter)) =>
+            {
+                let mut d = Deps::reason(Environment, origin);
+                d.reasons[0].key_param = Some(n.id.to_string());
+                d
             }
             _ => Deps::reason(Environment, origin),
         }
+    }
+
+    /// A call's argument for the parameter that names an environment variable the callee reads
+    /// (`reason`): the rank for `"LOCAL_RANK"`, nothing for `"WORLD_SIZE"`, the caller's own
+    /// parameter when it passes one on, the environment otherwise.
+    fn environ_argument(&self, mut reason: super::Reason, arg: Option<&Expr>, hop: &str) -> Deps {
+        reason.key_param = None;
+        match arg {
+            Some(Expr::StringLiteral(k)) => {
+                let named = environ_variable(k.value.to_str(), reason.origin.clone());
+                let Some(r) = named.reasons.into_iter().next() else { return Deps::default() };
+                reason.kind = r.kind;
+            }
+            Some(Expr::Name(n))
+                if bindings::lookup(self.module, self.scope, n.id.as_str(), n.start())
+                    .is_some_and(|b| matches!(b.source, Source::Parameter)) =>
+            {
+                reason.key_param = Some(n.id.to_string());
+            }
+            _ => {}
+        }
+        Deps { reasons: vec![reason], ..Deps::default() }.hop(hop)
     }
 
     // ---- calls -------------------------------------------------------------------------------
@@ -1140,6 +1237,22 @@ impl<'a, 'm> Eval<'a, 'm> {
         let field_params = std::mem::take(&mut d.field_params);
         let length_params = std::mem::take(&mut d.length_params);
         let name = summary.name.clone();
+        let (named, reasons): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut d.reasons).into_iter().partition(|r| r.key_param.is_some());
+        d.reasons = reasons;
+        for reason in named {
+            let p = reason.key_param.clone().unwrap_or_default();
+            let arg = argument_for(&summary.parameters, f.is_method, c, &p);
+            let hop = match arg {
+                Some(arg) => format!(
+                    "`{p}` = {} in the call of `{name}` (line {})",
+                    self.quoted(arg),
+                    self.line_of(c.start())
+                ),
+                None => format!("`{p}` left to its default in the call of `{name}`"),
+            };
+            d.merge(self.environ_argument(reason, arg, &hop));
+        }
         for p in params {
             if let Some(arg) = argument_for(&summary.parameters, f.is_method, c, &p) {
                 let hop = format!(
@@ -1181,6 +1294,17 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
         }
         d
+    }
+}
+
+/// What reading the environment variable `name` depends on (see [`Eval::environ`]).
+fn environ_variable(name: &str, origin: String) -> Deps {
+    if RANK_ENV_VARS.contains(&name) {
+        Deps::reason(RankId, origin)
+    } else if UNIFORM_ENV_VARS.contains(&name) {
+        Deps::default()
+    } else {
+        Deps::reason(Environment, origin)
     }
 }
 
@@ -1262,6 +1386,18 @@ fn is_in_place(method: &str) -> bool {
 }
 
 /// `x in ranks` where `ranks` is bound by a `for` around the test (one of `levels`).
+/// `a == b` and `a != b` (either one first), the operands written alike.
+fn negates(module: &Module, first: &Expr, second: &Expr) -> bool {
+    let text = |e: &Expr| module.text(e.range());
+    let (Expr::Compare(x), Expr::Compare(y)) = (first, second) else { return false };
+    let (([a], [ra]), ([b], [rb])) = ((&*x.ops, &*x.comparators), (&*y.ops, &*y.comparators))
+    else {
+        return false;
+    };
+    let opposite = matches!((a, b), (CmpOp::Eq, CmpOp::NotEq) | (CmpOp::NotEq, CmpOp::Eq));
+    opposite && text(&x.left) == text(&y.left) && text(ra) == text(rb)
+}
+
 fn tests_membership_of_loop_item(test: &Expr, levels: &[crate::tree::Level<'_>]) -> bool {
     let Expr::Compare(c) = test else { return false };
     let ([ruff_python_ast::CmpOp::In], [Expr::Name(set)]) = (&*c.ops, &*c.comparators) else {
