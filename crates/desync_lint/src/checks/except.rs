@@ -21,6 +21,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         let around = ctx.sites_in(block.function, block.body.first, block.body.last).next();
         for handler in block.handlers.iter().filter(|h| !h.propagates) {
             let after = skipped_after(ctx, block, handler);
+            if after.is_none() && replaces_the_failed_collective(ctx, block, handler) {
+                continue;
+            }
             let Some(site) = after.or(around) else { continue };
             let clause = handler.exception.as_deref().map_or_else(
                 || "a bare `except`".to_owned(),
@@ -51,6 +54,18 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         }
     }
     out
+}
+
+/// `try: dist.barrier()` / `except RuntimeError: dist.all_reduce(flag)`: the `try` issues its
+/// collectives on its first line only, so nothing before them can raise and skip them (the
+/// error is theirs), and the handler issues a collective in their place: a fallback the author
+/// wrote for a failure every rank meets alike (a backend that lacks the barrier), not a skip.
+/// A handler that swallows a collective's failure and issues nothing stays a finding.
+fn replaces_the_failed_collective(ctx: &Context<'_>, block: &TryBlock, handler: &Handler) -> bool {
+    let mut guarded = ctx.sites_in(block.function, block.body.first, block.body.last).peekable();
+    guarded.peek().is_some()
+        && guarded.all(|s| s.line() == block.body.first)
+        && ctx.sites_in(block.function, handler.body.first, handler.body.last).next().is_some()
 }
 
 /// The first collective the handler's jump skips after the `try` statement.
