@@ -9,7 +9,7 @@ use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::Sym;
 use super::value::Eval;
-use super::{Deps, MAX_HOPS};
+use super::{Deps, MAX_HOPS, via};
 use crate::dependence::bindings::{self, Source};
 use crate::knowledge::{Role, knowledge};
 
@@ -50,10 +50,16 @@ impl Eval<'_, '_> {
                 d
             }
             Expr::UnaryOp(u) => self.length(&u.operand, at),
-            // `items[:n]`: as long as the bound says, at most.
+            // `items[:n]`: as long as the bound says, at most. `shards[rank]`: as long as the
+            // item the index picks, whose size is read of it, not shown to differ by the pick
+            // (`via::PICKED`).
             Expr::Subscript(s) => {
                 let mut d = self.length(&s.value, at);
-                d.merge(self.value(&s.slice, at).whole);
+                let index = self.value(&s.slice, at).whole;
+                d.merge(match &*s.slice {
+                    Expr::Slice(_) => index,
+                    _ => index.through(via::PICKED).read_of(),
+                });
                 d
             }
             _ => self.value(e, at).whole,
