@@ -1385,7 +1385,6 @@ fn is_in_place(method: &str) -> bool {
         )
 }
 
-/// `x in ranks` where `ranks` is bound by a `for` around the test (one of `levels`).
 /// `a == b` and `a != b` (either one first), the operands written alike.
 fn negates(module: &Module, first: &Expr, second: &Expr) -> bool {
     let text = |e: &Expr| module.text(e.range());
@@ -1398,6 +1397,7 @@ fn negates(module: &Module, first: &Expr, second: &Expr) -> bool {
     opposite && text(&x.left) == text(&y.left) && text(ra) == text(rb)
 }
 
+/// `x in ranks` where `ranks` is bound by a `for` around the test (one of `levels`).
 fn tests_membership_of_loop_item(test: &Expr, levels: &[crate::tree::Level<'_>]) -> bool {
     let Expr::Compare(c) = test else { return false };
     let ([ruff_python_ast::CmpOp::In], [Expr::Name(set)]) = (&*c.ops, &*c.comparators) else {
