@@ -260,6 +260,10 @@ fn broadcast_into<'s>(
 ) -> Option<(&'s str, &'s Expr, &'s ruff_python_ast::ExprCall)> {
     let Stmt::Expr(s) = stmt else { return None };
     let Expr::Call(c) = &*s.value else { return None };
+    // A cheap test before resolving (every summary asks): the table's broadcasts all end so.
+    if !crate::expr::last_segment(&c.func).is_some_and(|w| w.contains("broadcast")) {
+        return None;
+    }
     let Sym::Path(p) = eval.resolve(&c.func, c.start()) else { return None };
     let api = knowledge().api(&p)?;
     if api.op.as_deref() != Some("broadcast") || api.agrees != Some(Agrees::Arg0) {
