@@ -51,7 +51,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             continue;
         }
         // A clause that leaves after issuing what the others issue later is paired with them.
-        if super::paths::clauses_are_balanced(ctx, cond) == Some(true) {
+        if super::paths::clauses_are_balanced(ctx, cond, &deps) == Some(true) {
             continue;
         }
         if members_of_groups(ctx, cond, &all_clauses) {

@@ -41,12 +41,18 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             let (Some(test), Some(test_line)) = (&guard.condition, guard.condition_line) else {
                 continue;
             };
-            // The leaving ranks issue what the staying ones issue later (staged barriers).
-            if super::paths::exit_is_balanced(ctx, site.function(), guard.line, guard.construct) {
-                continue;
-            }
             let deps = ctx.dependence(test_line, test);
             if deps.is_empty() {
+                continue;
+            }
+            // The leaving ranks issue what the staying ones issue later (staged barriers).
+            if super::paths::exit_is_balanced(
+                ctx,
+                site.function(),
+                guard.line,
+                guard.construct,
+                &deps,
+            ) {
                 continue;
             }
             // A rank test of another group skips this collective on whole groups at once;

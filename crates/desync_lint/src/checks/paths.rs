@@ -12,37 +12,51 @@
 //! Every rank issues one barrier, so no rank waits forever. A clause that leaves (`return`, or
 //! `continue` inside a loop) is compared with the paths that stay: what the clause issues up to
 //! where it leaves, against what each other clause issues plus what follows the `if` up to the
-//! end of the function (or of the loop body, for `continue`). The comparison is by what each
-//! call issues (helpers included) and on which process group, as a multiset: when every path
-//! issues the same collectives, the ranks stay paired whichever way they go. `break` is not
-//! paired: the later iterations the others run are not in view as one sequence.
+//! end of the function (or of the loop body, for `continue`). What follows is followed path by
+//! path through its `if`s (a `return` or `raise` ends a path there) when it holds no loop
+//! around a collective and no jump out of a handler; otherwise it is taken as one sequence.
+//! The comparison is by what each call issues (helpers included) and on which process group,
+//! as a multiset, leaving out collectives on groups the test is not shown to split (their
+//! members all go the same way: [`splits_group`]): when every path issues the same
+//! collectives, the ranks stay paired whichever way they go. `break` is not paired: the later
+//! iterations the others run are not in view as one sequence.
 
-use desync_python::{Conditional, Construct};
+use desync_python::{Conditional, Construct, Dependence};
 
-use crate::context::{Context, Site};
+use crate::context::{Context, Site, splits_group};
+
+/// The most paths followed through what comes after an early exit.
+const MAX_PATHS: usize = 64;
 
 /// Whether the ranks that leave at the jump on `jump_line` issue, before leaving, the same
-/// collectives the ranks that stay issue on every other path to the same point.
+/// collectives the ranks that stay issue on every other path to the same point (collectives
+/// on groups the test, which depends on `deps`, does not split left out).
 pub(super) fn exit_is_balanced(
     ctx: &Context<'_>,
     function: Option<u32>,
     jump_line: u32,
     construct: Construct,
+    deps: &[Dependence],
 ) -> bool {
     let Some((cond, clause)) = innermost_clause(ctx, function, jump_line) else { return false };
     let Some(end) = scope_end(ctx, function, jump_line, construct) else { return false };
-    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line));
+    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line), deps);
     if leaving.is_empty() {
         return false;
     }
-    staying_paths(ctx, cond, function, end, |i| i != clause).iter().all(|p| *p == leaving)
+    staying_paths(ctx, cond, function, end, deps, |i| i != clause).iter().all(|p| *p == leaving)
 }
 
 /// For an `if` one of whose clauses ends by leaving (its last line is a `return`, or a
 /// `continue` in a loop): whether every path through it — a leaving clause up to where it
-/// leaves, any other clause plus what follows up to the same end — issues the same collectives.
+/// leaves, any other clause plus what follows up to the same end — issues the same collectives
+/// (on groups the test, which depends on `deps`, splits).
 /// `None` when no clause leaves (the plain clause comparison applies).
-pub(super) fn clauses_are_balanced(ctx: &Context<'_>, cond: &Conditional) -> Option<bool> {
+pub(super) fn clauses_are_balanced(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+    deps: &[Dependence],
+) -> Option<bool> {
     let function = cond.function;
     let leaves = |i: usize| -> Option<&desync_python::JumpStmt> {
         let body = &cond.clauses[i].body;
@@ -54,37 +68,196 @@ pub(super) fn clauses_are_balanced(ctx: &Context<'_>, cond: &Conditional) -> Opt
     };
     let (first_leaving, jump) = (0..cond.clauses.len()).find_map(|i| leaves(i).map(|j| (i, j)))?;
     let end = scope_end(ctx, function, jump.line, jump.construct)?;
-    let reference = ops(ctx.sites_in(function, cond.clauses[first_leaving].body.first, jump.line));
+    let reference =
+        ops(ctx.sites_in(function, cond.clauses[first_leaving].body.first, jump.line), deps);
     let leaving_agree = (0..cond.clauses.len()).filter(|&i| leaves(i).is_some()).all(|i| {
         let body = &cond.clauses[i].body;
-        ops(ctx.sites_in(function, body.first, body.last)) == reference
+        ops(ctx.sites_in(function, body.first, body.last), deps) == reference
     });
-    let staying = staying_paths(ctx, cond, function, end, |i| leaves(i).is_none());
+    let staying = staying_paths(ctx, cond, function, end, deps, |i| leaves(i).is_none());
     Some(leaving_agree && staying.iter().all(|p| *p == reference))
 }
 
+/// A path's sites, and whether it ended (a `return` or `raise`) before the end of its region.
+type Path<'c, 'a> = (Vec<&'c Site<'a>>, bool);
+
 /// The sorted ops of the paths that stay: each clause `keep` selects (plus a missing `else`),
-/// followed by what comes after the `if` up to `end`.
+/// followed by what comes after the `if` up to `end`, path by path where that can be followed.
 fn staying_paths(
     ctx: &Context<'_>,
     cond: &Conditional,
     function: Option<u32>,
     end: u32,
+    deps: &[Dependence],
     keep: impl Fn(usize) -> bool,
 ) -> Vec<Vec<(String, Option<String>)>> {
     let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
-    let after: Vec<&Site<'_>> = ctx.sites_in(function, if_end + 1, end).collect();
-    let mut paths: Vec<Vec<(String, Option<String>)>> = (0..cond.clauses.len())
+    let mut clauses: Vec<(u32, u32)> = (0..cond.clauses.len())
         .filter(|&i| keep(i))
-        .map(|i| {
-            let body = &cond.clauses[i].body;
-            ops(ctx.sites_in(function, body.first, body.last).chain(after.iter().copied()))
+        .map(|i| (cond.clauses[i].body.first, cond.clauses[i].body.last))
+        .collect();
+    let missing_else = !cond.has_else();
+    let followed = || -> Option<Vec<Vec<(String, Option<String>)>>> {
+        let after = paths_through(ctx, function, if_end + 1, end)?;
+        let mut out = Vec::new();
+        let mut starts: Vec<Path<'_, '_>> = Vec::new();
+        for &(first, last) in &clauses {
+            starts.extend(paths_through(ctx, function, first, last)?);
+        }
+        if missing_else {
+            starts.push((Vec::new(), false));
+        }
+        for (start, ended) in starts {
+            if ended {
+                out.push(ops(start.into_iter(), deps));
+                continue;
+            }
+            for (rest, _) in &after {
+                out.push(ops(start.iter().chain(rest.iter()).copied(), deps));
+            }
+            if out.len() > MAX_PATHS {
+                return None;
+            }
+        }
+        Some(out)
+    };
+    if let Some(paths) = followed() {
+        return paths;
+    }
+    // Not followed path by path: each clause, then everything after the `if` as one sequence.
+    let after: Vec<&Site<'_>> = ctx.sites_in(function, if_end + 1, end).collect();
+    if missing_else {
+        clauses.push((0, 0));
+    }
+    clauses
+        .iter()
+        .map(|&(first, last)| {
+            let body = if (first, last) == (0, 0) { None } else { Some((first, last)) };
+            let inside = body.into_iter().flat_map(|(f, l)| ctx.sites_in(function, f, l));
+            ops(inside.chain(after.iter().copied()), deps)
+        })
+        .collect()
+}
+
+/// The paths through lines `first..=last` of `function`: the sites each issues, branching at
+/// every `if` there (one path per clause, one more when it has no `else`), a `return` or
+/// `raise` ending a path. `None` when a loop there holds a collective, a jump sits in an
+/// `except` or a loop body there, or there are more than [`MAX_PATHS`] paths.
+fn paths_through<'c, 'a>(
+    ctx: &'c Context<'a>,
+    function: Option<u32>,
+    first: u32,
+    last: u32,
+) -> Option<Vec<Path<'c, 'a>>> {
+    if first > last {
+        return Some(vec![(Vec::new(), false)]);
+    }
+    let within = |line: u32| (first..=last).contains(&line);
+    let loops_with_sites = ctx.outline.loops.iter().any(|l| {
+        l.function == function
+            && within(l.line)
+            && ctx.sites_in(function, l.body.first, l.body.last).next().is_some()
+    });
+    let jump_in_handler = ctx.outline.tries.iter().any(|t| {
+        t.function == function
+            && within(t.line)
+            && t.handlers.iter().any(|h| {
+                ctx.outline.jumps.iter().any(|j| {
+                    j.function == function && (h.body.first..=h.body.last).contains(&j.line)
+                })
+            })
+    });
+    // A `return` inside a loop may or may not run.
+    let jump_in_loop =
+        ctx.outline.jumps.iter().any(|j| {
+            j.function == function
+                && within(j.line)
+                && matches!(j.construct, Construct::Return | Construct::Raise)
+                && ctx.outline.loops.iter().any(|l| {
+                    l.function == function && (l.body.first..=l.body.last).contains(&j.line)
+                })
+        });
+    if loops_with_sites || jump_in_handler || jump_in_loop {
+        return None;
+    }
+    // The `if`s at the top of the range: not inside a clause of another `if` in it.
+    let ifs: Vec<&Conditional> = ctx
+        .outline
+        .conditionals
+        .iter()
+        .filter(|c| c.function == function && within(c.line))
+        .filter(|c| {
+            !ctx.outline.conditionals.iter().any(|o| {
+                o.function == function
+                    && within(o.line)
+                    && o.line < c.line
+                    && o.clauses.iter().any(|cl| (cl.body.first..=cl.body.last).contains(&c.line))
+            })
         })
         .collect();
-    if !cond.has_else() {
-        paths.push(ops(after.iter().copied()));
+    let span =
+        |c: &Conditional| (c.line, c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line));
+    let mut paths: Vec<Path<'c, 'a>> = vec![(Vec::new(), false)];
+    let mut line = first;
+    let mut ifs = ifs.into_iter().peekable();
+    while line <= last {
+        let next_if = ifs.peek().map_or(last + 1, |c| c.line);
+        // Straight-line code up to the next `if`: its sites, then a `return`/`raise` ends it.
+        let stop = ctx.outline.jumps.iter().find(|j| {
+            j.function == function
+                && (line..next_if).contains(&j.line)
+                && matches!(j.construct, Construct::Return | Construct::Raise)
+        });
+        let upto = stop.map_or(next_if.saturating_sub(1).min(last), |j| j.line);
+        let straight: Vec<&Site<'_>> = ctx.sites_in(function, line, upto).collect();
+        for (sites, ended) in &mut paths {
+            if !*ended {
+                sites.extend(straight.iter().copied());
+                *ended = stop.is_some();
+            }
+        }
+        if stop.is_some() || next_if > last {
+            break;
+        }
+        let Some(c) = ifs.next() else { break };
+        let (_, if_last) = span(c);
+        let mut branches: Vec<Path<'c, 'a>> = Vec::new();
+        for cl in &c.clauses {
+            branches.extend(paths_through(ctx, function, cl.body.first, cl.body.last)?);
+        }
+        if !c.has_else() {
+            branches.push((Vec::new(), false));
+        }
+        // A test may call a helper that issues collectives: the `if` line's are on every
+        // branch; an `elif`'s only on some, which is not followed.
+        let header: Vec<&Site<'_>> = ctx.sites_in(function, c.line, c.line).collect();
+        if c.clauses
+            .iter()
+            .skip(1)
+            .any(|cl| ctx.sites_in(function, cl.line, cl.line).next().is_some())
+        {
+            return None;
+        }
+        let mut next = Vec::new();
+        for (sites, ended) in paths {
+            if ended {
+                next.push((sites, true));
+                continue;
+            }
+            for (branch, branch_ended) in &branches {
+                let mut p = sites.clone();
+                p.extend(header.iter().copied());
+                p.extend(branch.iter().copied());
+                next.push((p, *branch_ended));
+            }
+        }
+        if next.len() > MAX_PATHS {
+            return None;
+        }
+        paths = next;
+        line = if_last + 1;
     }
-    paths
+    Some(paths)
 }
 
 /// The innermost `if` of `function` with a clause holding `line`, and that clause's index.
@@ -121,12 +294,16 @@ fn scope_end(
 }
 
 /// What a sequence of sites issues and on which process group (as written), sorted;
-/// point-to-point calls left out, as everywhere. The same op on another group does not pair:
+/// point-to-point calls left out, as everywhere, and collectives on groups a test that depends
+/// on `deps` does not split. The same op on another group does not pair:
 /// `all_reduce(flag, group=metrics)` on the leaving ranks and the gradient `all_reduce` on
 /// the others is a wait cycle across groups.
-fn ops<'s, 'a: 's>(sites: impl Iterator<Item = &'s Site<'a>>) -> Vec<(String, Option<String>)> {
+fn ops<'s, 'a: 's>(
+    sites: impl Iterator<Item = &'s Site<'a>>,
+    deps: &[Dependence],
+) -> Vec<(String, Option<String>)> {
     let mut v: Vec<(String, Option<String>)> = sites
-        .filter(|s| !s.is_point_to_point())
+        .filter(|s| !s.is_point_to_point() && splits_group(deps, s.group()))
         .map(|s| (s.op.clone(), s.group().map(str::to_owned)))
         .collect();
     v.sort_unstable();

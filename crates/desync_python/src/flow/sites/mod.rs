@@ -125,6 +125,10 @@ pub(crate) struct Reach {
     /// The parameter every collective of the body names as its process group
     /// (`def sync(x, group): dist.all_reduce(x, group=group)`), if one does.
     group_param: Option<String>,
+    /// For a method: the attribute of its own object every collective of the body names as
+    /// its process group (`dist.all_gather(parts, t, group=self.tp_group)`), if one does;
+    /// a call through the caller's own object (`self.gather_shards(...)`) issues them there.
+    group_field: Option<String>,
 }
 
 /// Cheap facts about a module that say which calls are worth resolving (kept in the
@@ -408,6 +412,15 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         .filter(|a| !matches!(a, Expr::NoneLiteral(_)))
                         .map(|a| module.text(a.range()).to_owned())
                 });
+                // `self.gather_shards(...)` of a method whose collectives use `self.tp_group`:
+                // the caller's object is the callee's, so the group is the caller's field.
+                let group = group.or_else(|| {
+                    let field = reach.group_field.as_deref()?;
+                    let Expr::Attribute(a) = &*c.func else { return None };
+                    let Expr::Name(receiver) = &*a.value else { return None };
+                    let own = def.and_then(|d| parameter_names(d).into_iter().next())?;
+                    (receiver.id.as_str() == own).then(|| format!("{own}.{field}"))
+                });
                 return Some((
                     reach.ops.clone(),
                     SiteVia::Helper { name, reaches: reach.first.clone(), group },
@@ -524,7 +537,16 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 let same = sites.iter().all(|s| s.group.as_deref() == Some(group));
                 (same && parameter_names(def).iter().any(|p| p == group)).then(|| group.to_owned())
             });
-            Arc::new(Reach { ops, first, group_param })
+            let group_field = def.and_then(|def| {
+                let group = sites.first()?.group.as_deref()?;
+                let same = sites.iter().all(|s| s.group.as_deref() == Some(group));
+                let receiver = parameter_names(def).into_iter().next()?;
+                let field = group.strip_prefix(receiver.as_str())?.strip_prefix('.')?;
+                let plain = !field.is_empty()
+                    && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
+                (same && f.is_method && plain).then(|| field.to_owned())
+            });
+            Arc::new(Reach { ops, first, group_param, group_field })
         })
     }
 
