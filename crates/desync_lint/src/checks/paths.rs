@@ -81,6 +81,9 @@ pub(super) fn clauses_are_balanced(
 /// A path's sites, and whether it ended (a `return` or `raise`) before the end of its region.
 type Path<'c, 'a> = (Vec<&'c Site<'a>>, bool);
 
+/// What a path issues, by op and process group ([`ops`]).
+type Ops = Vec<(String, Option<String>)>;
+
 /// The sorted ops of the paths that stay: each clause `keep` selects (plus a missing `else`),
 /// followed by what comes after the `if` up to `end`, path by path where that can be followed.
 fn staying_paths(
@@ -90,14 +93,14 @@ fn staying_paths(
     end: u32,
     deps: &[Dependence],
     keep: impl Fn(usize) -> bool,
-) -> Vec<Vec<(String, Option<String>)>> {
+) -> Vec<Ops> {
     let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
     let mut clauses: Vec<(u32, u32)> = (0..cond.clauses.len())
         .filter(|&i| keep(i))
         .map(|i| (cond.clauses[i].body.first, cond.clauses[i].body.last))
         .collect();
     let missing_else = !cond.has_else();
-    let followed = || -> Option<Vec<Vec<(String, Option<String>)>>> {
+    let followed = || -> Option<Vec<Ops>> {
         let after = paths_through(ctx, function, if_end + 1, end)?;
         let mut out = Vec::new();
         let mut starts: Vec<Path<'_, '_>> = Vec::new();
@@ -298,11 +301,8 @@ fn scope_end(
 /// on `deps` does not split. The same op on another group does not pair:
 /// `all_reduce(flag, group=metrics)` on the leaving ranks and the gradient `all_reduce` on
 /// the others is a wait cycle across groups.
-fn ops<'s, 'a: 's>(
-    sites: impl Iterator<Item = &'s Site<'a>>,
-    deps: &[Dependence],
-) -> Vec<(String, Option<String>)> {
-    let mut v: Vec<(String, Option<String>)> = sites
+fn ops<'s, 'a: 's>(sites: impl Iterator<Item = &'s Site<'a>>, deps: &[Dependence]) -> Ops {
+    let mut v: Ops = sites
         .filter(|s| !s.is_point_to_point() && splits_group(deps, s.group()))
         .map(|s| (s.op.clone(), s.group().map(str::to_owned)))
         .collect();
