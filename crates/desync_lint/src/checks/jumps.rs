@@ -41,18 +41,23 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             let (Some(test), Some(test_line)) = (&guard.condition, guard.condition_line) else {
                 continue;
             };
-            let deps = ctx.dependence(test_line, test);
-            if deps.is_empty() {
+            // The leaving ranks issue what the staying ones issue later (staged barriers):
+            // first counting every collective (no need to ask what the test depends on), then
+            // without those on groups the test does not split.
+            let balanced = |deps: &[desync_python::Dependence]| {
+                super::paths::exit_is_balanced(
+                    ctx,
+                    site.function(),
+                    guard.line,
+                    guard.construct,
+                    deps,
+                )
+            };
+            if balanced(&[]) {
                 continue;
             }
-            // The leaving ranks issue what the staying ones issue later (staged barriers).
-            if super::paths::exit_is_balanced(
-                ctx,
-                site.function(),
-                guard.line,
-                guard.construct,
-                &deps,
-            ) {
+            let deps = ctx.dependence(test_line, test);
+            if deps.is_empty() || balanced(&deps) {
                 continue;
             }
             // A rank test of another group skips this collective on whole groups at once;
