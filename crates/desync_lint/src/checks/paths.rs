@@ -14,7 +14,8 @@
 //! where it leaves, against what each other clause issues plus what follows the `if` up to the
 //! end of the function (or of the loop body, for `continue`). What follows is followed path by
 //! path through its `if`s (a `return` or `raise` ends a path there) when it holds no loop
-//! around a collective and no jump out of a handler; otherwise it is taken as one sequence.
+//! around a collective, no jump or collective in a handler and no `return` in a loop;
+//! otherwise it is taken as one sequence.
 //! The comparison is by what each call issues (helpers included) and on which process group,
 //! as a multiset, leaving out collectives on groups the test is not shown to split (their
 //! members all go the same way: [`splits_group`]): when every path issues the same
@@ -144,8 +145,9 @@ fn staying_paths(
 
 /// The paths through lines `first..=last` of `function`: the sites each issues, branching at
 /// every `if` there (one path per clause, one more when it has no `else`), a `return` or
-/// `raise` ending a path. `None` when a loop there holds a collective, a jump sits in an
-/// `except` or a loop body there, or there are more than [`MAX_PATHS`] paths.
+/// `raise` ending a path. `None` when a loop there holds a collective, a jump or a collective
+/// sits in an `except` there, a `return`/`raise` in a loop body, or there are more than
+/// [`MAX_PATHS`] paths.
 fn paths_through<'c, 'a>(
     ctx: &'c Context<'a>,
     function: Option<u32>,
@@ -161,13 +163,16 @@ fn paths_through<'c, 'a>(
             && within(l.line)
             && ctx.sites_in(function, l.body.first, l.body.last).next().is_some()
     });
+    // A handler runs only on the ranks that raised: its jumps and collectives are not on the
+    // straight path.
     let jump_in_handler = ctx.outline.tries.iter().any(|t| {
         t.function == function
             && within(t.line)
             && t.handlers.iter().any(|h| {
-                ctx.outline.jumps.iter().any(|j| {
-                    j.function == function && (h.body.first..=h.body.last).contains(&j.line)
-                })
+                ctx.sites_in(function, h.body.first, h.body.last).next().is_some()
+                    || ctx.outline.jumps.iter().any(|j| {
+                        j.function == function && (h.body.first..=h.body.last).contains(&j.line)
+                    })
             })
     });
     // A `return` inside a loop may or may not run.
