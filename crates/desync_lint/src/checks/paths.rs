@@ -189,20 +189,23 @@ fn paths_through<'c, 'a>(
         return None;
     }
     // The `if`s at the top of the range: not inside a clause of another `if` in it.
-    let ifs: Vec<&Conditional> = ctx
+    let in_range: Vec<&Conditional> = ctx
         .outline
         .conditionals
         .iter()
         .filter(|c| c.function == function && within(c.line))
+        .collect();
+    let mut ifs: Vec<&Conditional> = in_range
+        .iter()
         .filter(|c| {
-            !ctx.outline.conditionals.iter().any(|o| {
-                o.function == function
-                    && within(o.line)
-                    && o.line < c.line
+            !in_range.iter().any(|o| {
+                o.line < c.line
                     && o.clauses.iter().any(|cl| (cl.body.first..=cl.body.last).contains(&c.line))
             })
         })
+        .copied()
         .collect();
+    ifs.sort_by_key(|c| c.line);
     let span =
         |c: &Conditional| (c.line, c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line));
     let mut paths: Vec<Path<'c, 'a>> = vec![(Vec::new(), false)];
