@@ -28,6 +28,8 @@ use crate::context::{Context, Site, splits_group};
 
 /// The most paths followed through what comes after an early exit.
 const MAX_PATHS: usize = 64;
+/// The deepest nest of `if`s followed path by path (the recursion stays shallow on any input).
+const MAX_NEST: usize = 16;
 
 /// Whether the ranks that leave at the jump on `jump_line` issue, before leaving, the same
 /// collectives the ranks that stay issue on every other path to the same point (collectives
@@ -102,11 +104,11 @@ fn staying_paths(
         .collect();
     let missing_else = !cond.has_else();
     let followed = || -> Option<Vec<Ops>> {
-        let after = paths_through(ctx, function, if_end + 1, end)?;
+        let after = paths_through(ctx, function, if_end + 1, end, 0)?;
         let mut out = Vec::new();
         let mut starts: Vec<Path<'_, '_>> = Vec::new();
         for &(first, last) in &clauses {
-            starts.extend(paths_through(ctx, function, first, last)?);
+            starts.extend(paths_through(ctx, function, first, last, 0)?);
         }
         if missing_else {
             starts.push((Vec::new(), false));
@@ -147,13 +149,17 @@ fn staying_paths(
 /// every `if` there (one path per clause, one more when it has no `else`), a `return` or
 /// `raise` ending a path. `None` when a loop there holds a collective, a jump or a collective
 /// sits in an `except` there, a `return`/`raise` in a loop body, or there are more than
-/// [`MAX_PATHS`] paths.
+/// [`MAX_PATHS`] paths or `if`s nested deeper than [`MAX_NEST`].
 fn paths_through<'c, 'a>(
     ctx: &'c Context<'a>,
     function: Option<u32>,
     first: u32,
     last: u32,
+    nest: usize,
 ) -> Option<Vec<Path<'c, 'a>>> {
+    if nest > MAX_NEST {
+        return None;
+    }
     if first > last {
         return Some(vec![(Vec::new(), false)]);
     }
@@ -234,7 +240,7 @@ fn paths_through<'c, 'a>(
         let (_, if_last) = span(c);
         let mut branches: Vec<Path<'c, 'a>> = Vec::new();
         for cl in &c.clauses {
-            branches.extend(paths_through(ctx, function, cl.body.first, cl.body.last)?);
+            branches.extend(paths_through(ctx, function, cl.body.first, cl.body.last, nest + 1)?);
         }
         if !c.has_else() {
             branches.push((Vec::new(), false));
