@@ -98,7 +98,7 @@ fn staying_paths(
     keep: impl Fn(usize) -> bool,
 ) -> Vec<Ops> {
     let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
-    let mut clauses: Vec<(u32, u32)> = (0..cond.clauses.len())
+    let clauses: Vec<(u32, u32)> = (0..cond.clauses.len())
         .filter(|&i| keep(i))
         .map(|i| (cond.clauses[i].body.first, cond.clauses[i].body.last))
         .collect();
@@ -132,17 +132,16 @@ fn staying_paths(
     }
     // Not followed path by path: each clause, then everything after the `if` as one sequence.
     let after: Vec<&Site<'_>> = ctx.sites_in(function, if_end + 1, end).collect();
-    if missing_else {
-        clauses.push((0, 0));
-    }
-    clauses
+    let mut paths: Vec<Ops> = clauses
         .iter()
         .map(|&(first, last)| {
-            let body = if (first, last) == (0, 0) { None } else { Some((first, last)) };
-            let inside = body.into_iter().flat_map(|(f, l)| ctx.sites_in(function, f, l));
-            ops(inside.chain(after.iter().copied()), deps)
+            ops(ctx.sites_in(function, first, last).chain(after.iter().copied()), deps)
         })
-        .collect()
+        .collect();
+    if missing_else {
+        paths.push(ops(after.iter().copied(), deps));
+    }
+    paths
 }
 
 /// The paths through lines `first..=last` of `function`: the sites each issues, branching at
@@ -212,8 +211,6 @@ fn paths_through<'c, 'a>(
         .copied()
         .collect();
     ifs.sort_by_key(|c| c.line);
-    let span =
-        |c: &Conditional| (c.line, c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line));
     let mut paths: Vec<Path<'c, 'a>> = vec![(Vec::new(), false)];
     let mut line = first;
     let mut ifs = ifs.into_iter().peekable();
@@ -237,7 +234,7 @@ fn paths_through<'c, 'a>(
             break;
         }
         let Some(c) = ifs.next() else { break };
-        let (_, if_last) = span(c);
+        let if_last = c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line);
         let mut branches: Vec<Path<'c, 'a>> = Vec::new();
         for cl in &c.clauses {
             branches.extend(paths_through(ctx, function, cl.body.first, cl.body.last, nest + 1)?);

@@ -270,13 +270,10 @@ fn broadcast_into<'s>(
         return None;
     }
     let Some(Expr::Name(container)) = c.arguments.args.first() else { return None };
-    let src = c
-        .arguments
-        .keywords
-        .iter()
-        .find(|k| k.arg.as_ref().is_some_and(|a| matches!(a.as_str(), "src" | "group_src")))
-        .map(|k| &k.value)
-        .or_else(|| c.arguments.args.get(1))?;
+    let src = match c.arguments.find_keyword("group_src") {
+        Some(k) => &k.value,
+        None => c.arguments.find_argument_value("src", 1)?,
+    };
     Some((container.id.as_str(), src, c))
 }
 

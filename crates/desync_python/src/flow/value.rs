@@ -850,16 +850,19 @@ impl<'a, 'm> Eval<'a, 'm> {
         let origin = self.quoted(e);
         match key {
             Expr::StringLiteral(k) => environ_variable(k.value.to_str(), origin),
-            Expr::Name(n)
-                if bindings::lookup(self.module, self.scope, n.id.as_str(), key.start())
-                    .is_some_and(|b| matches!(b.source, Source::Parameter)) =>
-            {
+            Expr::Name(n) if self.is_parameter(n) => {
                 let mut d = Deps::reason(Environment, origin);
                 d.reasons[0].key_param = Some(n.id.to_string());
                 d
             }
             _ => Deps::reason(Environment, origin),
         }
+    }
+
+    /// Whether `n`, where it is written, is a parameter of the function in scope.
+    fn is_parameter(&self, n: &ruff_python_ast::ExprName) -> bool {
+        bindings::lookup(self.module, self.scope, n.id.as_str(), n.start())
+            .is_some_and(|b| matches!(b.source, Source::Parameter))
     }
 
     /// A call's argument for the parameter that names an environment variable the callee reads
@@ -873,10 +876,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                 let Some(r) = named.reasons.into_iter().next() else { return Deps::default() };
                 reason.kind = r.kind;
             }
-            Some(Expr::Name(n))
-                if bindings::lookup(self.module, self.scope, n.id.as_str(), n.start())
-                    .is_some_and(|b| matches!(b.source, Source::Parameter)) =>
-            {
+            Some(Expr::Name(n)) if self.is_parameter(n) => {
                 reason.key_param = Some(n.id.to_string());
             }
             _ => {}

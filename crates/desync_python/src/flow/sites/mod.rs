@@ -515,6 +515,11 @@ impl<'a, 'p> Collectives<'a, 'p> {
         }
         self.in_progress.borrow_mut().remove(&key);
         sites.first().map(|first| {
+            // The process group every collective of the body names, if they all name one.
+            let common = first
+                .group
+                .as_deref()
+                .filter(|g| sites.iter().all(|s| s.group.as_deref() == Some(*g)));
             let mut ops: Vec<String> = sites.iter().flat_map(|s| s.ops.iter().cloned()).collect();
             ops.truncate(MAX_OPS);
             let file = if f.module.is_some() {
@@ -532,19 +537,15 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 }
                 _ => format!("`{}` at line {}{file}", first.callee, first.line),
             };
-            let group_param = def.and_then(|def| {
-                let group = sites.first()?.group.as_deref()?;
-                let same = sites.iter().all(|s| s.group.as_deref() == Some(group));
-                (same && parameter_names(def).iter().any(|p| p == group)).then(|| group.to_owned())
-            });
-            let group_field = def.and_then(|def| {
-                let group = sites.first()?.group.as_deref()?;
-                let same = sites.iter().all(|s| s.group.as_deref() == Some(group));
-                let receiver = parameter_names(def).into_iter().next()?;
+            let parameters = common.and(def).map(parameter_names).unwrap_or_default();
+            let group_param =
+                common.filter(|g| parameters.iter().any(|p| p == g)).map(str::to_owned);
+            let group_field = common.filter(|_| f.is_method).and_then(|group| {
+                let receiver = parameters.first()?;
                 let field = group.strip_prefix(receiver.as_str())?.strip_prefix('.')?;
                 let plain = !field.is_empty()
                     && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
-                (same && f.is_method && plain).then(|| field.to_owned())
+                plain.then(|| field.to_owned())
             });
             Arc::new(Reach { ops, first, group_param, group_field })
         })
