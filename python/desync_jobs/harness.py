@@ -65,6 +65,13 @@ ENV_PERIODIC_DIR = "DESYNC_JOBS_PERIODIC_DIR"
 ENV_PERIODIC_EVERY = "DESYNC_JOBS_PERIODIC_EVERY"
 DEFAULT_PREFIX = "/tmp/gloo_trace_rank_"
 DEFAULT_PG_TIMEOUT_S = 6.0
+# A signalled rank dumps once its main thread has sat still for this many samples in a
+# row (blocked in a native call), or after the cap; see _wait_for_main_thread_to_settle.
+# The cap stays well under run.py's grace period, after which the launcher kills what
+# is left.
+SETTLE_SAMPLES = 4
+SETTLE_POLL_S = 0.05
+SETTLE_CAP_S = 4.0
 
 EXIT_FAILED = 1  # this rank's collective failed; it dumped and signalled
 EXIT_ON_SIGNAL = 3  # another rank signalled; this rank dumped and left
@@ -159,8 +166,80 @@ def _watch_dump_signal(dumper: _Dumper) -> None:
         who = client.get(DUMP_KEY).decode(errors="replace")
     except Exception:
         who = "?"
+    _wait_for_main_thread_to_settle()
     if dumper.dump(f"dump signal from {who}"):
         os._exit(EXIT_ON_SIGNAL)
+
+
+class _MainThreadMotion:
+    """Where this rank's main thread is (its innermost frame and bytecode offset), sampled
+    every ``SETTLE_POLL_S`` on a daemon thread, and for how many samples in a row it has
+    not moved: a signalled dump can tell at once whether the main thread sits blocked in a
+    native call. Stillness is counted in samples, not in time, so a sampler starved of CPU
+    (eight ranks on two cores) never takes a busy thread for a blocked one."""
+
+    def __init__(self) -> None:
+        self.main_id = threading.main_thread().ident
+        self.lock = threading.Lock()
+        self.place: tuple[int, int] | None = None
+        self.still = 0  # samples in a row at `place`
+        self.gone = False
+
+    def sample(self) -> int:
+        """Sample now; the number of samples in a row at the same place (a large number
+        once the main thread is gone)."""
+        frame = sys._current_frames().get(self.main_id)
+        with self.lock:
+            if frame is None:
+                self.gone = True
+                return 1 << 30
+            place = (id(frame), frame.f_lasti)
+            del frame
+            if place == self.place:
+                self.still += 1
+            else:
+                self.place, self.still = place, 0
+            return self.still
+
+    def settled(self) -> bool:
+        """Whether the sampler has seen the main thread still for ``SETTLE_SAMPLES``
+        samples in a row, or gone."""
+        with self.lock:
+            return self.gone or self.still >= SETTLE_SAMPLES
+
+    def run(self) -> None:
+        while not self.gone:
+            self.sample()
+            time.sleep(SETTLE_POLL_S)
+
+
+def _wait_for_main_thread_to_settle() -> None:
+    """Hold a signalled dump until this rank's main thread stops moving.
+
+    NCCL dumps every rank when the watchdog's timeout expires, minutes after the
+    first rank got stuck, so each rank's recorder already holds the collective
+    it is stuck in. Gloo's signal comes within milliseconds (a peer aborts on a
+    size mismatch at once): a rank still computing its step, or evaluating before
+    it breaks out of the loop, would dump without the collective it was about to
+    issue, and the dumps would show a different hang from the one the job has.
+    A rank already blocked (``SETTLE_SAMPLES`` samples in a row at one place: in
+    a collective, a stuck read) dumps at once, before its own collective can fail
+    when the signalling peer exits (a failed Gloo collective counts as completed
+    in ``pg_status``); any other waits until it is, or is gone, at most
+    ``SETTLE_CAP_S``. A rank whose collective fails meanwhile dumps from its
+    excepthook first; the dumper writes once.
+    """
+    motion = _state.get("motion")
+    if not isinstance(motion, _MainThreadMotion):
+        return
+    # One fresh sample: the count may be stale if the sampler was starved of CPU.
+    if motion.sample() >= SETTLE_SAMPLES:
+        return
+    deadline = time.monotonic() + SETTLE_CAP_S
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL_S)
+        if motion.settled():
+            return
 
 
 def _excepthook(exc_type, exc, tb) -> None:
@@ -233,7 +312,9 @@ def _wire_dumps(rank: int) -> None:
     ``DESYNC_JOBS_HANG_S`` is set) when the main thread hangs."""
     dumper = _Dumper(rank, os.environ.get(ENV_PREFIX, DEFAULT_PREFIX),
                      os.environ.get(ENV_FORMAT, "pickle"))
-    _state.update(rank=rank, dumper=dumper)
+    motion = _MainThreadMotion()
+    _state.update(rank=rank, dumper=dumper, motion=motion)
+    threading.Thread(target=motion.run, name="fr-main-motion", daemon=True).start()
     threading.Thread(target=_watch_dump_signal, args=(dumper,), name="fr-dump-watcher",
                      daemon=True).start()
     sys.excepthook = _excepthook
