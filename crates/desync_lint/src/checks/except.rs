@@ -9,7 +9,8 @@
 //! The finding sits on the handler's jump when it has one (that is the line to change), else
 //! on the `except` clause.
 
-use desync_python::{Construct, Handler, TryBlock};
+use desync_python::knowledge::knowledge;
+use desync_python::{Construct, Handler, SiteVia, TryBlock};
 
 use super::Raw;
 use crate::context::{Context, Site};
@@ -18,8 +19,8 @@ use crate::rule::Rule;
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
     for block in &ctx.outline.tries {
-        let around = ctx.sites_in(block.function, block.body.first, block.body.last).next();
         for handler in block.handlers.iter().filter(|h| !h.propagates) {
+            let around = skipped_inside(ctx, block, handler);
             let after = skipped_after(ctx, block, handler);
             if after.is_none() && replaces_the_failed_collective(ctx, block, handler) {
                 continue;
@@ -54,6 +55,42 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         }
     }
     out
+}
+
+/// The first collective of the `try` body that the handler can have skipped. A collective
+/// called on the body's first line runs before anything else in the `try` can raise, so only
+/// its own failure (or its arguments') reaches the handler before it: when the handler catches
+/// only classes a failing collective never raises (`except ValueError` around
+/// `dist.all_reduce(counts); rows = parse(path)`, the table's `not_collective_failures`), the
+/// error came after it, and only the collectives after that line can be skipped. A helper
+/// called there is not such a collective: its own code before its collectives can raise
+/// (Lightning's `advance` fetches the batch, and the loader's `StopIteration`, before the
+/// step's collectives).
+fn skipped_inside<'c>(
+    ctx: &'c Context<'_>,
+    block: &TryBlock,
+    handler: &Handler,
+) -> Option<&'c Site<'c>> {
+    let mut sites = ctx.sites_in(block.function, block.body.first, block.body.last);
+    if catches_collective_failures(handler) {
+        return sites.next();
+    }
+    let runs_first =
+        |s: &Site<'_>| s.line() == block.body.first && matches!(s.site.via, SiteVia::Table(_));
+    sites.find(|s| !runs_first(s))
+}
+
+/// Whether the handler can catch what a failing collective raises: a bare `except`, or any
+/// class but those of the table's `not_collective_failures` (a class of the project, a name
+/// bound elsewhere, `RuntimeError` and its bases).
+fn catches_collective_failures(handler: &Handler) -> bool {
+    let Some(caught) = handler.exception.as_deref() else { return true };
+    let names = caught.trim().trim_start_matches('(').trim_end_matches(')');
+    names
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .any(|name| !knowledge().is_not_a_collective_failure(name))
 }
 
 /// `try: dist.barrier()` / `except RuntimeError: dist.all_reduce(flag)`: the `try` issues its

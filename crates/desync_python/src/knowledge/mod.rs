@@ -212,7 +212,9 @@ struct Raw {
     #[serde(default)]
     forwarder: Vec<Forwarder>,
     #[serde(default)]
-    structural_exceptions: Option<StructuralExceptions>,
+    structural_exceptions: Option<ExceptionList>,
+    #[serde(default)]
+    not_collective_failures: Option<ExceptionList>,
     #[serde(default)]
     copy: Vec<CopyCall>,
 }
@@ -241,7 +243,7 @@ pub enum CopyKeeps {
 /// Exception classes that signal the program's structure, not a rank's data or state.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StructuralExceptions {
+struct ExceptionList {
     names: Vec<String>,
     #[allow(dead_code)]
     source: String,
@@ -271,6 +273,7 @@ pub struct Knowledge {
     forwarder_segments: HashSet<String>,
     /// Built-in exception classes that signal the program's structure (`TypeError`).
     structural_exceptions: HashSet<String>,
+    not_collective_failures: HashSet<String>,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
 }
@@ -356,6 +359,10 @@ impl Knowledge {
             forwarder_segments,
             structural_exceptions: raw
                 .structural_exceptions
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            not_collective_failures: raw
+                .not_collective_failures
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             copies: raw
@@ -451,6 +458,14 @@ impl Knowledge {
     /// type, a missing attribute or import) rather than a rank's data or state.
     pub fn is_structural_exception(&self, name: &str) -> bool {
         self.structural_exceptions.contains(name)
+    }
+
+    /// Whether the exception class `name` is one a failing collective never raises (a
+    /// `ValueError`, a `KeyError`): a collective that fails raises a `RuntimeError`
+    /// (`DistBackendError`, `DistNetworkError`...), so a handler catching only such classes
+    /// did not catch a collective's own failure.
+    pub fn is_not_a_collective_failure(&self, name: &str) -> bool {
+        self.not_collective_failures.contains(name)
     }
 
     /// What the copy call `qualified` keeps of the value it copies; `None` for any other call.
