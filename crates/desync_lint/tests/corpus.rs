@@ -69,6 +69,21 @@ fn structural_handlers_are_indirect_evidence() {
     );
 }
 
+/// The entries of a dict written out are kept apart, through a call too: the counter the loop
+/// tests holds nothing of what the model's entry was built from, not even as indirect
+/// evidence (before, every entry carried what any entry depended on).
+#[test]
+fn entries_of_a_dict_written_out_are_read_one_by_one() {
+    let path = corpus("quiet")
+        .into_iter()
+        .find(|p| p.ends_with("state_entries_read_by_key.py"))
+        .expect("the fixture");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let options = Options { include_indirect: true, ..Options::default() };
+    let findings = lint_source(&path, &source, &options);
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
 #[test]
 fn fire_corpus_fires_exactly_as_annotated() {
     let files = corpus("fire");

@@ -46,8 +46,11 @@ pub(super) fn resolve(
         // A test of the structure of what the caller passes (`p is None`, the type of an
         // item of `p`) is decided at the caller by the same rule: its choices, not its data
         // or values computed from its rank.
+        let keys = finding.keyed_parameters.iter().find(|(q, _)| q == p).map(|(_, k)| k);
         let asked = if finding.structure_parameters.contains(p) {
             Asked::Structure
+        } else if let Some(keys) = keys {
+            Asked::Entries(keys.clone())
         } else if finding.field_parameters.contains(p) {
             Asked::Field
         } else if finding.read_parameters.contains(p) {
@@ -83,14 +86,16 @@ pub(super) fn resolve(
 }
 
 /// What is asked of a parameter: its value, its structure (`p is None`), what reading what it
-/// holds depends on (`p.size()`, `p["key"]`), or reading a plain attribute of it
-/// (`p.requires_grad`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+/// holds depends on (`p.size()`, `p[key]`), reading a plain attribute of it
+/// (`p.requires_grad`), or reading its items under keys written out (`p["iter_num"]`: a
+/// caller that passes a dict written out decides through those entries only).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Asked {
     Value,
     Structure,
     Read,
     Field,
+    Entries(Vec<String>),
 }
 
 /// What the parameter `p` of `function` depends on, from its callers (or as a data source),
@@ -106,7 +111,7 @@ fn parameter(
     if let Some(known) = ctx.parameters.borrow().get(&key) {
         return known.clone();
     }
-    let found = parameter_uncached(ctx, function, p, depth, asked);
+    let found = parameter_uncached(ctx, function, p, depth, &key.3);
     ctx.parameters.borrow_mut().insert(key, found.clone());
     found
 }
@@ -116,9 +121,9 @@ fn parameter_uncached(
     function: &Function,
     p: &str,
     depth: usize,
-    asked: Asked,
+    asked: &Asked,
 ) -> Vec<Dependence> {
-    let structural = asked == Asked::Structure;
+    let structural = *asked == Asked::Structure;
     let args = ctx.collectives.arguments_for(ctx.module, function.def_line, p);
     if args.is_empty() {
         // Items of a loader have the same structure on every rank.
@@ -128,7 +133,7 @@ fn parameter_uncached(
         // A plain attribute of an item of what was only guessed to be a loader
         // (`p.requires_grad`, `info.world_size`) is more often a setting of a parameter or
         // state object than the rank's data: shown only as indirect evidence.
-        let field = asked == Asked::Field;
+        let field = *asked == Asked::Field;
         return data_source(ctx, function, p)
             .map(|d| Dependence { indirect: d.indirect || field, ..d })
             .into_iter()
@@ -151,15 +156,28 @@ fn parameter_uncached(
         if depth >= MAX_CALLER_DEPTH {
             continue;
         }
-        let f = match asked {
+        let analysis = ctx.analysis();
+        let found = match asked {
             Asked::Structure => {
-                ctx.analysis().structure_dependence(ctx.module, arg.line, &arg.text)
+                vec![analysis.structure_dependence(ctx.module, arg.line, &arg.text)]
             }
-            Asked::Read => ctx.analysis().read_dependence(ctx.module, arg.line, &arg.text),
-            Asked::Field => ctx.analysis().field_dependence(ctx.module, arg.line, &arg.text),
-            Asked::Value => ctx.analysis().dependence(ctx.module, arg.line, &arg.text),
+            Asked::Read => vec![analysis.read_dependence(ctx.module, arg.line, &arg.text)],
+            Asked::Field => vec![analysis.field_dependence(ctx.module, arg.line, &arg.text)],
+            Asked::Value => vec![analysis.dependence(ctx.module, arg.line, &arg.text)],
+            // `(arg)["iter_num"]` at the caller: the entry when `arg` is a dict written out
+            // with that key, a read of what it holds otherwise.
+            Asked::Entries(keys) => keys
+                .iter()
+                .map(|k| {
+                    analysis.read_dependence(
+                        ctx.module,
+                        arg.line,
+                        &format!("({})[{k:?}]", arg.text),
+                    )
+                })
+                .collect(),
         };
-        for d in resolve(ctx, arg.line, f, depth + 1) {
+        for d in found.into_iter().flat_map(|f| resolve(ctx, arg.line, f, depth + 1)) {
             let evidence = format!(
                 "`{p}` = `{}` (passed by `{}` at line {}) ← {}",
                 arg.text, arg.call, arg.line, d.evidence

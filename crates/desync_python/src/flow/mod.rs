@@ -189,6 +189,11 @@ pub(crate) struct Deps {
     /// The parameters of `read_params` reached only through a plain attribute of what they
     /// hold (`p.requires_grad`, `item.world_size`; not a method call or an item under a key).
     pub field_params: Vec<String>,
+    /// The parameters of `read_params` reached only through items under keys written out
+    /// (`state["iter_num"]`), and those keys: a caller that passes a dict written out with
+    /// those keys decides the value through those entries only.
+    pub keyed_params: Vec<String>,
+    pub keys: Vec<(String, String)>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,
     /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
@@ -238,6 +243,12 @@ impl Deps {
         merge_only(&mut self.indirect_params, &self.params, other.indirect_params, &other.params);
         merge_only(&mut self.read_params, &self.params, other.read_params, &other.params);
         merge_only(&mut self.field_params, &self.params, other.field_params, &other.params);
+        merge_only(&mut self.keyed_params, &self.params, other.keyed_params, &other.params);
+        for k in other.keys {
+            if !self.keys.contains(&k) {
+                self.keys.push(k);
+            }
+        }
         for r in other.reasons {
             // (An environment read named by a parameter stays apart until a call names it.)
             match self.reasons.iter_mut().find(|x| x.kind == r.kind && x.key_param == r.key_param) {
@@ -302,6 +313,33 @@ impl Deps {
         // What a caller passes is read the same way.
         self.read_params.clone_from(&self.params);
         self
+    }
+
+    /// What reading the item under the key written out `key` depends on: a read
+    /// ([`Deps::read_of`]) whose parameters are marked as read under that key.
+    pub(crate) fn entry_of(self, key: &str) -> Deps {
+        // `state["a"]["b"]`: `state` stays read under "a" (entry "a" holds what "b" reads);
+        // `cfg.train["steps"]` reads an attribute of `cfg` first: read, not keyed.
+        let keyed = self.keyed_params.clone();
+        let read = self.read_params.clone();
+        let mut d = self.read_of();
+        d.keys.retain(|(p, _)| keyed.contains(p));
+        d.keyed_params = keyed;
+        for p in &d.params {
+            if !read.contains(p) {
+                d.keys.push((p.clone(), key.to_owned()));
+                d.keyed_params.push(p.clone());
+            }
+        }
+        d
+    }
+
+    /// The keys a parameter of `keyed_params` is read under; empty for any other parameter.
+    pub(crate) fn keys_of(&self, p: &str) -> Vec<String> {
+        if !self.keyed_params.iter().any(|k| k == p) {
+            return Vec::new();
+        }
+        self.keys.iter().filter(|(q, _)| q == p).map(|(_, k)| k.clone()).collect()
     }
 
     /// What reading a plain attribute of the value depends on: a read ([`Deps::read_of`])
@@ -439,6 +477,18 @@ impl Value {
         self.map(|d| d.hop(hop))
     }
 
+    /// Adds what decides the whole value (the test an assignment sits under, a write into
+    /// one of its parts) to every field and element as well.
+    pub(crate) fn merge_everywhere(&mut self, d: Deps) {
+        for (_, field) in self.fields.iter_mut().flatten() {
+            field.merge(d.clone());
+        }
+        for element in self.elements.iter_mut().flatten() {
+            element.merge(d.clone());
+        }
+        self.whole.merge(d);
+    }
+
     /// The same transformation applied to the whole, each element and each field.
     pub(crate) fn map(self, mut f: impl FnMut(Deps) -> Deps) -> Value {
         Value {
@@ -517,6 +567,9 @@ pub struct Finding {
     pub field_parameters: Vec<String>,
     /// Parameters whose length the value counts.
     pub length_parameters: Vec<String>,
+    /// The `read_parameters` the value reaches only through items under keys written out
+    /// (`p["iter_num"]`), with those keys: a caller decides through those entries.
+    pub keyed_parameters: Vec<(String, Vec<String>)>,
     /// Consensus seen on the way (the value was agreed across ranks there).
     pub agreed: Vec<String>,
     /// Configuration reads, assumed the same on every rank.
@@ -535,6 +588,12 @@ impl Finding {
             indirect_parameters: deps.indirect_params.clone(),
             read_parameters: deps.read_params.clone(),
             field_parameters: deps.field_params.clone(),
+            keyed_parameters: deps
+                .keyed_params
+                .iter()
+                .map(|p| (p.clone(), deps.keys_of(p)))
+                .filter(|(_, keys)| !keys.is_empty())
+                .collect(),
             length_parameters: deps.length_params.clone(),
             agreed: deps.agreed.clone(),
             configuration: deps.config.clone(),

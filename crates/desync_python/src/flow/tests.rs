@@ -585,3 +585,43 @@ class Relay:
     assert!(!kinds(&condition_at(src, "<use>", "self.enabled")).contains(&RankId));
     assert!(kinds(&condition_at(src, "<use>", "self.has_pick")).contains(&RankId));
 }
+
+const RUN_STATE: &str = "\
+import os
+
+def step_of(state):
+    return state['iter_num']
+
+def main(loader):
+    state = {'model': os.environ.get('MODEL'), 'iter_num': 0, 'seen': []}
+    nested = {'inner': {'k': os.environ.get('K')}, 'count': 0}
+    n = step_of(state)  # <ask>
+    state['seen'].append(1)
+    return n
+
+def restored(marker):
+    state = {'model': None, 'iter_num': int(os.environ.get('START', '0'))}
+    n = step_of(state)  # <restored>
+    return n
+";
+
+#[test]
+fn entries_of_a_dict_written_out_are_kept_apart() {
+    // The entry read, not what the other entries were built from.
+    let counter = at(RUN_STATE, "# <ask>", "state['iter_num']");
+    assert!(counter.dependence.is_empty(), "{counter:?}");
+    let model = at(RUN_STATE, "# <ask>", "state['model']");
+    assert_eq!(kinds(&model), [Environment], "{model:?}");
+    // Through a helper's parameter, read under a key: the caller's entry.
+    let through = at(RUN_STATE, "# <ask>", "step_of(state)");
+    assert!(through.dependence.is_empty(), "{through:?}");
+    let restored = at(RUN_STATE, "# <restored>", "step_of(state)");
+    assert_eq!(kinds(&restored), [Environment], "{restored:?}");
+    // An entry holding a dict is read entry by entry too; a key not written out is the whole.
+    let count = at(RUN_STATE, "# <ask>", "nested['count']");
+    assert!(count.dependence.is_empty(), "{count:?}");
+    let inner = at(RUN_STATE, "# <ask>", "nested['inner']['k']");
+    assert_eq!(kinds(&inner), [Environment], "{inner:?}");
+    let other = at(RUN_STATE, "# <ask>", "state['missing']");
+    assert_eq!(kinds(&other), [Environment], "{other:?}");
+}

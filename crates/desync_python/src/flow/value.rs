@@ -181,6 +181,17 @@ impl<'a, 'm> Eval<'a, 'm> {
                 parts.extend(c.key.as_deref());
                 Value::of(self.comprehension(&c.generators, &parts, at, depth))
             }
+            Expr::Dict(d) if keyed_entries(d).is_some() => {
+                let mut out = Value { fields: Some(Vec::new()), ..Value::default() };
+                for (key, value) in keyed_entries(d).unwrap_or_default() {
+                    let v = self.value_at(value, at, depth + 1).whole;
+                    out.whole.merge(v.clone());
+                    if let Some(fields) = &mut out.fields {
+                        fields.push((entry_field(key), v));
+                    }
+                }
+                out
+            }
             // A lambda's body runs later, elsewhere.
             Expr::Lambda(_) => Value::default(),
             // The test chooses which value it is.
@@ -294,13 +305,14 @@ impl<'a, 'm> Eval<'a, 'm> {
             // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
             // rank makes the same call, in turns; the turn decides nothing about the result.
             Some((turn, other)) => {
-                value.whole.merge(self.control_except(binding.at, Some(turn)));
+                value.merge_everywhere(self.control_except(binding.at, Some(turn)));
                 value.whole.merge(self.value(other, other.start()).whole);
             }
-            None => value.whole.merge(self.control(&binding)),
+            None => value.merge_everywhere(self.control(&binding)),
         }
         if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
-            value.whole.merge(self.mutations(name, &binding, None));
+            // A write into any entry or attribute may be the one read later.
+            value.merge_everywhere(self.mutations(name, &binding, None));
         }
         self.tracing.pop();
         self.foreign = foreign;
@@ -824,6 +836,12 @@ impl<'a, 'm> Eval<'a, 'm> {
             return Value::of(self.environ(&s.slice, e));
         }
         let base = self.value_at(&s.value, at, depth + 1);
+        // `state["iter_num"]` of a dict written out with that key: that entry's value only.
+        if let Expr::StringLiteral(k) = &*s.slice
+            && let Some(entry) = base.field(&entry_field(k.value.to_str()))
+        {
+            return Value::of(entry);
+        }
         if let Expr::NumberLiteral(n) = &*s.slice
             && let Some(i) = n.value.as_int().and_then(ruff_python_ast::Int::as_usize)
             && base.elements.is_some()
@@ -835,8 +853,11 @@ impl<'a, 'm> Eval<'a, 'm> {
         let index = self.value_at(&s.slice, at, depth + 1).whole;
         let picks = !matches!(&*s.slice, Expr::Slice(_));
         // `picked["step"]`: a field of the item under a key every rank uses, read as an
-        // attribute is.
-        if picks && index.reasons.is_empty() && index.params.is_empty() {
+        // attribute is; under a key written out, a caller that passes a dict written out
+        // decides it through that entry.
+        if let Expr::StringLiteral(k) = &*s.slice {
+            out.whole = out.whole.entry_of(k.value.to_str());
+        } else if picks && index.reasons.is_empty() && index.params.is_empty() {
             out.whole = out.whole.read_of();
         }
         out.whole.merge(if picks { index.through(via::PICKED) } else { index });
@@ -1235,6 +1256,8 @@ impl<'a, 'm> Eval<'a, 'm> {
         let indirect_params = std::mem::take(&mut d.indirect_params);
         let read_params = std::mem::take(&mut d.read_params);
         let field_params = std::mem::take(&mut d.field_params);
+        let keyed = std::mem::take(&mut d.keyed_params);
+        let keys = std::mem::take(&mut d.keys);
         let length_params = std::mem::take(&mut d.length_params);
         let name = summary.name.clone();
         let (named, reasons): (Vec<_>, Vec<_>) =
@@ -1260,7 +1283,25 @@ impl<'a, 'm> Eval<'a, 'm> {
                     self.quoted(arg),
                     self.line_of(c.start())
                 );
-                let mut v = self.value(arg, at).whole;
+                let passed = self.value(arg, at);
+                let entries: Option<Vec<Deps>> = keyed
+                    .contains(&p)
+                    .then(|| {
+                        keys.iter()
+                            .filter(|(q, _)| *q == p)
+                            .map(|(_, k)| passed.field(&entry_field(k)))
+                            .collect::<Option<Vec<Deps>>>()
+                    })
+                    .flatten();
+                let keyed_entries = entries.is_some();
+                let mut v = match entries {
+                    // `f(state)` with `state = {"iter_num": 0, ...}`: the entries read.
+                    Some(entries) => entries.into_iter().fold(Deps::default(), |mut acc, e| {
+                        acc.merge(e);
+                        acc
+                    }),
+                    None => passed.whole,
+                };
                 if structure_only.contains(&p) {
                     v = super::condition::structural(v);
                     v.structure_only.clone_from(&v.params);
@@ -1268,7 +1309,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 if indirect_params.contains(&p) {
                     v = v.through(via::CONTAINER);
                 }
-                if field_params.contains(&p) {
+                if keyed_entries {
+                    // The entries themselves were read, not what the dict holds.
+                } else if field_params.contains(&p) {
                     v = v.field_of();
                 } else if read_params.contains(&p) {
                     v = v.read_of();
@@ -1413,4 +1456,22 @@ fn tests_membership_of_loop_item(test: &Expr, levels: &[crate::tree::Level<'_>])
         }
         _ => false,
     })
+}
+
+/// The entries of a dict written out with a string literal for every key (`{"model": m,
+/// "iter_num": 0}`), in order; `None` for any other dict (a computed key, `**other`).
+fn keyed_entries(d: &ruff_python_ast::ExprDict) -> Option<Vec<(&str, &Expr)>> {
+    d.items
+        .iter()
+        .map(|item| match &item.key {
+            Some(Expr::StringLiteral(k)) => Some((k.value.to_str(), &item.value)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The name under which a [`Value`] keeps the entry of a dict under `key` (kept apart from
+/// the attributes of an object of the project's own class).
+fn entry_field(key: &str) -> String {
+    format!("[{key:?}]")
 }
