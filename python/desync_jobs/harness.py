@@ -175,8 +175,8 @@ class _MainThreadMotion:
     """Where this rank's main thread is (its innermost frame and bytecode offset), sampled
     every ``SETTLE_POLL_S`` on a daemon thread, and for how many samples in a row it has
     not moved: a signalled dump can tell at once whether the main thread sits blocked in a
-    native call. Stillness is counted in samples, not in time, so a sampler starved of CPU
-    (eight ranks on two cores) never takes a busy thread for a blocked one."""
+    native call. Stillness is counted in samples, not in time: a sampler starved of CPU
+    (eight ranks on two cores) sees no stillness it did not look at."""
 
     def __init__(self) -> None:
         self.main_id = threading.main_thread().ident

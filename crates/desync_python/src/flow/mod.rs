@@ -193,6 +193,7 @@ pub(crate) struct Deps {
     /// (`state["iter_num"]`), and those keys: a caller that passes a dict written out with
     /// those keys decides the value through those entries only.
     pub keyed_params: Vec<String>,
+    /// The (parameter, key) pairs of those reads.
     pub keys: Vec<(String, String)>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,

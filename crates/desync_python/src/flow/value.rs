@@ -181,17 +181,10 @@ impl<'a, 'm> Eval<'a, 'm> {
                 parts.extend(c.key.as_deref());
                 Value::of(self.comprehension(&c.generators, &parts, at, depth))
             }
-            Expr::Dict(d) if keyed_entries(d).is_some() => {
-                let mut out = Value { fields: Some(Vec::new()), ..Value::default() };
-                for (key, value) in keyed_entries(d).unwrap_or_default() {
-                    let v = self.value_at(value, at, depth + 1).whole;
-                    out.whole.merge(v.clone());
-                    if let Some(fields) = &mut out.fields {
-                        fields.push((entry_field(key), v));
-                    }
-                }
-                out
-            }
+            Expr::Dict(d) => match keyed_entries(d) {
+                Some(entries) => self.entries(&entries, at, depth),
+                None => self.parts(e, at, depth),
+            },
             // A lambda's body runs later, elsewhere.
             Expr::Lambda(_) => Value::default(),
             // The test chooses which value it is.
@@ -201,14 +194,29 @@ impl<'a, 'm> Eval<'a, 'm> {
                 out.whole.merge(self.value_at(&x.test, at, depth + 1).whole.through(via::CHOICE));
                 out
             }
-            _ => {
-                let mut out = Value::default();
-                for child in children(e) {
-                    out.whole.merge(self.value_at(child, at, depth + 1).whole);
-                }
-                out
-            }
+            _ => self.parts(e, at, depth),
         }
+    }
+
+    /// Any other expression: what its parts depend on, merged.
+    fn parts(&mut self, e: &Expr, at: TextSize, depth: usize) -> Value {
+        let mut out = Value::default();
+        for child in children(e) {
+            out.whole.merge(self.value_at(child, at, depth + 1).whole);
+        }
+        out
+    }
+
+    /// A dict written out with a string for every key, entry by entry (see [`entry_field`]).
+    fn entries(&mut self, entries: &[(&str, &Expr)], at: TextSize, depth: usize) -> Value {
+        let mut whole = Deps::default();
+        let mut fields = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            let v = self.value_at(value, at, depth + 1).whole;
+            whole.merge(v.clone());
+            fields.push((entry_field(key), v));
+        }
+        Value { whole, elements: None, fields: Some(fields) }
     }
 
     /// Comprehension: the element depends on the items of what it iterates and its filters.
