@@ -55,13 +55,7 @@ fn quiet_corpus_has_no_findings() {
 /// as indirect evidence: hidden by default, shown with `--include-indirect`.
 #[test]
 fn structural_handlers_are_indirect_evidence() {
-    let path = corpus("quiet")
-        .into_iter()
-        .find(|p| p.ends_with("loop_bound_from_a_loader_without_len.py"))
-        .expect("the fixture");
-    let source = std::fs::read_to_string(&path).unwrap();
-    let options = Options { include_indirect: true, ..Options::default() };
-    let findings = lint_source(&path, &source, &options);
+    let findings = with_indirect("loop_bound_from_a_loader_without_len.py");
     assert_eq!(
         findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
         [(Rule::LocalEarlyExit, 24, true)],
@@ -74,14 +68,16 @@ fn structural_handlers_are_indirect_evidence() {
 /// evidence (before, every entry carried what any entry depended on).
 #[test]
 fn entries_of_a_dict_written_out_are_read_one_by_one() {
-    let path = corpus("quiet")
-        .into_iter()
-        .find(|p| p.ends_with("state_entries_read_by_key.py"))
-        .expect("the fixture");
+    let findings = with_indirect("state_entries_read_by_key.py");
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// The findings on the quiet fixture `name`, indirect ones included (`--include-indirect`).
+fn with_indirect(name: &str) -> Vec<desync_lint::Finding> {
+    let path = corpus("quiet").into_iter().find(|p| p.ends_with(name)).expect("the fixture");
     let source = std::fs::read_to_string(&path).unwrap();
     let options = Options { include_indirect: true, ..Options::default() };
-    let findings = lint_source(&path, &source, &options);
-    assert!(findings.is_empty(), "{findings:#?}");
+    lint_source(&path, &source, &options)
 }
 
 #[test]
