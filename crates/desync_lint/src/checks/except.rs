@@ -84,13 +84,9 @@ fn skipped_inside<'c>(
 /// class but those of the table's `not_collective_failures` (a class of the project, a name
 /// bound elsewhere, `RuntimeError` and its bases).
 fn catches_collective_failures(handler: &Handler) -> bool {
-    let Some(caught) = handler.exception.as_deref() else { return true };
-    let names = caught.trim().trim_start_matches('(').trim_end_matches(')');
-    names
-        .split(',')
-        .map(str::trim)
-        .filter(|name| !name.is_empty())
-        .any(|name| !knowledge().is_not_a_collective_failure(name))
+    !handler.caught.as_ref().is_some_and(|names| {
+        !names.is_empty() && names.iter().all(|name| knowledge().is_not_a_collective_failure(name))
+    })
 }
 
 /// `try: dist.barrier()` / `except RuntimeError: dist.all_reduce(flag)`: the `try` issues its

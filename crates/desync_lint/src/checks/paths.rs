@@ -181,15 +181,12 @@ fn paths_through<'c, 'a>(
             })
     });
     // A `return` inside a loop may or may not run.
-    let jump_in_loop =
-        ctx.outline.jumps.iter().any(|j| {
-            j.function == function
-                && within(j.line)
-                && matches!(j.construct, Construct::Return | Construct::Raise)
-                && ctx.outline.loops.iter().any(|l| {
-                    l.function == function && (l.body.first..=l.body.last).contains(&j.line)
-                })
-        });
+    let jump_in_loop = ctx.outline.jumps.iter().any(|j| {
+        j.function == function
+            && within(j.line)
+            && matches!(j.construct, Construct::Return | Construct::Raise)
+            && ctx.innermost_loop(function, j.line).is_some()
+    });
     if loops_with_sites || jump_in_handler || jump_in_loop {
         return None;
     }

@@ -71,15 +71,19 @@ pub(crate) fn enclosing_handler_of(module: &Module, line: u32) -> Option<(String
 /// a reason through it is indirect evidence. A bare `except`, `Exception` or any other class
 /// is a caught exception as before.
 pub(crate) fn structural_handler(handler: &ExceptHandler) -> bool {
+    let knowledge = crate::knowledge::knowledge();
+    caught_classes(handler).is_some_and(|names| {
+        !names.is_empty() && names.iter().all(|name| knowledge.is_structural_exception(name))
+    })
+}
+
+/// The dotted names of the classes an `except` clause catches (`(A, B)` is A and B); `None`
+/// for a bare `except:` or a type that is not written as names (`except errors():`).
+pub(crate) fn caught_classes(handler: &ExceptHandler) -> Option<Vec<String>> {
     let ExceptHandler::ExceptHandler(h) = handler;
-    let structural = |e: &Expr| {
-        crate::expr::dotted(e)
-            .is_some_and(|name| crate::knowledge::knowledge().is_structural_exception(&name))
-    };
-    match h.type_.as_deref() {
-        Some(Expr::Tuple(t)) => !t.elts.is_empty() && t.elts.iter().all(structural),
-        Some(e) => structural(e),
-        None => false,
+    match h.type_.as_deref()? {
+        Expr::Tuple(t) => t.elts.iter().map(crate::expr::dotted).collect(),
+        e => crate::expr::dotted(e).map(|name| vec![name]),
     }
 }
 

@@ -230,6 +230,7 @@ impl Walker<'_> {
             line,
             column,
             exception: h.type_.as_ref().map(|t| self.module.text(t.range()).to_owned()),
+            caught: crate::dependence::caught_classes(handler),
             body: self.range(&h.body),
             jump: handler_jump_of(self.module, handler),
             propagates,

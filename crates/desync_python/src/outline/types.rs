@@ -176,6 +176,9 @@ pub struct Handler {
     pub column: u32,
     /// Source text of the exception type; `None` for a bare `except:`.
     pub exception: Option<String>,
+    /// The dotted names of the classes it catches (`except (ValueError, json.JSONDecodeError)`);
+    /// `None` for a bare `except:` or a type that is not written as names.
+    pub caught: Option<Vec<String>>,
     pub body: LineRange,
     /// The first `continue`/`break`/`return`/`raise` directly in the body (not in a loop of
     /// its own).
