@@ -195,7 +195,11 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             let bytes = read_source(path)
                 .map_err(|source| LintError::Read { path: path.clone(), source })?;
             // Python source is UTF-8; a stray byte should not hide the rest of the file.
-            let text = String::from_utf8_lossy(&bytes);
+            // (Validating first is the fast path: the lossy decoder's scan is slower.)
+            let text = match std::str::from_utf8(&bytes) {
+                Ok(text) => std::borrow::Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(&bytes),
+            };
             let module = project
                 .parsed(path, &text)
                 .unwrap_or_else(|| desync_python::Module::parse_file(&text, path));

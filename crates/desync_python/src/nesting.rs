@@ -76,8 +76,15 @@ struct Scan<'a> {
 /// Python's string prefixes (any case): r, u, b, f, t and their two-letter combinations;
 /// `Some(true)` for the ones whose replacement fields are code.
 fn string_prefix(word: &[u8]) -> Option<bool> {
-    let lower: Vec<u8> = word.iter().map(u8::to_ascii_lowercase).collect();
-    match lower.as_slice() {
+    // Asked of every word before a quote: no allocation (a prefix is at most two bytes).
+    if word.len() > 2 {
+        return None;
+    }
+    let mut lower = [0u8; 2];
+    for (l, b) in lower.iter_mut().zip(word) {
+        *l = b.to_ascii_lowercase();
+    }
+    match &lower[..word.len()] {
         b"r" | b"u" | b"b" | b"br" | b"rb" => Some(false),
         b"f" | b"t" | b"fr" | b"rf" | b"tr" | b"rt" => Some(true),
         _ => None,
