@@ -60,6 +60,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             if deps.is_empty() || balanced(&deps) {
                 continue;
             }
+            if exits_paired_across_roles(ctx, site, guard.line, guard.construct) {
+                continue;
+            }
             // A rank test of another group skips this collective on whole groups at once;
             // another collective under the same jump may still be split.
             if !splits_group(&deps, site.group()) {
@@ -103,6 +106,52 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     }
     out.extend(while_loops(ctx));
     out
+}
+
+/// Whether the jump at `jump_line` sits in one branch of an `if` that splits the ranks by
+/// role (its test depends on the rank id; the skipped `site` comes after the `if`) under a
+/// test of its own, and every other branch (an `else` included) has a guarded jump of the
+/// same kind too: each role
+/// decides for itself whether to skip the collective, as a protocol does (the source returns
+/// early for what it does not send, the receivers for what they did not get). Pairing those
+/// decisions is the protocol's design, which the code at the jump cannot show wrong, the same
+/// way a collective on every branch is paired.
+fn exits_paired_across_roles(
+    ctx: &Context<'_>,
+    site: &crate::context::Site<'_>,
+    jump_line: u32,
+    construct: Construct,
+) -> bool {
+    let function = site.function();
+    let jump_loop = ctx.innermost_loop(function, jump_line).map(|l| l.line);
+    // A jump of the same kind on `line` that leaves the same way (the same loop, for
+    // `continue`/`break`) and is itself under a test inside `arm`.
+    let guarded_exit_in = |arm: &desync_python::LineRange| {
+        ctx.outline.jumps.iter().any(|j| {
+            j.function == function
+                && j.construct == construct
+                && arm.contains(j.line)
+                && ctx.innermost_loop(function, j.line).map(|l| l.line) == jump_loop
+                && ctx.outline.conditionals.iter().any(|inner| {
+                    inner.function == function
+                        && arm.contains(inner.line)
+                        && inner.clauses.iter().any(|c| c.body.contains(j.line))
+                })
+        })
+    };
+    ctx.outline.conditionals.iter().filter(|c| c.function == function && c.has_else()).any(|c| {
+        let last = c.clauses.last().map_or(c.line, |clause| clause.body.last);
+        let holds_jump = c.clauses.iter().any(|clause| clause.body.contains(jump_line));
+        let role_test = c.clauses[0]
+            .test
+            .as_deref()
+            .zip(c.clauses[0].test_line)
+            .is_some_and(|(test, line)| crate::context::has_rank_id(&ctx.dependence(line, test)));
+        holds_jump
+            && site.line() > last
+            && role_test
+            && c.clauses.iter().all(|clause| guarded_exit_in(&clause.body))
+    })
 }
 
 /// `while` loops around a collective whose test is rank-local.
