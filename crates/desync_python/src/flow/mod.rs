@@ -515,7 +515,7 @@ pub struct Analysis<'p> {
     loaded: RefCell<Vec<Arc<Module>>>,
     summaries: RefCell<HashMap<(ModuleKey, TextSize), Rc<Summary>>>,
     in_progress: RefCell<HashSet<(ModuleKey, TextSize)>>,
-    memo: RefCell<HashMap<(ModuleKey, TextSize, String), Value>>,
+    memo: RefCell<HashMap<(ModuleKey, TextSize, String, usize), Value>>,
     /// What a member of a project class resolves to, by (module, `class` statement, name);
     /// `None` while it is being resolved (a cycle resolves to unknown). Resolving a member
     /// follows the assignments `self.name = ...` in every method, which resolve further

@@ -625,3 +625,30 @@ fn entries_of_a_dict_written_out_are_kept_apart() {
     let other = at(RUN_STATE, "# <ask>", "state['missing']");
     assert_eq!(kinds(&other), [Environment], "{other:?}");
 }
+
+const MEMBERS_ONLY: &str = "\
+import torch.distributed as dist
+
+def sync_shared_weight(chunks, group):
+    weight = None
+    if dist.get_rank() in dist.get_process_group_ranks(group):
+        chunk = chunks[0]
+        weight = chunk.shared_weight()
+        if weight is None:  # <inside>
+            return
+        log_norm(weight)
+    if weight is None:  # <after>
+        return
+    dist.barrier()
+";
+
+#[test]
+fn tests_that_hold_both_the_binding_and_the_use_decide_nothing_between_them() {
+    // Every rank that reads `weight` inside the block passed the membership test, as did the
+    // assignment it reads: what is left is what the caller passes.
+    let inside = at(MEMBERS_ONLY, "# <inside>", "weight is None");
+    assert_eq!(kinds(&inside), [Unknown], "{inside:?}");
+    // After the block, the members hold the chunk's weight and the others still hold `None`.
+    let after = at(MEMBERS_ONLY, "# <after>", "weight is None");
+    assert!(kinds(&after).contains(&RankId), "{after:?}");
+}

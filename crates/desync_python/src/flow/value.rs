@@ -268,7 +268,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             return Value::of(Deps { agreed: vec![agreement], ..Deps::default() });
         }
         let loop_item = matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..));
-        let mut value = self.follow(name, binding);
+        let mut value = self.follow_from(name, binding, Some(at));
         if loop_item {
             // Each iteration's item is a fresh object: only what the body writes into it before
             // this use reaches it (a write later in the body goes into this item after the use,
@@ -280,6 +280,15 @@ impl<'a, 'm> Eval<'a, 'm> {
 
     /// Follows `name` to what `binding` assigns, memoised per binding.
     pub(super) fn follow(&mut self, name: &str, binding: Binding<'m>) -> Value {
+        self.follow_from(name, binding, None)
+    }
+
+    /// [`Self::follow`] for a use at `use_at`: the `if`s (and loops, handlers) that hold both
+    /// the binding and a later use decide nothing between the ranks that reach the use (every
+    /// one of them passed the same tests on the way), so only the tests around the binding
+    /// alone count (`model_module` chosen under `if rank in ranks(embd_group):` and read
+    /// inside that block).
+    fn follow_from(&mut self, name: &str, binding: Binding<'m>, use_at: Option<TextSize>) -> Value {
         match binding.source {
             Source::Import { .. } | Source::Function(_) | Source::Class(_) => {
                 return Value::default();
@@ -300,7 +309,8 @@ impl<'a, 'm> Eval<'a, 'm> {
         if self.tracing.len() >= MAX_HOPS {
             return Value::of(Deps::opaque(format!("`{name}` (followed too far)")));
         }
-        let key = (key_of(self.module), binding.at, name.to_owned());
+        let shared = use_at.map_or(0, |at| self.levels_shared(binding.at, at));
+        let key = (key_of(self.module), binding.at, name.to_owned(), shared);
         if let Some(v) = self.cx.memo.borrow().get(&key) {
             return v.clone();
         }
@@ -313,10 +323,10 @@ impl<'a, 'm> Eval<'a, 'm> {
             // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
             // rank makes the same call, in turns; the turn decides nothing about the result.
             Some((turn, other)) => {
-                value.merge_everywhere(self.control_except(binding.at, Some(turn)));
+                value.merge_everywhere(self.control_except(binding.at, Some(turn), shared));
                 value.whole.merge(self.value(other, other.start()).whole);
             }
-            None => value.merge_everywhere(self.control(&binding)),
+            None => value.merge_everywhere(self.control_except(binding.at, None, shared)),
         }
         if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
             // A write into any entry or attribute may be the one read later.
@@ -490,24 +500,36 @@ impl<'a, 'm> Eval<'a, 'm> {
 
     // ---- control dependence ----------------------------------------------------------------
 
-    /// What decides whether the binding's statement runs at all: the tests of the `if`s and
+    /// What decides whether the statement at `at` runs at all: the tests of the `if`s and
     /// `while`s around it in its function, and the `except` it sits in.
-    pub(super) fn control(&mut self, binding: &Binding<'m>) -> Deps {
-        self.control_at(binding.at)
-    }
-
-    /// What decides whether the statement at `at` runs (see [`Self::control`]).
     fn control_at(&mut self, at: TextSize) -> Deps {
-        self.control_except(at, None)
+        self.control_except(at, None, 0)
     }
 
-    /// [`Self::control_at`] without the test of the `if` that starts at `skip`.
-    fn control_except(&mut self, at: TextSize, skip: Option<TextSize>) -> Deps {
+    /// How many of the blocks around the binding at `binding` (outermost first, within its
+    /// function) also hold the use at `use_at`, when the binding comes first (a value carried
+    /// over from an earlier iteration may have been bound under other outcomes).
+    fn levels_shared(&self, binding: TextSize, use_at: TextSize) -> usize {
+        if binding >= use_at {
+            return 0;
+        }
+        let (Some(bound), Some(used)) =
+            (self.module.path(self.line_of(binding)), self.module.path(self.line_of(use_at)))
+        else {
+            return 0;
+        };
+        let (bound, used) = (bound.scope_levels(self.module), used.scope_levels(self.module));
+        bound.iter().zip(used).take_while(|(b, u)| b.same_suite(u)).count()
+    }
+
+    /// [`Self::control_at`] without the test of the `if` that starts at `skip`, nor those of
+    /// the `shared` outermost blocks (which also hold the use asked about).
+    fn control_except(&mut self, at: TextSize, skip: Option<TextSize>, shared: usize) -> Deps {
         let mut out = Deps::default();
         let line = self.line_of(at);
         let Some(path) = self.module.path(line) else { return out };
         let levels: Vec<_> = path.scope_levels(self.module).to_vec();
-        for level in &levels {
+        for level in levels.iter().skip(shared) {
             let Some(owner) = level.owner else { continue };
             if skip == Some(owner.start()) {
                 continue;
