@@ -216,6 +216,8 @@ struct Raw {
     #[serde(default)]
     not_collective_failures: Option<ExceptionList>,
     #[serde(default)]
+    error_handoffs: Option<ExceptionList>,
+    #[serde(default)]
     copy: Vec<CopyCall>,
 }
 
@@ -274,6 +276,8 @@ pub struct Knowledge {
     /// Built-in exception classes that signal the program's structure (`TypeError`).
     structural_exceptions: HashSet<String>,
     not_collective_failures: HashSet<String>,
+    /// Methods that hand an exception object to another thread or process (`send`, `put`).
+    error_handoffs: HashSet<String>,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
 }
@@ -363,6 +367,10 @@ impl Knowledge {
                 .unwrap_or_default(),
             not_collective_failures: raw
                 .not_collective_failures
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            error_handoffs: raw
+                .error_handoffs
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             copies: raw
@@ -466,6 +474,13 @@ impl Knowledge {
     /// did not catch a collective's own failure.
     pub fn is_not_a_collective_failure(&self, name: &str) -> bool {
         self.not_collective_failures.contains(name)
+    }
+
+    /// Whether `method` (a call's last name) hands an exception object passed to it to another
+    /// thread or process (`parent_conn.send(e)`, `results.put(e)`, `future.set_exception(e)`),
+    /// whose side raises it.
+    pub fn hands_off_errors(&self, method: &str) -> bool {
+        self.error_handoffs.contains(method)
     }
 
     /// What the copy call `qualified` keeps of the value it copies; `None` for any other call.

@@ -225,7 +225,8 @@ impl Walker<'_> {
     fn handler(&self, handler: &ExceptHandler) -> Handler {
         let ExceptHandler::ExceptHandler(h) = handler;
         let (line, column) = self.position(h);
-        let propagates = always_exits(&h.body, 0);
+        let caught = h.name.as_ref().map(|n| n.id.as_str());
+        let propagates = always_exits(&h.body, caught, 0);
         Handler {
             line,
             column,
@@ -295,33 +296,49 @@ impl Walker<'_> {
     }
 }
 
-/// Whether every path through `suite` passes an error on: it raises, or ends the process
-/// (`sys.exit`, `os._exit`, `os.abort`), on every branch. `if "out of memory" in str(e): skip()
-/// else: raise` does not: the ranks that ran out of memory swallow the error.
-fn always_exits(suite: &[Stmt], depth: usize) -> bool {
+/// Whether every path through `suite` passes an error on: it raises, hands the error it
+/// caught (`caught`: the handler's `as` name) to another thread or process that raises it
+/// there (a method of the table's `error_handoffs`: `parent_conn.send(e)`), or ends the
+/// process (`sys.exit`, `os._exit`, `os.abort`), on every branch. `if "out of memory" in
+/// str(e): skip() else: raise` does not: the ranks that ran out of memory swallow the error.
+fn always_exits(suite: &[Stmt], caught: Option<&str>, depth: usize) -> bool {
     if depth >= MAX_DEPTH {
         return false;
     }
+    let exits = |suite: &[Stmt]| always_exits(suite, caught, depth + 1);
     suite.iter().any(|stmt| match stmt {
         Stmt::Raise(_) => true,
-        Stmt::Expr(s) => matches!(&*s.value, Expr::Call(c)
-            if dotted(&c.func).is_some_and(|d| PROCESS_EXITS.contains(&d.as_str()))),
+        Stmt::Expr(s) => match &*s.value {
+            Expr::Call(c) => {
+                dotted(&c.func).is_some_and(|d| PROCESS_EXITS.contains(&d.as_str()))
+                    || hands_off(c, caught)
+            }
+            _ => false,
+        },
         Stmt::If(s) => {
             s.elif_else_clauses.last().is_some_and(|c| c.test.is_none())
-                && always_exits(&s.body, depth + 1)
-                && s.elif_else_clauses.iter().all(|c| always_exits(&c.body, depth + 1))
+                && exits(&s.body)
+                && s.elif_else_clauses.iter().all(|c| exits(&c.body))
         }
-        Stmt::With(s) => always_exits(&s.body, depth + 1),
+        Stmt::With(s) => exits(&s.body),
         Stmt::Try(s) => {
-            always_exits(&s.finalbody, depth + 1)
-                || (always_exits(&s.body, depth + 1)
+            exits(&s.finalbody)
+                || (exits(&s.body)
                     && s.handlers.iter().all(|h| {
                         let ExceptHandler::ExceptHandler(h) = h;
-                        always_exits(&h.body, depth + 1)
+                        exits(&h.body)
                     }))
         }
         _ => false,
     })
+}
+
+/// `conn.send(e)`: a method of the table's `error_handoffs` given the caught exception itself.
+fn hands_off(c: &ruff_python_ast::ExprCall, caught: Option<&str>) -> bool {
+    let Some(caught) = caught else { return false };
+    let Expr::Attribute(method) = &*c.func else { return false };
+    crate::knowledge::knowledge().hands_off_errors(method.attr.id.as_str())
+        && c.arguments.args.iter().any(|a| matches!(a, Expr::Name(n) if n.id.as_str() == caught))
 }
 
 #[cfg(test)]

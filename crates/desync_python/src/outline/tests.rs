@@ -149,3 +149,34 @@ def train(loader):
         o.tries.iter().flat_map(|t| t.handlers.iter().map(|h| h.propagates)).collect();
     assert_eq!(propagates, [false, true]);
 }
+
+#[test]
+fn a_handler_that_hands_the_caught_error_to_another_process_passes_it_on() {
+    let src = "\
+def serve(conn, requests, log):
+    for request in requests:
+        try:
+            conn.send(save(request))
+        except Exception as err:
+            conn.send(err)
+            return
+        try:
+            save(request)
+        except Exception as err:
+            conn.send(str(err))
+        try:
+            save(request)
+        except Exception as err:
+            log.put(request)
+        try:
+            save(request)
+        except Exception:
+            results.put(None)
+";
+    let o = Module::parse(src).outline();
+    let propagates: Vec<bool> =
+        o.tries.iter().flat_map(|t| t.handlers.iter().map(|h| h.propagates)).collect();
+    // Only the exception object itself, handed to a method of the table, passes it on; its
+    // text, or another value, reports nothing the other side raises.
+    assert_eq!(propagates, [true, false, false, false]);
+}
