@@ -31,11 +31,13 @@ pub struct Module {
     /// Why the file was not parsed at all (too large, nested too deep), if it was not.
     refused: Option<String>,
     /// How often each identifier-like word occurs in the source, counted on first use.
-    words: std::sync::OnceLock<HashMap<String, u32>>,
+    words: std::sync::OnceLock<HashMap<u64, u32>>,
     /// Per scope (first statement, length), its [`ScopeIndex`], built on first use.
     scopes: std::sync::Mutex<HashMap<(TextSize, usize), Arc<ScopeIndex>>>,
     /// Which calls of the module are worth resolving as collective sites, built on first use.
     pub(crate) gate: std::sync::OnceLock<crate::flow::Gate>,
+    /// Whether the source has a `:=` (else no statement binds a walrus target).
+    walrus: std::sync::OnceLock<bool>,
 }
 
 /// For one scope, name -> start offsets of statements, in source order.
@@ -101,6 +103,7 @@ impl Module {
             scopes: std::sync::Mutex::default(),
             words: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
+            walrus: std::sync::OnceLock::new(),
         }
     }
 
@@ -125,6 +128,7 @@ impl Module {
             scopes: std::sync::Mutex::default(),
             words: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
+            walrus: std::sync::OnceLock::new(),
         }
     }
 
@@ -144,21 +148,27 @@ impl Module {
             scopes: std::sync::Mutex::default(),
             words: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
+            walrus: std::sync::OnceLock::new(),
         }
     }
 
     /// How many times `word` occurs in the source as a whole identifier-like word (comments
     /// and strings included: an upper bound on its uses).
+    ///
+    /// Words are counted by their hash: two words sharing one only add up, so the count stays
+    /// an upper bound. Bytes past ASCII count as word characters: in code an identifier is
+    /// delimited by ASCII (operators, brackets, blanks), so only text in strings and comments
+    /// can run together.
     pub(crate) fn word_count(&self, word: &str) -> u32 {
         let words = self.words.get_or_init(|| {
-            let mut counts: HashMap<String, u32> = HashMap::default();
-            let is_word = |c: char| c.is_alphanumeric() || c == '_';
-            for w in self.source.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {
-                *counts.entry(w.to_owned()).or_default() += 1;
+            let mut counts: HashMap<u64, u32> = HashMap::default();
+            let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b >= 0x80;
+            for w in self.source.as_bytes().split(|b| !is_word(b)).filter(|w| !w.is_empty()) {
+                *counts.entry(word_hash(w)).or_default() += 1;
             }
             counts
         });
-        words.get(word).copied().unwrap_or(0)
+        words.get(&word_hash(word.as_bytes())).copied().unwrap_or(0)
     }
 
     /// The index of the scope `suite` (a function body or the module body), built on first use.
@@ -166,8 +176,10 @@ impl Module {
         let Some(first) = suite.first() else { return Arc::default() };
         let key = (first.start(), suite.len());
         let mut cache = self.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let index =
-            cache.entry(key).or_insert_with(|| Arc::new(crate::dependence::bindings::index(suite)));
+        let walrus = *self.walrus.get_or_init(|| self.source.contains(":="));
+        let index = cache
+            .entry(key)
+            .or_insert_with(|| Arc::new(crate::dependence::bindings::index(suite, walrus)));
         Arc::clone(index)
     }
 
@@ -395,6 +407,11 @@ impl Module {
         ))
     }
 
+    /// Where each line starts, in order (line 1 at 0).
+    pub(crate) fn line_starts(&self) -> &[TextSize] {
+        self.index.line_starts()
+    }
+
     /// 1-based line holding byte `offset`.
     pub(crate) fn line_of(&self, offset: TextSize) -> u32 {
         self.index.line_index(offset).get() as u32
@@ -535,4 +552,10 @@ def train(rank):
         assert_eq!(m.function_at(2).unwrap().parameters, ["a", "b", "c", "d", "e"]);
         assert_eq!(m.function_at(99), None);
     }
+}
+
+/// The key [`Module::word_count`] counts a word under.
+fn word_hash(word: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(word)
 }

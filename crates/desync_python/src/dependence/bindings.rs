@@ -165,11 +165,13 @@ pub(crate) fn bindings<'a>(module: &Module, scope: Scope<'a>, name: &str) -> Vec
 
 /// A scope's index for [`Module::scope_index`]: the statements that may bind each name (an
 /// over-approximation: [`stmt_bindings`] decides) and the calls that pass a name first.
-pub(crate) fn index(suite: &[Stmt]) -> crate::module::ScopeIndex {
+/// `walrus`: whether the module's text has a `:=` at all (without one, no statement's
+/// expressions need walking for walrus targets).
+pub(crate) fn index(suite: &[Stmt], walrus: bool) -> crate::module::ScopeIndex {
     let mut out = crate::module::ScopeIndex::default();
     tree::walk_scope(suite, &mut |stmt, _| {
         let mut names: Vec<&str> = Vec::new();
-        bound_names(stmt, &mut names);
+        bound_names(stmt, walrus, &mut names);
         names.sort_unstable();
         names.dedup();
         for name in names {
@@ -213,8 +215,8 @@ pub(crate) fn awaited(e: &Expr) -> &Expr {
 /// Every name `stmt` could bind in its own scope (targets, loop and `with` variables,
 /// handler names, `def`/`class` names, import aliases, walrus targets of its header): the
 /// names inside what [`stmt_binds`] visits (`self` for `self.x = ...`, as before).
-fn bound_names<'a>(stmt: &'a Stmt, out: &mut Vec<&'a str>) {
-    stmt_binds(stmt, &mut |bound| match bound {
+fn bound_names<'a>(stmt: &'a Stmt, walrus: bool, out: &mut Vec<&'a str>) {
+    stmt_binds_in(stmt, walrus, &mut |bound| match bound {
         Bound::Name(n) => out.push(n),
         Bound::Target(e) => expr::walk(e, &mut |sub| {
             if let Expr::Name(n) = sub {
@@ -236,6 +238,11 @@ pub(crate) enum Bound<'a> {
 /// targets, `for` and `with` targets, handler names, `def`/`class` names, import names and
 /// the walrus targets of its header. Walrus targets are visited whole; the others as written.
 fn stmt_binds<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(Bound<'a>)) {
+    stmt_binds_in(stmt, true, visit);
+}
+
+/// [`stmt_binds`], looking for walrus targets only when `walrus` (the module has a `:=`).
+fn stmt_binds_in<'a>(stmt: &'a Stmt, walrus: bool, visit: &mut dyn FnMut(Bound<'a>)) {
     match stmt {
         Stmt::Assign(s) => s.targets.iter().for_each(|t| visit(Bound::Target(t))),
         Stmt::AnnAssign(s) => visit(Bound::Target(&s.target)),
@@ -265,6 +272,9 @@ fn stmt_binds<'a>(stmt: &'a Stmt, visit: &mut dyn FnMut(Bound<'a>)) {
             visit(Bound::Name(a.asname.as_ref().map_or(a.name.id.as_str(), |n| n.id.as_str())));
         }),
         _ => {}
+    }
+    if !walrus {
+        return;
     }
     for e in header_exprs(stmt) {
         expr::walk(e, &mut |sub| {
