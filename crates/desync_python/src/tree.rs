@@ -5,7 +5,7 @@
 //! Every walk stops at [`MAX_DEPTH`] nested blocks: Ruff grows its stack for deep input, but our
 //! own recursion must not overflow on generated or hostile files.
 
-use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtFunctionDef};
+use ruff_python_ast::{ExceptHandler, Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use crate::module::Module;
@@ -174,21 +174,24 @@ impl<'a> Path<'a> {
 
 /// Builds the [`Path`] to `line`; `None` when no statement covers it.
 pub(crate) fn path_to(module: &Module, line: u32) -> Option<Path<'_>> {
+    // Compared as offsets: a path is asked for often, and finding each statement's lines
+    // took a binary search per probe of the binary search over the statements.
+    let span = LineSpan::of(module, line)?;
     let mut levels = Vec::new();
     let (mut owner, mut slot, mut suite) = (None, Slot::Body, module.body());
     while levels.len() < MAX_DEPTH {
-        let Some(index) = find_in_suite(module, suite, line) else { break };
+        let Some(index) = span.find_in(suite) else { break };
         levels.push(Level { owner, slot, suite, index });
         let stmt = &suite[index];
         if let Stmt::FunctionDef(def) = stmt {
             // A decorator line belongs to the enclosing scope, as in CPython frames.
-            if line < module.line_of(def.name.start()) {
+            if span.is_before(def.name.start()) {
                 break;
             }
         }
         let inner = blocks(stmt).into_iter().find(|b| {
             let (Some(first), Some(last)) = (b.suite.first(), b.suite.last()) else { return false };
-            lines_of(module, first).0 <= line && line <= lines_of(module, last).1
+            !span.is_before(first.start()) && !span.is_after(last)
         });
         let Some(inner) = inner else { break };
         (owner, slot, suite) = (Some(stmt), inner.slot, inner.suite);
@@ -196,11 +199,39 @@ pub(crate) fn path_to(module: &Module, line: u32) -> Option<Path<'_>> {
     (!levels.is_empty()).then_some(Path { line, levels })
 }
 
-/// Index of the first statement of `suite` whose lines cover `line`.
-fn find_in_suite(module: &Module, suite: &[Stmt], line: u32) -> Option<usize> {
-    let index = suite.partition_point(|s| lines_of(module, s).1 < line);
-    let stmt = suite.get(index)?;
-    (lines_of(module, stmt).0 <= line).then_some(index)
+/// One line as offsets: where it starts and where the next one does (`None` on the last).
+struct LineSpan {
+    start: TextSize,
+    next: Option<TextSize>,
+}
+
+impl LineSpan {
+    fn of(module: &Module, line: u32) -> Option<LineSpan> {
+        let starts = module.line_starts();
+        let start = *starts.get(usize::try_from(line.checked_sub(1)?).ok()?)?;
+        let next = usize::try_from(line).ok().and_then(|l| starts.get(l)).copied();
+        Some(LineSpan { start, next })
+    }
+
+    /// Whether `offset` lies on a later line.
+    fn is_before(&self, offset: TextSize) -> bool {
+        self.next.is_some_and(|next| offset >= next)
+    }
+
+    /// Whether `node` ends on an earlier line (its last character, as [`lines_of`] counts).
+    fn is_after(&self, node: &impl Ranged) -> bool {
+        let range = node.range();
+        let last =
+            if range.end() > range.start() { range.end() - TextSize::from(1) } else { range.end() };
+        last < self.start
+    }
+
+    /// Index of the first statement of `suite` whose lines cover the line.
+    fn find_in(&self, suite: &[Stmt]) -> Option<usize> {
+        let index = suite.partition_point(|s| self.is_after(s));
+        let stmt = suite.get(index)?;
+        (!self.is_before(stmt.start())).then_some(index)
+    }
 }
 
 /// A block around a statement visited by [`walk_scope`].
@@ -250,6 +281,39 @@ pub(crate) fn stmt_starting_at(suite: &[Stmt], at: TextSize) -> Option<&Stmt> {
         }
         suite =
             blocks(stmt).into_iter().find(|b| b.suite.last().is_some_and(|l| l.end() > at))?.suite;
+    }
+    None
+}
+
+/// The call starting at `at` in the statements of `suite` (nested blocks and scopes included),
+/// found by descending to the innermost statement whose header holds it.
+pub(crate) fn call_starting_at(suite: &[Stmt], at: TextSize) -> Option<&ExprCall> {
+    let mut suite = suite;
+    for _ in 0..=MAX_DEPTH {
+        let stmt = suite.get(suite.partition_point(|s| s.end() <= at))?;
+        if stmt.start() > at {
+            return None;
+        }
+        match blocks(stmt).into_iter().find(|b| {
+            b.suite.first().is_some_and(|f| f.start() <= at)
+                && b.suite.last().is_some_and(|l| l.end() > at)
+        }) {
+            Some(block) => suite = block.suite,
+            None => {
+                let mut found = None;
+                for e in header_exprs(stmt) {
+                    crate::expr::walk(e, &mut |x| {
+                        if let Expr::Call(c) = x
+                            && c.start() == at
+                            && found.is_none()
+                        {
+                            found = Some(c);
+                        }
+                    });
+                }
+                return found;
+            }
+        }
     }
     None
 }
