@@ -5,13 +5,16 @@
 //! functions a rank-only decorator of the table guards (`@rank_zero_only`,
 //! `@accelerator.on_main_process`): their bodies run on some ranks only.
 
+use std::rc::Rc;
+
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
-use ruff_text_size::Ranged;
+use ruff_text_size::{Ranged, TextSize};
 
 use super::{Collectives, walk_scopes};
 use crate::dependence::bindings::Scope;
 use crate::expr::{self, last_segment};
-use crate::flow::resolve::Sym;
+use crate::flow::key_of;
+use crate::flow::resolve::{Sym, def_at};
 use crate::flow::value::{Eval, argument_for};
 use crate::knowledge::{Launcher, Role, knowledge};
 use crate::module::Module;
@@ -41,6 +44,15 @@ pub struct RankOnly {
     /// Line and source text of the decorator.
     pub decorator_line: u32,
     pub decorator: String,
+}
+
+/// Where one call of a function is, kept by [`Collectives`] per function: the call's start,
+/// the `def` of the function holding it (`None`: module level), and how it passes arguments.
+pub(super) struct FoundCall {
+    call: TextSize,
+    scope: Option<TextSize>,
+    is_method: bool,
+    launcher: Option<&'static Launcher>,
 }
 
 /// One call of a function: where it is and how it passes arguments.
@@ -108,24 +120,51 @@ impl Collectives<'_, '_> {
         out
     }
 
-    /// The calls of `def` (a function of `module`) in `module`.
+    /// The calls of `def` (a function of `module`) in `module`, found once per function.
     pub(super) fn calls_of<'m>(
         &self,
         module: &'m Module,
         def: &'m StmtFunctionDef,
     ) -> Vec<CallOf<'m>> {
+        let key = (key_of(module), def.start());
+        let known = self.calls_found.borrow().get(&key).cloned();
+        let found = known.unwrap_or_else(|| {
+            let found = Rc::new(self.find_calls_of(module, def));
+            self.calls_found.borrow_mut().insert(key, Rc::clone(&found));
+            found
+        });
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        found
+            .iter()
+            .filter_map(|f| {
+                let scope = match f.scope {
+                    Some(at) => function_scope(def_at(module, at)?),
+                    None => Scope::module(module),
+                };
+                Some(CallOf {
+                    scope,
+                    call: tree::call_starting_at(module.body(), f.call)?,
+                    parameters: parameters.clone(),
+                    is_method: f.is_method,
+                    launcher: f.launcher,
+                })
+            })
+            .collect()
+    }
+
+    /// [`Collectives::calls_of`], walking the module.
+    fn find_calls_of(&self, module: &Module, def: &StmtFunctionDef) -> Vec<FoundCall> {
         let name = def.name.id.as_str();
         // Most functions are never called in their own module (methods called from elsewhere):
         // a name the source spells only once, in its `def`, has no call to find.
         if module.word_count(name) < 2 {
             return Vec::new();
         }
-        let parameters: Vec<String> = def
-            .parameters
-            .iter_non_variadic_params()
-            .map(|p| p.parameter.name.id.to_string())
-            .collect();
-        let mut found: Vec<(Scope<'m>, &'m ExprCall)> = Vec::new();
+        let mut found: Vec<(Scope<'_>, &ExprCall)> = Vec::new();
         walk_scopes(module.body(), None, 0, &mut |stmt, function| {
             for e in header_exprs(stmt) {
                 expr::walk(e, &mut |x| {
@@ -152,10 +191,9 @@ impl Collectives<'_, '_> {
             let mut eval = Eval::new(self.cx, module, scope, 0);
             match eval.resolve(&c.func, c.start()) {
                 Sym::Function(f) if f.module.is_none() && f.def == def.start() => {
-                    out.push(CallOf {
-                        scope,
-                        call: c,
-                        parameters: parameters.clone(),
+                    out.push(FoundCall {
+                        call: c.start(),
+                        scope: scope.function.map(Ranged::start),
                         is_method: f.is_method,
                         launcher: None,
                     });
@@ -176,10 +214,9 @@ impl Collectives<'_, '_> {
                     let Some(target) = target else { continue };
                     if matches!(eval.resolve(target, c.start()), Sym::Function(f) if f.module.is_none() && f.def == def.start())
                     {
-                        out.push(CallOf {
-                            scope,
-                            call: c,
-                            parameters: parameters.clone(),
+                        out.push(FoundCall {
+                            call: c.start(),
+                            scope: scope.function.map(Ranged::start),
                             is_method: false,
                             launcher: Some(l),
                         });

@@ -226,6 +226,9 @@ pub struct Collectives<'a, 'p> {
     /// are asked about once per call of every function that takes them; callers are walked
     /// once.
     params: RefCell<HashMap<(FnKey, String, bool), Option<String>>>,
+    /// Where each function's calls are in its module ([`Collectives::calls_of`]): asked once
+    /// per parameter a finding depends on, and finding them walks the whole module.
+    calls_found: RefCell<HashMap<FnKey, Rc<Vec<callers::FoundCall>>>>,
 }
 
 impl std::fmt::Debug for Collectives<'_, '_> {
@@ -245,6 +248,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             shared_in_progress: Rc::default(),
             cuts: std::cell::Cell::new(0),
             params: RefCell::default(),
+            calls_found: RefCell::default(),
         }
     }
 
