@@ -171,12 +171,17 @@ impl Module {
         words.get(&word_hash(word.as_bytes())).copied().unwrap_or(0)
     }
 
+    /// Whether the source has a `:=` anywhere (else no statement binds a walrus target).
+    pub(crate) fn has_walrus(&self) -> bool {
+        *self.walrus.get_or_init(|| self.source.contains(":="))
+    }
+
     /// The index of the scope `suite` (a function body or the module body), built on first use.
     pub(crate) fn scope_index(&self, suite: &[Stmt]) -> Arc<ScopeIndex> {
         let Some(first) = suite.first() else { return Arc::default() };
         let key = (first.start(), suite.len());
         let mut cache = self.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let walrus = *self.walrus.get_or_init(|| self.source.contains(":="));
+        let walrus = self.has_walrus();
         let index = cache
             .entry(key)
             .or_insert_with(|| Arc::new(crate::dependence::bindings::index(suite, walrus)));

@@ -152,9 +152,10 @@ pub(crate) fn bindings<'a>(module: &Module, scope: Scope<'a>, name: &str) -> Vec
         }
     }
     let index = module.scope_index(scope.suite);
+    let walrus = module.has_walrus();
     for &at in index.binders.get(name).map_or(&[][..], Vec::as_slice) {
         if let Some(stmt) = tree::stmt_starting_at(scope.suite, at) {
-            stmt_bindings(stmt, name, &mut found);
+            stmt_bindings(stmt, name, walrus, &mut found);
         }
     }
     found
@@ -335,7 +336,8 @@ pub(crate) fn targets_in<'a>(
 /// A binding before its scope is known: source, effective offset, start.
 type Found<'a> = (Source<'a>, TextSize, TextSize);
 
-fn stmt_bindings<'a>(stmt: &'a Stmt, name: &str, out: &mut Vec<Found<'a>>) {
+/// `walrus`: whether the module has a `:=` at all (see [`index`]).
+fn stmt_bindings<'a>(stmt: &'a Stmt, name: &str, walrus: bool, out: &mut Vec<Found<'a>>) {
     let at = stmt.start();
     let mut push = |source, effective| out.push((source, effective, at));
     match stmt {
@@ -394,6 +396,9 @@ fn stmt_bindings<'a>(stmt: &'a Stmt, name: &str, out: &mut Vec<Found<'a>>) {
         _ => {}
     }
     // Walrus targets in the statement's own expressions (`while (batch := next(it)) is not None`).
+    if !walrus {
+        return;
+    }
     for e in header_exprs(stmt) {
         expr::walk(e, &mut |sub| {
             if let Expr::Named(n) = sub

@@ -27,22 +27,28 @@ pub trait Project {
     }
 }
 
-/// An import as written in a folder: (importer's folder, module, level).
-type ImportKey = (Option<PathBuf>, String, u32);
+/// Imports already resolved, as written in a folder: importer's folder (its path's bytes up
+/// to the last `/`; [`NO_FOLDER`] for a module read from no file) → level → module as
+/// written → what it resolved to. Looked up without building a key: every name resolved
+/// through an import asks again.
+type ImportCache = HashMap<Vec<u8>, HashMap<u32, HashMap<String, Option<Arc<Module>>>>>;
+
+/// The folder key of a module read from no file (no path holds a NUL byte).
+const NO_FOLDER: &[u8] = b"\0";
 
 /// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
 pub struct FileProject {
     roots: Vec<PathBuf>,
     cache: Mutex<HashMap<PathBuf, Option<Arc<Module>>>>,
-    /// Imports already resolved: (importer's folder, module, level) → module. Every name
-    /// resolution through an import asks again; the filesystem answers once.
-    imports: Mutex<HashMap<ImportKey, Option<Arc<Module>>>>,
+    /// Imports already resolved (see [`ImportCache`]): the filesystem answers once.
+    imports: Mutex<ImportCache>,
     /// What the loaded modules' functions issue (each file linted calls the same helpers).
     helpers: HelperMemo,
     /// Directories already resolved to their canonical form ([`FileProject::canonical`]).
     directories: Mutex<HashMap<PathBuf, Option<PathBuf>>>,
-    /// Import candidates already probed: whether each is a file.
-    probed: Mutex<HashMap<PathBuf, bool>>,
+    /// Import candidates already probed: whether each is a file (by the path's bytes, which
+    /// hash faster than a path's components).
+    probed: Mutex<HashMap<std::ffi::OsString, bool>>,
 }
 
 /// Larger files are not training code worth following (and would slow every analysis).
@@ -101,11 +107,11 @@ impl FileProject {
 
     /// Whether the import candidate `path` is a file, asked of the filesystem once.
     fn is_file(&self, path: &Path) -> bool {
-        if let Some(&known) = lock(&self.probed).get(path) {
+        if let Some(&known) = lock(&self.probed).get(path.as_os_str()) {
             return known;
         }
         let found = path.is_file();
-        lock(&self.probed).insert(path.to_path_buf(), found);
+        lock(&self.probed).insert(path.as_os_str().to_owned(), found);
         found
     }
 
@@ -177,17 +183,28 @@ impl FileProject {
 
 impl Project for FileProject {
     fn import(&self, importer: &Module, module: &str, level: u32) -> Option<Arc<Module>> {
-        let here = importer.file_path().and_then(Path::parent).map(Path::to_path_buf);
-        let key = (here, module.to_owned(), level);
-        if let Some(hit) = lock(&self.imports).get(&key) {
-            return hit.clone();
+        let folder = folder_key(importer);
+        let known = lock(&self.imports)
+            .get(folder)
+            .and_then(|levels| levels.get(&level))
+            .and_then(|modules| modules.get(module))
+            .cloned();
+        if let Some(hit) = known {
+            return hit;
         }
         let found = self
             .candidates(importer, module, level)
             .into_iter()
             .find_map(|path| if self.is_file(&path) { self.load(&path) } else { None });
         // Another thread may have resolved it meanwhile: the same module either way.
-        lock(&self.imports).entry(key).or_insert(found).clone()
+        lock(&self.imports)
+            .entry(folder.to_vec())
+            .or_default()
+            .entry(level)
+            .or_default()
+            .entry(module.to_owned())
+            .or_insert(found)
+            .clone()
     }
 
     fn load(&self, path: &Path) -> Option<Arc<Module>> {
@@ -208,6 +225,15 @@ impl Project for FileProject {
     fn helper_memo(&self) -> Option<&HelperMemo> {
         Some(&self.helpers)
     }
+}
+
+/// The key of the folder `module` was read from in [`ImportCache`]: its path's bytes up to
+/// the last `/` (two spellings of one folder only miss the cache).
+fn folder_key(module: &Module) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(path) = module.file_path() else { return NO_FOLDER };
+    let bytes = path.as_os_str().as_bytes();
+    bytes.iter().rposition(|&b| b == b'/').map_or(&[][..], |slash| &bytes[..slash])
 }
 
 /// The guarded map, also after a panic in another thread (a cache stays valid: entries are
