@@ -113,8 +113,8 @@ pub(crate) fn snippet(text: &str) -> String {
 /// [`crate::Module::word_count`] counts).
 pub fn has_word(text: &str, word: &str) -> bool {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    // `contains` has a vectorised search that `match_indices` lacks: most files lack the word.
-    text.contains(word)
+    // A vectorised search first (most files lack the word), then the boundaries of each match.
+    memchr::memmem::find(text.as_bytes(), word.as_bytes()).is_some()
         && text.match_indices(word).any(|(i, w)| {
             !text[..i].chars().next_back().is_some_and(is_word)
                 && !text[i + w.len()..].chars().next().is_some_and(is_word)

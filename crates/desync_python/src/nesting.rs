@@ -91,6 +91,19 @@ fn string_prefix(word: &[u8]) -> Option<bool> {
     }
 }
 
+/// Bytes an identifier or keyword is made of (letters, digits, `_`, and every byte of a
+/// non-ASCII character), as a table: the scan asks it of every byte of every word.
+const WORD_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = byte.is_ascii_alphanumeric() || byte == b'_' || byte >= 0x80;
+        b += 1;
+    }
+    table
+};
+
 fn closer(open: u8) -> u8 {
     match open {
         b'(' => b')',
@@ -205,9 +218,8 @@ impl Scan<'_> {
         match b {
             b'\n' => self.newline(),
             b'#' => {
-                while self.pos < self.bytes.len() && self.bytes[self.pos] != b'\n' {
-                    self.pos += 1;
-                }
+                self.pos = memchr::memchr(b'\n', &self.bytes[self.pos..])
+                    .map_or(self.bytes.len(), |n| self.pos + n);
             }
             b'\\' => self.escape(),
             b'\'' | b'"' => self.string(false)?,
@@ -267,13 +279,8 @@ impl Scan<'_> {
 
     fn word(&mut self) -> Result<(), Deep> {
         let start = self.pos;
-        while self.pos < self.bytes.len()
-            && (self.bytes[self.pos].is_ascii_alphanumeric()
-                || self.bytes[self.pos] == b'_'
-                || self.bytes[self.pos] >= 0x80)
-        {
-            self.pos += 1;
-        }
+        self.pos +=
+            self.bytes[self.pos..].iter().take_while(|&&b| WORD_BYTES[usize::from(b)]).count();
         let word = &self.bytes[start..self.pos];
         if let Some(&(b'\'' | b'"')) = self.bytes.get(self.pos)
             && let Some(expressions) = string_prefix(word)
@@ -320,15 +327,17 @@ impl Scan<'_> {
                 }
                 b'{' if expressions && self.bytes.get(self.pos + 1) == Some(&b'{') => self.pos += 2,
                 b'{' if expressions => self.field()?,
-                // The bulk of a string: nothing to look at up to the next byte of interest.
+                // The bulk of a string: nothing to look at up to the next byte of interest (a
+                // `{` matters only in an f-string).
                 _ => {
                     self.pos += 1;
-                    while self.pos < self.bytes.len()
-                        && !matches!(self.bytes[self.pos], b'\\' | b'\n' | b'{')
-                        && self.bytes[self.pos] != quote
-                    {
-                        self.pos += 1;
-                    }
+                    let rest = &self.bytes[self.pos..];
+                    let next = if expressions {
+                        rest.iter().position(|&b| matches!(b, b'\\' | b'\n' | b'{') || b == quote)
+                    } else {
+                        memchr::memchr3(b'\\', b'\n', quote, rest)
+                    };
+                    self.pos = next.map_or(self.bytes.len(), |n| self.pos + n);
                 }
             }
         }

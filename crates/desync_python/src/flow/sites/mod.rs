@@ -296,7 +296,10 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 _ => {}
             });
             let source = module.source();
-            gate.wrappers = segments().wrappers.iter().any(|w| source.contains(w.as_str()));
+            gate.wrappers = segments()
+                .wrappers
+                .iter()
+                .any(|w| memchr::memmem::find(source.as_bytes(), w.as_bytes()).is_some());
             gate
         })
     }
