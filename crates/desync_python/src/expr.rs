@@ -23,17 +23,27 @@ pub(crate) fn children(expr: &Expr) -> Vec<&Expr> {
     collect.0
 }
 
-/// Pre-order walk of `expr` and its sub-expressions, stopping at [`MAX_DEPTH`] levels.
+/// Pre-order walk of `expr` and its sub-expressions, stopping at [`MAX_DEPTH`] levels: the
+/// sub-expressions [`children`] gives, visited as Ruff's visitor reaches them (no list is
+/// built per node: walks run over every expression of every file).
 pub(crate) fn walk<'a>(expr: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
-    fn go<'a>(expr: &'a Expr, depth: usize, visit: &mut dyn FnMut(&'a Expr)) {
-        visit(expr);
-        if depth < MAX_DEPTH {
-            for child in children(expr) {
-                go(child, depth + 1, visit);
+    struct Walk<'v, 'a> {
+        depth: usize,
+        visit: &'v mut dyn FnMut(&'a Expr),
+    }
+    impl<'a> Visitor<'a> for Walk<'_, 'a> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            (self.visit)(expr);
+            if self.depth < MAX_DEPTH {
+                self.depth += 1;
+                walk_expr(self, expr);
+                self.depth -= 1;
             }
         }
+        fn visit_annotation(&mut self, _: &'a Expr) {}
+        fn visit_expr_context(&mut self, _: &'a ExprContext) {}
     }
-    go(expr, 0, visit);
+    Walk { depth: 0, visit }.visit_expr(expr);
 }
 
 /// `a.b.c` for a chain of names and attributes; `None` for anything else.
