@@ -6,8 +6,8 @@
 //! own recursion must not overflow on generated or hostile files.
 
 use ruff_python_ast::{ExceptHandler, Expr, ExprCall, Stmt, StmtFunctionDef};
-use smallvec::{SmallVec, smallvec};
 use ruff_text_size::{Ranged, TextSize};
+use smallvec::{SmallVec, smallvec};
 
 use crate::module::Module;
 

@@ -414,7 +414,12 @@ fn alias_binds(alias: &ruff_python_ast::Alias, name: &str) -> bool {
     match &alias.asname {
         Some(as_name) => as_name.id.as_str() == name,
         // `import torch.distributed` binds `torch`.
-        None => alias.name.id.as_str().split('.').next() == Some(name),
+        None => alias
+            .name
+            .id
+            .as_str()
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.')),
     }
 }
 

@@ -256,6 +256,9 @@ struct ExceptionList {
 pub struct Knowledge {
     /// Longest prefix first.
     aliases: Vec<(String, String)>,
+    /// Indexes into `aliases` by the first segment of each alias (in the same order):
+    /// canonicalising is asked of every resolved name.
+    aliases_by_root: HashMap<String, Vec<usize>>,
     conventional: BTreeMap<String, String>,
     apis: Vec<Api>,
     by_name: HashMap<String, usize>,
@@ -313,6 +316,10 @@ impl Knowledge {
         let raw: Raw = toml::from_str(text)?;
         let mut aliases: Vec<(String, String)> = raw.aliases.into_iter().collect();
         aliases.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+        let mut aliases_by_root: HashMap<String, Vec<usize>> = HashMap::default();
+        for (i, (from, _)) in aliases.iter().enumerate() {
+            aliases_by_root.entry(root_segment(from).to_owned()).or_default().push(i);
+        }
         let mut by_name = HashMap::default();
         for (i, api) in raw.api.iter().enumerate() {
             for name in &api.names {
@@ -348,6 +355,7 @@ impl Knowledge {
             .collect();
         Ok(Knowledge {
             aliases,
+            aliases_by_root,
             conventional: raw.conventional_imports,
             apis: raw.api,
             by_name,
@@ -384,7 +392,9 @@ impl Knowledge {
     /// `pytorch_lightning.LightningModule` → `lightning.pytorch.LightningModule`: the longest
     /// alias that is a whole-segment prefix of `name` is replaced.
     pub fn canonical(&self, name: &str) -> String {
-        for (from, to) in &self.aliases {
+        let candidates =
+            self.aliases_by_root.get(root_segment(name)).map_or(&[][..], Vec::as_slice);
+        for (from, to) in candidates.iter().map(|&i| &self.aliases[i]) {
             if let Some(rest) = name.strip_prefix(from.as_str())
                 && (rest.is_empty() || rest.starts_with('.'))
             {
@@ -514,6 +524,11 @@ impl Knowledge {
             .iter()
             .filter(move |h| h.class == base && h.methods.iter().any(|m| m == "*" || m == method))
     }
+}
+
+/// `torch` of `torch.distributed.all_reduce`.
+fn root_segment(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(root, _)| root)
 }
 
 #[cfg(test)]
