@@ -21,7 +21,8 @@ use crate::types::{Branch, CallOrigin, CallSite, Function};
 
 /// A parsed Python source file. Building one never fails.
 pub struct Module {
-    source: String,
+    /// Shared by the copies [`Module::relabel`] makes, like the tree.
+    source: Arc<str>,
     index: LineIndex,
     /// Shared by the copies [`Module::relabel`] makes: the tree is never changed.
     body: Arc<Vec<Stmt>>,
@@ -30,12 +31,19 @@ pub struct Module {
     path: Option<std::path::PathBuf>,
     /// Why the file was not parsed at all (too large, nested too deep), if it was not.
     refused: Option<String>,
+    /// What the text and tree alone say, built on first use and shared by relabelled copies.
+    derived: Arc<Derived>,
+}
+
+/// Facts about a module's text and tree, whatever path it is labelled with.
+#[derive(Default)]
+struct Derived {
     /// How often each identifier-like word occurs in the source, counted on first use.
     words: std::sync::OnceLock<HashMap<u64, u32>>,
     /// Per scope (first statement, length), its [`ScopeIndex`], built on first use.
     scopes: std::sync::Mutex<HashMap<(TextSize, usize), Arc<ScopeIndex>>>,
     /// Which calls of the module are worth resolving as collective sites, built on first use.
-    pub(crate) gate: std::sync::OnceLock<crate::flow::Gate>,
+    gate: std::sync::OnceLock<crate::flow::Gate>,
     /// Whether the source has a `:=` (else no statement binds a walrus target).
     walrus: std::sync::OnceLock<bool>,
 }
@@ -94,16 +102,13 @@ impl Module {
             })
             .collect();
         Module {
-            source: source.to_owned(),
+            source: Arc::from(source),
             index,
             body: Arc::new(parsed.into_suite().into()),
             errors,
             path: None,
             refused: None,
-            scopes: std::sync::Mutex::default(),
-            words: std::sync::OnceLock::new(),
-            gate: std::sync::OnceLock::new(),
-            walrus: std::sync::OnceLock::new(),
+            derived: Arc::default(),
         }
     }
 
@@ -115,20 +120,18 @@ impl Module {
         module
     }
 
-    /// The same parse labelled as read from `path` (the tree is shared, not copied; caches
-    /// start empty): what [`Module::parse_file`] of the same text at `path` would give.
+    /// The same parse labelled as read from `path` (the text, the tree and what was derived
+    /// from them are shared, not copied: none depends on the path): what
+    /// [`Module::parse_file`] of the same text at `path` would give.
     pub(crate) fn relabel(&self, path: &std::path::Path) -> Module {
         Module {
-            source: self.source.clone(),
+            source: Arc::clone(&self.source),
             index: self.index.clone(),
             body: Arc::clone(&self.body),
             errors: self.errors.clone(),
             path: Some(path.to_path_buf()),
             refused: self.refused.clone(),
-            scopes: std::sync::Mutex::default(),
-            words: std::sync::OnceLock::new(),
-            gate: std::sync::OnceLock::new(),
-            walrus: std::sync::OnceLock::new(),
+            derived: Arc::clone(&self.derived),
         }
     }
 
@@ -140,15 +143,12 @@ impl Module {
     fn refused(source: String, why: String) -> Module {
         Module {
             index: LineIndex::from_source_text(&source),
-            source,
+            source: Arc::from(source),
             body: Arc::default(),
             errors: vec![why.clone()],
             path: None,
             refused: Some(why),
-            scopes: std::sync::Mutex::default(),
-            words: std::sync::OnceLock::new(),
-            gate: std::sync::OnceLock::new(),
-            walrus: std::sync::OnceLock::new(),
+            derived: Arc::default(),
         }
     }
 
@@ -160,7 +160,7 @@ impl Module {
     /// delimited by ASCII (operators, brackets, blanks), so only text in strings and comments
     /// can run together.
     pub(crate) fn word_count(&self, word: &str) -> u32 {
-        let words = self.words.get_or_init(|| {
+        let words = self.derived.words.get_or_init(|| {
             let mut counts: HashMap<u64, u32> = HashMap::default();
             let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b >= 0x80;
             for w in self.source.as_bytes().split(|b| !is_word(b)).filter(|w| !w.is_empty()) {
@@ -171,16 +171,21 @@ impl Module {
         words.get(&word_hash(word.as_bytes())).copied().unwrap_or(0)
     }
 
+    /// Which calls of the module are worth resolving as collective sites, built on first use.
+    pub(crate) fn gate(&self) -> &std::sync::OnceLock<crate::flow::Gate> {
+        &self.derived.gate
+    }
+
     /// Whether the source has a `:=` anywhere (else no statement binds a walrus target).
     pub(crate) fn has_walrus(&self) -> bool {
-        *self.walrus.get_or_init(|| self.source.contains(":="))
+        *self.derived.walrus.get_or_init(|| self.source.contains(":="))
     }
 
     /// The index of the scope `suite` (a function body or the module body), built on first use.
     pub(crate) fn scope_index(&self, suite: &[Stmt]) -> Arc<ScopeIndex> {
         let Some(first) = suite.first() else { return Arc::default() };
         let key = (first.start(), suite.len());
-        let mut cache = self.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = self.derived.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let walrus = self.has_walrus();
         let index = cache
             .entry(key)

@@ -273,7 +273,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
     }
 
     fn gate(module: &Module) -> &Gate {
-        module.gate.get_or_init(|| {
+        module.gate().get_or_init(|| {
             let mut gate = Gate::default();
             tree::walk_all(module.body(), &mut |stmt| match stmt {
                 Stmt::FunctionDef(d) => {
