@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
@@ -321,16 +322,18 @@ impl<'a, 'p> Collectives<'a, 'p> {
         let function_line = function.map(|d| module.line_of(d.name.start()));
         let mut eval: Option<Eval<'_, '_>> = None;
         for e in header_exprs(stmt) {
-            let mut callees: HashSet<TextSize> = HashSet::default();
-            let mut nodes: Vec<&Expr> = Vec::new();
+            // Kept inline: asked of every expression of every file, most with few calls.
+            let mut callees: SmallVec<[TextSize; 8]> = SmallVec::new();
+            let mut nodes: SmallVec<[&Expr; 16]> = SmallVec::new();
             expr::walk(e, &mut |x| {
                 if let Expr::Call(c) = x {
-                    callees.insert(c.func.start());
+                    callees.push(c.func.start());
                 }
                 if matches!(x, Expr::Call(_) | Expr::Attribute(_)) {
                     nodes.push(x);
                 }
             });
+            callees.sort_unstable();
             for x in nodes {
                 // A forwarder's call (`asyncio.to_thread(dist.barrier)`) is its target's call,
                 // at the same place.
@@ -358,7 +361,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
                         self.call_site(eval, module, c, depth)
                     }
-                    Expr::Attribute(a) if !callees.contains(&x.start()) => {
+                    Expr::Attribute(a) if callees.binary_search(&x.start()).is_err() => {
                         if !segments().properties.contains(a.attr.id.as_str()) {
                             continue;
                         }
