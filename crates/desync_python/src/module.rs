@@ -185,7 +185,8 @@ impl Module {
     pub(crate) fn scope_index(&self, suite: &[Stmt]) -> Arc<ScopeIndex> {
         let Some(first) = suite.first() else { return Arc::default() };
         let key = (first.start(), suite.len());
-        let mut cache = self.derived.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache =
+            self.derived.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let walrus = self.has_walrus();
         let index = cache
             .entry(key)
@@ -452,6 +453,12 @@ impl Module {
     }
 }
 
+/// The key [`Module::word_count`] counts a word under.
+fn word_hash(word: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(word)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,10 +569,4 @@ def train(rank):
         assert_eq!(m.function_at(2).unwrap().parameters, ["a", "b", "c", "d", "e"]);
         assert_eq!(m.function_at(99), None);
     }
-}
-
-/// The key [`Module::word_count`] counts a word under.
-fn word_hash(word: &[u8]) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(word)
 }

@@ -302,26 +302,26 @@ pub(crate) fn call_starting_at(suite: &[Stmt], at: TextSize) -> Option<&ExprCall
         if stmt.start() > at {
             return None;
         }
-        match blocks(stmt).into_iter().find(|b| {
+        let inner = blocks(stmt).into_iter().find(|b| {
             b.suite.first().is_some_and(|f| f.start() <= at)
                 && b.suite.last().is_some_and(|l| l.end() > at)
-        }) {
-            Some(block) => suite = block.suite,
-            None => {
-                let mut found = None;
-                for e in header_exprs(stmt) {
-                    crate::expr::walk(e, &mut |x| {
-                        if let Expr::Call(c) = x
-                            && c.start() == at
-                            && found.is_none()
-                        {
-                            found = Some(c);
-                        }
-                    });
-                }
-                return found;
-            }
+        });
+        if let Some(block) = inner {
+            suite = block.suite;
+            continue;
         }
+        let mut found = None;
+        for e in header_exprs(stmt) {
+            crate::expr::walk(e, &mut |x| {
+                if let Expr::Call(c) = x
+                    && c.start() == at
+                    && found.is_none()
+                {
+                    found = Some(c);
+                }
+            });
+        }
+        return found;
     }
     None
 }
