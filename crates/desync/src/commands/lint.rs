@@ -60,9 +60,9 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
 fn tune_allocator_for_a_parse_heavy_run() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[allow(unsafe_code)]
-    // SAFETY: mallopt only changes glibc allocator parameters; it takes plain integers, is
-    // documented as safe to call at any time, and a rejected value is reported by its return
-    // value (ignored: the defaults then stay, which is only slower).
+    // SAFETY: mallopt only changes glibc's allocator parameters (plain integers, read by the
+    // allocations after the call); a value it rejects is reported by its return value,
+    // ignored here: the defaults then stay, which is only slower.
     unsafe {
         libc::mallopt(libc::M_TOP_PAD, 64 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);

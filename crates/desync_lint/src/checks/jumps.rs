@@ -111,11 +111,10 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
 /// Whether the jump at `jump_line` sits in one branch of an `if` that splits the ranks by
 /// role (its test depends on the rank id; the skipped `site` comes after the `if`) under a
 /// test of its own, and every other branch (an `else` included) has a guarded jump of the
-/// same kind too: each role
-/// decides for itself whether to skip the collective, as a protocol does (the source returns
-/// early for what it does not send, the receivers for what they did not get). Pairing those
-/// decisions is the protocol's design, which the code at the jump cannot show wrong, the same
-/// way a collective on every branch is paired.
+/// same kind too: each role decides for itself whether to skip the collective, as a protocol
+/// does (the source returns early for what it does not send, the receivers for what they did
+/// not get). Pairing those decisions is the protocol's design, which the code at the jump
+/// cannot show wrong, the same way a collective on every branch is paired.
 fn exits_paired_across_roles(
     ctx: &Context<'_>,
     site: &crate::context::Site<'_>,
@@ -124,7 +123,7 @@ fn exits_paired_across_roles(
 ) -> bool {
     let function = site.function();
     let jump_loop = ctx.innermost_loop(function, jump_line).map(|l| l.line);
-    // A jump of the same kind on `line` that leaves the same way (the same loop, for
+    // A jump of the same kind inside `arm` that leaves the same way (the same loop, for
     // `continue`/`break`) and is itself under a test inside `arm`.
     let guarded_exit_in = |arm: &desync_python::LineRange| {
         ctx.outline.jumps.iter().any(|j| {

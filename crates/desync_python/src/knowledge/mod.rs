@@ -212,11 +212,11 @@ struct Raw {
     #[serde(default)]
     forwarder: Vec<Forwarder>,
     #[serde(default)]
-    structural_exceptions: Option<ExceptionList>,
+    structural_exceptions: Option<NameList>,
     #[serde(default)]
-    not_collective_failures: Option<ExceptionList>,
+    not_collective_failures: Option<NameList>,
     #[serde(default)]
-    error_handoffs: Option<ExceptionList>,
+    error_handoffs: Option<NameList>,
     #[serde(default)]
     copy: Vec<CopyCall>,
 }
@@ -242,10 +242,10 @@ pub enum CopyKeeps {
     Structure,
 }
 
-/// Exception classes that signal the program's structure, not a rank's data or state.
+/// A list of names (exception classes, methods) and where the fact about them comes from.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ExceptionList {
+struct NameList {
     names: Vec<String>,
     #[allow(dead_code)]
     source: String,
