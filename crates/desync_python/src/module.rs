@@ -162,8 +162,9 @@ impl Module {
     pub(crate) fn word_count(&self, word: &str) -> u32 {
         let words = self.derived.words.get_or_init(|| {
             let mut counts: HashMap<u64, u32> = HashMap::default();
-            let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b >= 0x80;
-            for w in self.source.as_bytes().split(|b| !is_word(b)).filter(|w| !w.is_empty()) {
+            let words =
+                self.source.as_bytes().split(|&b| !crate::nesting::WORD_BYTES[usize::from(b)]);
+            for w in words.filter(|w| !w.is_empty()) {
                 *counts.entry(word_hash(w)).or_default() += 1;
             }
             counts

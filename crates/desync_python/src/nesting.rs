@@ -93,7 +93,7 @@ fn string_prefix(word: &[u8]) -> Option<bool> {
 
 /// Bytes an identifier or keyword is made of (letters, digits, `_`, and every byte of a
 /// non-ASCII character), as a table: the scan asks it of every byte of every word.
-const WORD_BYTES: [bool; 256] = {
+pub(crate) const WORD_BYTES: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;
     while b < 256 {

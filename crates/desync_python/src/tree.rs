@@ -112,10 +112,13 @@ pub(crate) fn is_loop(stmt: &Stmt) -> bool {
 
 /// First and last line of a node.
 pub(crate) fn lines_of(module: &Module, node: &impl Ranged) -> (u32, u32) {
+    (module.line_of(node.start()), module.line_of(last_offset(node)))
+}
+
+/// Offset of a node's last character (its end, for an empty node).
+fn last_offset(node: &impl Ranged) -> TextSize {
     let range = node.range();
-    let last =
-        if range.end() > range.start() { range.end() - TextSize::from(1) } else { range.end() };
-    (module.line_of(range.start()), module.line_of(last))
+    if range.end() > range.start() { range.end() - TextSize::from(1) } else { range.end() }
 }
 
 /// One step of a [`Path`]: `suite[index]` covers the line; `suite` is block `slot` of `owner`
@@ -228,10 +231,7 @@ impl LineSpan {
 
     /// Whether `node` ends on an earlier line (its last character, as [`lines_of`] counts).
     fn is_after(&self, node: &impl Ranged) -> bool {
-        let range = node.range();
-        let last =
-            if range.end() > range.start() { range.end() - TextSize::from(1) } else { range.end() };
-        last < self.start
+        last_offset(node) < self.start
     }
 
     /// Index of the first statement of `suite` whose lines cover the line.

@@ -141,14 +141,16 @@ fn exits_paired_across_roles(
     ctx.outline.conditionals.iter().filter(|c| c.function == function && c.has_else()).any(|c| {
         let last = c.clauses.last().map_or(c.line, |clause| clause.body.last);
         let holds_jump = c.clauses.iter().any(|clause| clause.body.contains(jump_line));
-        let role_test =
+        // The test's dependence is asked last: it follows the data, the rest reads the outline.
+        let role_test = || {
             c.clauses[0].test.as_deref().zip(c.clauses[0].test_line).is_some_and(|(test, line)| {
                 crate::context::has_rank_id(&ctx.dependence(line, test))
-            });
+            })
+        };
         holds_jump
             && site.line() > last
-            && role_test
             && c.clauses.iter().all(|clause| guarded_exit_in(&clause.body))
+            && role_test()
     })
 }
 
