@@ -6,6 +6,7 @@ mod conditional;
 mod decorated;
 mod except;
 mod jumps;
+mod loops;
 mod metadata;
 mod order;
 mod paths;
@@ -52,6 +53,9 @@ pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool
     }
     if wants(&[Rule::RankConditionalCollective, Rule::LocalEarlyExit]) {
         raw.extend(jumps::check(ctx));
+    }
+    if enabled(Rule::LocalEarlyExit) {
+        raw.extend(loops::check(ctx));
     }
     if enabled(Rule::SwallowedException) {
         raw.extend(except::check(ctx));

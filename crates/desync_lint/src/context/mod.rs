@@ -148,6 +148,13 @@ impl<'a> Context<'a> {
         let finding = self.analysis().condition(self.module, line, expr);
         params::resolve(self, line, finding, 0)
     }
+
+    /// Why the number of items of the iterable `expr` at `line` can differ across ranks,
+    /// parameters followed into their callers; `Unknown` entries dropped.
+    pub fn length_dependence(&self, line: u32, expr: &str) -> Vec<Dependence> {
+        let finding = self.analysis().length_dependence(self.module, line, expr);
+        params::resolve(self, line, finding, 0)
+    }
 }
 
 /// True when a dependence list names the rank id.

@@ -124,6 +124,15 @@ fn parameter_uncached(
     asked: &Asked,
 ) -> Vec<Dependence> {
     let structural = *asked == Asked::Structure;
+    // A function that tells torch its parameter is this process's rank: the rank, whoever
+    // started it (its only number that differs: as a structure it is a number everywhere).
+    if let Some((line, call)) = ctx.collectives.declared_rank(ctx.module, function.def_line, p) {
+        if structural {
+            return Vec::new();
+        }
+        let evidence = format!("`{p}` (passed as the rank to `{call}` at line {line})");
+        return vec![Dependence::new(DependenceKind::RankId, evidence)];
+    }
     let args = ctx.collectives.arguments_for(ctx.module, function.def_line, p);
     if args.is_empty() {
         // Items of a loader have the same structure on every rank.

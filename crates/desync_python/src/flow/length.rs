@@ -4,12 +4,12 @@
 //! everywhere unless `steps` differs; a `DistributedSampler` gives every rank the same number
 //! of indices by construction; a list built from a rank's own files does not.
 
-use ruff_python_ast::{Expr, ExprCall};
+use ruff_python_ast::{Expr, ExprCall, ExprSlice, Operator};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::Sym;
 use super::value::Eval;
-use super::{Deps, MAX_HOPS, via};
+use super::{Deps, MAX_HOPS, sites, via};
 use crate::dependence::bindings::{self, Source};
 use crate::knowledge::{Role, knowledge};
 
@@ -50,19 +50,79 @@ impl Eval<'_, '_> {
                 d
             }
             Expr::UnaryOp(u) => self.length(&u.operand, at),
+            // `[tp, dp] if rank < 4 else [dp, tp]`: two lists written out with as many items
+            // are as long whichever the test picks; otherwise the pick counts too.
+            Expr::If(i) => {
+                if let (Some(a), Some(b)) = (written_out(&i.body), written_out(&i.orelse))
+                    && a == b
+                {
+                    return Deps::default();
+                }
+                let mut d = self.length(&i.body, at);
+                d.merge(self.length(&i.orelse, at));
+                d.merge(self.value(&i.test, at).whole);
+                d
+            }
             // `items[:n]`: as long as the bound says, at most. `shards[rank]`: as long as the
             // item the index picks, whose size is read of it, not shown to differ by the pick
-            // (`via::PICKED`).
+            // (`via::PICKED`), except a piece of a split: the last one can be shorter
+            // (`torch.split(ids, ceil(n / world))[rank]`).
             Expr::Subscript(s) => {
                 let mut d = self.length(&s.value, at);
-                let index = self.value(&s.slice, at).whole;
                 d.merge(match &*s.slice {
-                    Expr::Slice(_) => index,
-                    _ => index.through(via::PICKED).read_of(),
+                    Expr::Slice(sl) if self.evenly_strided(&s.value, sl, at) => {
+                        let mut bounds = Deps::default();
+                        for bound in [&sl.upper, &sl.step].into_iter().flatten() {
+                            bounds.merge(self.value(bound, at).whole);
+                        }
+                        bounds
+                    }
+                    Expr::Slice(_) => self.value(&s.slice, at).whole,
+                    index if sites::metadata::from_split(self, &s.value, at) => {
+                        self.value(index, at).whole
+                    }
+                    index => self.value(index, at).whole.through(via::PICKED).read_of(),
                 });
                 d
             }
             _ => self.value(e, at).whole,
+        }
+    }
+
+    /// `ids[:per * world][rank::world]`, `indices[rank:total:world]` with `total = per *
+    /// world`: a strided shard of a span whose length is a multiple of the stride has that
+    /// multiple's number of items whatever it starts at (below the stride), so where each
+    /// rank starts does not change how many items it gets. The span is the slice's own upper
+    /// bound, or the bound of a prefix the value was cut to; the multiple is a product that
+    /// has the stride, as written, for a factor.
+    fn evenly_strided(&mut self, value: &Expr, slice: &ExprSlice, at: TextSize) -> bool {
+        let (Some(_), Some(step)) = (&slice.lower, &slice.step) else { return false };
+        let stride = self.module.text(step.range());
+        let span = match (&slice.upper, value) {
+            (Some(upper), _) => upper,
+            (None, Expr::Subscript(inner)) => match &*inner.slice {
+                Expr::Slice(ExprSlice { lower: None, upper: Some(upper), step: None, .. }) => upper,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        self.multiple_of(span, stride, at)
+    }
+
+    /// Whether `e` is written as a product with `factor` (its text) for a factor, directly or
+    /// through the name it is assigned to.
+    fn multiple_of(&self, e: &Expr, factor: &str, at: TextSize) -> bool {
+        let product = |e: &Expr| {
+            matches!(e, Expr::BinOp(b) if b.op == Operator::Mult
+                && (self.module.text(b.left.range()) == factor
+                    || self.module.text(b.right.range()) == factor))
+        };
+        match e {
+            Expr::Name(n) => match bindings::lookup(self.module, self.scope, n.id.as_str(), at) {
+                Some(bindings::Binding { source: Source::Value(v), .. }) => product(v),
+                _ => false,
+            },
+            e => product(e),
         }
     }
 
@@ -138,10 +198,13 @@ impl Eval<'_, '_> {
                 let outer = std::mem::replace(&mut self.scope, binding.scope);
                 let foreign = self.foreign.take();
                 self.tracing.push(binding.at);
-                let d = self.length(v, binding.at);
+                let mut d = self.length(v, binding.at);
                 self.tracing.pop();
                 self.foreign = foreign;
                 self.scope = outer;
+                // `keys = []` then `keys.append(k)` under `if rank == 0:`: what is written into
+                // it in place, and where, before this use.
+                d.merge(self.mutations(name, &binding, Some(at)));
                 d.hop(&hop)
             }
             _ => self.value(e, at).whole,
@@ -247,4 +310,15 @@ impl Eval<'_, '_> {
             None => Deps::default(),
         }
     }
+}
+
+/// The number of items of a list, tuple or set written out without `*`.
+fn written_out(e: &Expr) -> Option<usize> {
+    let elements = match e {
+        Expr::List(l) => &l.elts,
+        Expr::Tuple(t) => &t.elts,
+        Expr::Set(s) => &s.elts,
+        _ => return None,
+    };
+    (!elements.iter().any(Expr::is_starred_expr)).then_some(elements.len())
 }

@@ -26,7 +26,7 @@ mod length;
 mod project;
 mod property;
 mod resolve;
-mod sites;
+pub(crate) mod sites;
 mod summary;
 mod value;
 
@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use ruff_python_ast::{Expr, ExprCall, Mod};
+use ruff_python_ast::{Expr, ExprCall, Mod, Stmt};
 use ruff_python_parser::{Mode, ParseOptions, parse_expression_range, parse_unchecked};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
@@ -772,6 +772,26 @@ impl<'p> Analysis<'p> {
             }
         }
         Some(Finding::from_deps(&deps))
+    }
+
+    /// Whether `line` of `module` runs inside a `with` whose context manager the table says
+    /// tolerates uneven iteration counts (`with model.join():`, `with Join([model]):`), in the
+    /// same function.
+    pub fn inside_join(&self, module: &Module, line: u32) -> bool {
+        let Some(path) = module.path(line) else { return false };
+        let scope = Scope::at(module, line);
+        let mut eval = value::Eval::new(self, module, scope, 0);
+        path.scope_levels(module).iter().any(|level| {
+            let Stmt::With(w) = level.stmt() else { return false };
+            w.items.iter().any(|item| {
+                let manager = match &item.context_expr {
+                    Expr::Call(c) => &*c.func,
+                    e => e,
+                };
+                matches!(eval.resolve(manager, w.start()),
+                    Sym::Path(p) if crate::knowledge::knowledge().tolerates_uneven(&p))
+            })
+        })
     }
 
     /// The collective a line calls directly (`dist.all_reduce(x)`, `self.all_gather(t)`,

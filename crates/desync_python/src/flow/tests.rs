@@ -129,7 +129,8 @@ fn parameters_are_left_to_the_caller() {
     let src = "def f(flag, items):\n    n = len(items)\n    return flag and n\n";
     let f = at(src, "return", "flag and n");
     assert_eq!(kinds(&f), [Unknown]);
-    assert_eq!(f.parameters, ["flag", "items"]);
+    assert_eq!(f.parameters, ["flag"]);
+    assert_eq!(f.length_parameters, ["items"], "`len(items)` is decided by how many it holds");
     assert!(!f.complete);
 }
 
@@ -651,4 +652,38 @@ fn tests_that_hold_both_the_binding_and_the_use_decide_nothing_between_them() {
     // After the block, the members hold the chunk's weight and the others still hold `None`.
     let after = at(MEMBERS_ONLY, "# <after>", "weight is None");
     assert!(kinds(&after).contains(&RankId), "{after:?}");
+}
+
+/// How many items a shard holds, not what they are: `len` of a shuffled list counts alike on
+/// every rank, a piece of a split picked by the rank can be the shorter last one, and a stride
+/// by the world size over a span cut to a multiple of it gives every rank as many.
+#[test]
+fn lengths_of_shards_picked_by_the_rank() {
+    let src = "\
+import torch
+import torch.distributed as dist
+
+def f(ids, world, n):
+    rank = dist.get_rank()
+    perm = ids[torch.randperm(len(ids))]
+    count = len(perm)
+    piece = torch.split(ids, n)[rank]
+    strided = ids[rank::world]
+    even = ids[: n * world][rank::world]
+    bounded = ids[rank : n * world : world]
+    pass  # <use>
+";
+    let m = Module::parse(src);
+    let length = |e: &str| {
+        let f = Analysis::default().length_dependence(&m, line(src, "# <use>"), e);
+        f.dependence.iter().filter(|d| d.kind == RankId).map(|d| d.indirect).collect::<Vec<_>>()
+    };
+    // What the shuffle picks is read of the items (indirect), not their number.
+    let count = at(src, "# <use>", "count");
+    assert!(count.dependence.iter().all(|d| d.indirect), "len() reads no item: {count:?}");
+    assert_eq!(length("piece"), [false], "the last piece of a split is shorter");
+    assert_eq!(length("strided"), [false]);
+    assert_eq!(length("even"), Vec::<bool>::new());
+    assert_eq!(length("bounded"), Vec::<bool>::new());
+    assert_eq!(length("ids[rank]"), [true], "another pick: only indirect");
 }

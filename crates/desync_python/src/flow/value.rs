@@ -672,7 +672,12 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// `x.copy_(y)`: a trailing underscore; a list's `append`/`extend`/`insert`, a dict's
     /// `update`/`setdefault`), each with what decides whether it runs.
     /// `until`: only the writes that start before it.
-    fn mutations(&mut self, name: &str, binding: &Binding<'m>, until: Option<TextSize>) -> Deps {
+    pub(super) fn mutations(
+        &mut self,
+        name: &str,
+        binding: &Binding<'m>,
+        until: Option<TextSize>,
+    ) -> Deps {
         // (statement, values written, whether it writes into a part: a container's item or an
         // object's attribute rather than the value itself)
         let mut found: Vec<(&'m Stmt, Vec<&'m Expr>, bool)> = Vec::new();
@@ -940,6 +945,13 @@ impl<'a, 'm> Eval<'a, 'm> {
     fn call(&mut self, e: &Expr, c: &ExprCall, at: TextSize, depth: usize) -> Value {
         let callee = self.resolve(&c.func, at);
         match &callee {
+            // `len(x)` counts the items of `x`, whatever they hold: only what makes the number
+            // of items differ (`range(len(perm))` over a shuffled `perm` counts alike).
+            Sym::Path(p) if p == "len" && c.arguments.len() == 1 => {
+                if let Some(x) = c.arguments.args.first() {
+                    return Value::of(self.length(x, at));
+                }
+            }
             Sym::Path(p) => {
                 if let Some(v) = self.table_call(p, e, c) {
                     return v;

@@ -161,6 +161,18 @@ pub struct Launcher {
     pub source: String,
 }
 
+/// Calls that are told this process's rank (`init_process_group(..., rank=proc_id)`): what a
+/// function passes there is its rank id, even when the launcher that chose it is out of view.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankArgument {
+    pub names: Vec<String>,
+    pub keyword: String,
+    /// Its position among the positional arguments, when it can be passed that way.
+    pub position: Option<usize>,
+    pub source: String,
+}
+
 /// Context managers inside which ranks may run different numbers of iterations without a
 /// hang (`with model.join():`: joined ranks shadow the collectives of the others).
 #[derive(Debug, Clone, Deserialize)]
@@ -205,6 +217,8 @@ struct Raw {
     forward: Vec<Forward>,
     #[serde(default)]
     launcher: Vec<Launcher>,
+    #[serde(default)]
+    rank_argument: Vec<RankArgument>,
     #[serde(default)]
     join: Vec<Join>,
     #[serde(default)]
@@ -270,6 +284,7 @@ pub struct Knowledge {
     shapes: HashMap<String, Shape>,
     forwards: HashMap<String, String>,
     launchers: HashMap<String, Launcher>,
+    rank_arguments: HashMap<String, RankArgument>,
     joins: Vec<String>,
     dtypes: Vec<String>,
     /// Forwarder name → the position of its target.
@@ -353,6 +368,11 @@ impl Knowledge {
             .into_iter()
             .flat_map(|l| l.names.clone().into_iter().map(move |n| (n, l.clone())))
             .collect();
+        let rank_arguments = raw
+            .rank_argument
+            .into_iter()
+            .flat_map(|r| r.names.clone().into_iter().map(move |n| (n, r.clone())))
+            .collect();
         Ok(Knowledge {
             aliases,
             aliases_by_root,
@@ -365,6 +385,7 @@ impl Knowledge {
             shapes,
             forwards,
             launchers,
+            rank_arguments,
             joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
             dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
             forwarders,
@@ -470,6 +491,11 @@ impl Knowledge {
     /// The launcher row of `qualified`, when it starts one process per rank.
     pub fn launcher(&self, qualified: &str) -> Option<&Launcher> {
         self.launchers.get(qualified)
+    }
+
+    /// The row of `qualified` when it is told this process's rank.
+    pub fn rank_argument(&self, qualified: &str) -> Option<&RankArgument> {
+        self.rank_arguments.get(qualified)
     }
 
     /// Whether the built-in exception class `name` signals the program's structure (a wrong

@@ -120,6 +120,52 @@ impl Collectives<'_, '_> {
         out
     }
 
+    /// Where the function whose `def` is on `def_line` passes `parameter` as this process's
+    /// rank to a call of the table (`dist.init_process_group(..., rank=proc_id)`): that call,
+    /// shortened, and its line. The function says its parameter is its rank.
+    pub fn declared_rank(
+        &self,
+        module: &Module,
+        def_line: u32,
+        parameter: &str,
+    ) -> Option<(u32, String)> {
+        let def = def_on_line(module, def_line)?;
+        let mut candidates: Vec<&ExprCall> = Vec::new();
+        tree::walk_all(&def.body, &mut |stmt| {
+            for e in header_exprs(stmt) {
+                expr::walk(e, &mut |x| {
+                    if let Expr::Call(c) = x
+                        && c.arguments
+                            .args
+                            .iter()
+                            .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                            .any(|a| matches!(a, Expr::Name(n) if n.id.as_str() == parameter))
+                    {
+                        candidates.push(c);
+                    }
+                });
+            }
+        });
+        let scope = function_scope(def);
+        for c in candidates {
+            let mut eval = Eval::new(self.cx, module, scope, 0);
+            let Sym::Path(p) = eval.resolve(&c.func, c.start()) else { continue };
+            let Some(row) = knowledge().rank_argument(&p) else { continue };
+            let passed = c
+                .arguments
+                .find_keyword(&row.keyword)
+                .map(|k| &k.value)
+                .or_else(|| row.position.and_then(|i| c.arguments.args.get(i)));
+            if matches!(passed, Some(Expr::Name(n)) if n.id.as_str() == parameter) {
+                return Some((
+                    module.line_of(c.start()),
+                    crate::expr::snippet(module.text(c.range())),
+                ));
+            }
+        }
+        None
+    }
+
     /// The calls of `def` (a function of `module`) in `module`, found once per function.
     pub(super) fn calls_of<'m>(
         &self,

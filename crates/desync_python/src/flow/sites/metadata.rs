@@ -1139,7 +1139,7 @@ fn grows_in_every_clause(stmt: &Stmt, grow_at: &[TextSize]) -> bool {
 const SPLITS: &[&str] = &["split", "chunk", "tensor_split", "array_split", "split_with_sizes"];
 
 /// Whether `e` is (or names a value assigned from) a split of a tensor into pieces.
-fn from_split(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
+pub(crate) fn from_split(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
     let is_split = |e: &Expr| matches!(e, Expr::Call(c) if crate::expr::last_segment(&c.func).is_some_and(|n| SPLITS.contains(&n)));
     match e {
         Expr::Name(n) => match bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) {

@@ -13,7 +13,7 @@
 //! so that each helper is summarised once per run.
 
 mod callers;
-mod metadata;
+pub(crate) mod metadata;
 mod wrapped;
 
 use std::cell::RefCell;
