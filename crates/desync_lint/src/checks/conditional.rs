@@ -57,6 +57,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         if members_of_groups(ctx, cond, &all_clauses) {
             continue;
         }
+        if leaders_add_their_own_group(clauses) {
+            continue;
+        }
         // Ranks taking turns: the nest of (in)equality tests around it issues the same
         // collectives on every rank.
         if super::turns::same_on_every_rank(ctx, cond, &turns) {
@@ -219,6 +222,30 @@ fn members_of_groups(ctx: &Context<'_>, cond: &Conditional, clauses: &[Vec<&Site
     let mut issuing = clauses.iter().filter(|c| !c.is_empty()).map(keyed);
     let first = issuing.next();
     issuing.all(|k| Some(k) == first)
+}
+
+/// A hierarchical exchange: the leader's clause and the members' clause issue the same
+/// collectives on every group they both name, and the leader's adds collectives on a group
+/// the other clauses never name (`if rank == src: gather(g=intra); all_to_all(g=inter);
+/// scatter(g=intra) else: gather(g=intra); scatter(g=intra)`): that group is the leaders'
+/// own, which the members are not in. Every collective names its group, and at least one
+/// group is named by every clause (a missing `else` names none, and so still fires).
+fn leaders_add_their_own_group(clauses: &[Vec<&Site<'_>>]) -> bool {
+    if clauses.len() < 2 || !clauses.iter().flatten().all(|s| s.group().is_some()) {
+        return false;
+    }
+    let on = |c: &Vec<&Site<'_>>, g: &str| -> Vec<String> {
+        c.iter().filter(|s| s.group() == Some(g)).map(|s| s.op.clone()).collect()
+    };
+    let names = |c: &Vec<&Site<'_>>, g: &str| c.iter().any(|s| s.group() == Some(g));
+    let mut groups: Vec<&str> = clauses.iter().flatten().filter_map(|s| s.group()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let (shared, own): (Vec<&str>, Vec<&str>) =
+        groups.into_iter().partition(|g| clauses.iter().all(|c| names(c, g)));
+    !shared.is_empty()
+        && !own.is_empty()
+        && shared.iter().all(|g| clauses.iter().all(|c| on(c, g) == on(&clauses[0], g)))
 }
 
 /// The first test of the chain that depends on the rank id: (its clause's index, text, line,
