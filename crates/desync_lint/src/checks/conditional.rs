@@ -81,16 +81,19 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         let rank_evidence_indirect =
             indirect(deps.iter().filter(|d| d.kind == DependenceKind::RankId));
         if let Some(other) = differs {
-            // Name a collective that one side issues and the other does not.
-            let (with, without) = if clauses[0].len() >= clauses[other].len() {
-                (&clauses[0], &clauses[other])
-            } else {
-                (&clauses[other], &clauses[0])
-            };
-            let extra = with
+            // Name a collective that one side issues and the other does not: first one on a
+            // group both sides use (its peers there wait for it), else any.
+            let (a, b) = (&clauses[0], &clauses[other]);
+            let mut missing = unmatched(a, b);
+            missing.extend(unmatched(b, a));
+            let on_both =
+                |s: &&&Site<'_>| [a, b].iter().all(|c| c.iter().any(|o| o.group() == s.group()));
+            let longer = if a.len() >= b.len() { a } else { b };
+            let extra = missing
                 .iter()
-                .find(|s| !without.iter().any(|o| o.op == s.op))
-                .or(with.first())
+                .find(on_both)
+                .or(missing.first())
+                .or(longer.first())
                 .map_or_else(String::new, |s| s.describe());
             let raw = Raw {
                 rule: Rule::RankConditionalCollective,
@@ -137,6 +140,19 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     for (f, test, raw) in staged {
         if !per_function[&f].iter().any(|t| *t != test) {
             out.push(raw);
+        }
+    }
+    out
+}
+
+/// The collectives of `x` that `y` has no counterpart for (by op, each counterpart used once).
+fn unmatched<'s, 'c>(x: &[&'s Site<'c>], y: &[&Site<'_>]) -> Vec<&'s Site<'c>> {
+    let mut used = vec![false; y.len()];
+    let mut out = Vec::new();
+    for s in x {
+        match (0..y.len()).find(|&j| !used[j] && y[j].op == s.op) {
+            Some(j) => used[j] = true,
+            None => out.push(*s),
         }
     }
     out
