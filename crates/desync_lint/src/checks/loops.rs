@@ -5,13 +5,15 @@
 //!
 //! Only the rank id counts here: a loader over each rank's own data has a number of batches
 //! the code at the loop does not show (a `DistributedSampler` makes it the same everywhere).
-//! Point-to-point calls are left out (each rank has its own list of peers), and so are loops
-//! under a context manager of the table that tolerates uneven inputs (`with model.join():`).
+//! Point-to-point calls are left out (each rank has its own list of peers), and so are
+//! collectives on a group the rank chooses (its members may all have the same length), and
+//! loops under a context manager of the table that tolerates uneven inputs
+//! (`with model.join():`).
 
 use desync_python::DependenceKind;
 
 use super::{Raw, explain, indirect, short};
-use crate::context::{Context, has_rank_id, splits_group};
+use crate::context::{Context, Site, has_rank_id, splits_group};
 use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
@@ -29,7 +31,14 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         if !has_rank_id(&deps) {
             continue;
         }
-        let Some(site) = body().find(|s| splits_group(&deps, s.group())) else { continue };
+        // A group chosen by the rank (`my_dp = dp[0] if first else dp[1]`) holds the ranks
+        // that chose it, which what decides the length may decide too: not shown.
+        let chosen_per_rank =
+            |s: &&Site<'_>| s.group().is_some_and(|g| has_rank_id(&ctx.dependence(s.line(), g)));
+        let Some(site) = body().find(|s| splits_group(&deps, s.group()) && !chosen_per_rank(s))
+        else {
+            continue;
+        };
         // Under `with model.join():` the ranks that run out shadow their peers' collectives.
         if ctx.analysis().inside_join(ctx.module, lp.line) {
             continue;

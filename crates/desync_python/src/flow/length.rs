@@ -235,6 +235,14 @@ impl Eval<'_, '_> {
                 // table does not name keeps the sizes of what it is given.
                 _ => self.arguments_length(c, at),
             },
+            // A project class that says itself how many items it has (`__iter__`, `__len__`):
+            // what it is given need not decide that (`StreamingShard(rank, steps)` yields
+            // `steps` batches on every rank, seeded by the rank), and its own code is not
+            // followed here.
+            Sym::Class(class) if defines_its_length(self.module, &class) => Deps::opaque(format!(
+                "the number of items of {} (its class counts them itself)",
+                super::quote(self.module.text(c.range()))
+            )),
             Sym::Class(_) => self.arguments_length(c, at),
             _ => {
                 let name = crate::expr::last_segment(&c.func).unwrap_or_default();
@@ -321,4 +329,22 @@ fn written_out(e: &Expr) -> Option<usize> {
         _ => return None,
     };
     (!elements.iter().any(Expr::is_starred_expr)).then_some(elements.len())
+}
+
+/// Whether the project class `class` defines `__iter__` or `__len__` in its own body.
+fn defines_its_length(module: &crate::module::Module, class: &super::resolve::ClassRef) -> bool {
+    let Some(start) = class.local else { return false };
+    let module = class.module.as_deref().unwrap_or(module);
+    let mut found = false;
+    crate::tree::walk_all(module.body(), &mut |stmt| {
+        if let ruff_python_ast::Stmt::ClassDef(def) = stmt
+            && def.start() == start
+        {
+            found = def.body.iter().any(|s| {
+                matches!(s, ruff_python_ast::Stmt::FunctionDef(f)
+                    if matches!(f.name.id.as_str(), "__iter__" | "__len__"))
+            });
+        }
+    });
+    found
 }
