@@ -97,6 +97,12 @@ impl Eval<'_, '_> {
                 Sym::Path(p) => returned(&p, 0),
                 _ => Sym::Unknown,
             },
+            // `_gather_objects if dist.is_initialized() else None`: what a call of it runs,
+            // when it runs anything.
+            Expr::If(i) => match self.resolve_depth(&i.body, at, depth + 1) {
+                Sym::Unknown => self.resolve_depth(&i.orelse, at, depth + 1),
+                sym => sym,
+            },
             _ => Sym::Unknown,
         }
     }

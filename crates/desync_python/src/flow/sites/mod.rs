@@ -113,6 +113,15 @@ impl CollectiveSite {
     }
 }
 
+/// A name, or a choice between a name and something else (`f if c else None`).
+fn names_a_callable(e: &Expr) -> bool {
+    match e {
+        Expr::Name(_) => true,
+        Expr::If(i) => names_a_callable(&i.body) || names_a_callable(&i.orelse),
+        _ => false,
+    }
+}
+
 fn short_name(qualified: &str) -> &str {
     qualified.rsplit('.').next().unwrap_or(qualified)
 }
@@ -141,6 +150,9 @@ pub(crate) struct Gate {
     defs: HashSet<String>,
     /// Names bound by the module's imports.
     imported: HashSet<String>,
+    /// Attributes assigned a name (`self.gather_fn = _gather_objects`, or one of two: `f if
+    /// c else None`): a call of one may run a function of the module or an import.
+    held: HashSet<String>,
     /// Whether the module's text mentions a wrapper of the table (so a model it calls may be
     /// wrapped).
     wrappers: bool,
@@ -294,6 +306,13 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         gate.imported.insert(a.asname.as_ref().unwrap_or(&a.name).id.to_string());
                     }
                 }
+                Stmt::Assign(a) if names_a_callable(&a.value) => {
+                    for t in &a.targets {
+                        if let Expr::Attribute(ta) = t {
+                            gate.held.insert(ta.attr.id.to_string());
+                        }
+                    }
+                }
                 _ => {}
             });
             let source = module.source();
@@ -380,7 +399,11 @@ impl<'a, 'p> Collectives<'a, 'p> {
     /// Whether a call can resolve to something that issues collectives.
     fn worth_resolving(gate: &Gate, c: &ExprCall) -> bool {
         let Some(last) = last_segment(&c.func) else { return false };
-        if segments().members.contains(last) || last == "backward" || gate.defs.contains(last) {
+        if segments().members.contains(last)
+            || last == "backward"
+            || gate.defs.contains(last)
+            || gate.held.contains(last)
+        {
             return true;
         }
         if let Some(root) = expr::root_name(&c.func)
