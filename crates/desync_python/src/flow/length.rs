@@ -9,7 +9,7 @@ use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::Sym;
 use super::value::Eval;
-use super::{Deps, MAX_HOPS, sites, via};
+use super::{Deps, MAX_HOPS, via};
 use crate::dependence::bindings::{self, Source};
 use crate::knowledge::{Role, knowledge};
 
@@ -78,9 +78,7 @@ impl Eval<'_, '_> {
                         bounds
                     }
                     Expr::Slice(_) => self.value(&s.slice, at).whole,
-                    index if sites::metadata::from_split(self, &s.value, at) => {
-                        self.value(index, at).whole
-                    }
+                    index if from_split(self, &s.value, at) => self.value(index, at).whole,
                     index => self.value(index, at).whole.through(via::PICKED).read_of(),
                 });
                 d
@@ -97,7 +95,7 @@ impl Eval<'_, '_> {
     /// has the stride, as written, for a factor.
     fn evenly_strided(&mut self, value: &Expr, slice: &ExprSlice, at: TextSize) -> bool {
         let (Some(_), Some(step)) = (&slice.lower, &slice.step) else { return false };
-        let stride = self.module.text(step.range());
+        let stride = self.text(&**step);
         let span = match (&slice.upper, value) {
             (Some(upper), _) => upper,
             (None, Expr::Subscript(inner)) => match &*inner.slice {
@@ -110,19 +108,20 @@ impl Eval<'_, '_> {
     }
 
     /// Whether `e` is written as a product with `factor` (its text) for a factor, directly or
-    /// through the name it is assigned to.
+    /// through the name it is assigned to (a statement of the module: its own text).
     fn multiple_of(&self, e: &Expr, factor: &str, at: TextSize) -> bool {
-        let product = |e: &Expr| {
+        let has_factor = |e: &Expr, is_factor: &dyn Fn(&Expr) -> bool| {
             matches!(e, Expr::BinOp(b) if b.op == Operator::Mult
-                && (self.module.text(b.left.range()) == factor
-                    || self.module.text(b.right.range()) == factor))
+                && (is_factor(&b.left) || is_factor(&b.right)))
         };
         match e {
             Expr::Name(n) => match bindings::lookup(self.module, self.scope, n.id.as_str(), at) {
-                Some(bindings::Binding { source: Source::Value(v), .. }) => product(v),
+                Some(bindings::Binding { source: Source::Value(v), .. }) => {
+                    has_factor(v, &|x| self.module.text(x.range()) == factor)
+                }
                 _ => false,
             },
-            e => product(e),
+            e => has_factor(e, &|x| self.text(x) == factor),
         }
     }
 
@@ -241,7 +240,7 @@ impl Eval<'_, '_> {
             // followed here.
             Sym::Class(class) if defines_its_length(self.module, &class) => Deps::opaque(format!(
                 "the number of items of {} (its class counts them itself)",
-                super::quote(self.module.text(c.range()))
+                self.quoted(e)
             )),
             Sym::Class(_) => self.arguments_length(c, at),
             _ => {
@@ -347,4 +346,19 @@ fn defines_its_length(module: &crate::module::Module, class: &super::resolve::Cl
         }
     });
     found
+}
+
+/// Functions and methods that cut a tensor into pieces whose last one can be shorter.
+const SPLITS: &[&str] = &["split", "chunk", "tensor_split", "array_split", "split_with_sizes"];
+
+/// Whether `e` is (or names a value assigned from) a split of a tensor into pieces.
+pub(super) fn from_split(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
+    let is_split = |e: &Expr| matches!(e, Expr::Call(c) if crate::expr::last_segment(&c.func).is_some_and(|n| SPLITS.contains(&n)));
+    match e {
+        Expr::Name(n) => match bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) {
+            Some(bindings::Binding { source: Source::Value(v), .. }) => is_split(v),
+            _ => false,
+        },
+        e => is_split(e),
+    }
 }

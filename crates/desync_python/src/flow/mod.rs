@@ -26,7 +26,7 @@ mod length;
 mod project;
 mod property;
 mod resolve;
-pub(crate) mod sites;
+mod sites;
 mod summary;
 mod value;
 

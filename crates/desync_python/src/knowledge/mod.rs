@@ -641,6 +641,9 @@ mod tests {
         assert_eq!(k.forward_op("torch.distributed.fsdp.fully_shard"), Some("all_gather"));
         assert_eq!(k.forward_op("torch.nn.parallel.DistributedDataParallel"), None);
         assert_eq!(k.launcher("torch.multiprocessing.spawn").map(|l| l.rank_parameter), Some(0));
+        let init =
+            k.rank_argument(&k.canonical("torch.distributed.distributed_c10d.init_process_group"));
+        assert_eq!(init.map(|r| (r.keyword.as_str(), r.position)), Some(("rank", Some(4))));
         assert!(k.tolerates_uneven(&k.canonical("torch.distributed.algorithms.join.Join")));
         assert!(k.is_dtype("torch.bfloat16") && !k.is_dtype("torch.device"));
         assert!(k.api("lightning.pytorch.Trainer.log_dir").unwrap().property);

@@ -386,7 +386,7 @@ impl Meta<'_, '_, '_> {
             // piece, and the last piece of a split can be shorter. Any other list is taken to
             // hold equal pieces (`dist.all_gather(parts, parts[rank])`: each rank sends its slot
             // of the output list).
-            index if self.number || from_split(eval, &s.value, at) => {
+            index if self.number || crate::flow::length::from_split(eval, &s.value, at) => {
                 d.merge(Self::value(eval, index, at));
             }
             _ => {}
@@ -1133,19 +1133,4 @@ fn grows_in_every_clause(stmt: &Stmt, grow_at: &[TextSize]) -> bool {
         let (Some(first), Some(last)) = (b.suite.first(), b.suite.last()) else { return false };
         grow_at.iter().any(|&at| first.start() <= at && at < last.end())
     })
-}
-
-/// Functions and methods that cut a tensor into pieces whose last one can be shorter.
-const SPLITS: &[&str] = &["split", "chunk", "tensor_split", "array_split", "split_with_sizes"];
-
-/// Whether `e` is (or names a value assigned from) a split of a tensor into pieces.
-pub(crate) fn from_split(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> bool {
-    let is_split = |e: &Expr| matches!(e, Expr::Call(c) if crate::expr::last_segment(&c.func).is_some_and(|n| SPLITS.contains(&n)));
-    match e {
-        Expr::Name(n) => match bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) {
-            Some(Binding { source: Source::Value(v), .. }) => is_split(v),
-            _ => false,
-        },
-        e => is_split(e),
-    }
 }

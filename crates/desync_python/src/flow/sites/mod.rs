@@ -13,7 +13,7 @@
 //! so that each helper is summarised once per run.
 
 mod callers;
-pub(crate) mod metadata;
+mod metadata;
 mod wrapped;
 
 use std::cell::RefCell;
