@@ -334,18 +334,12 @@ fn written_out(e: &Expr) -> Option<usize> {
 fn defines_its_length(module: &crate::module::Module, class: &super::resolve::ClassRef) -> bool {
     let Some(start) = class.local else { return false };
     let module = class.module.as_deref().unwrap_or(module);
-    let mut found = false;
-    crate::tree::walk_all(module.body(), &mut |stmt| {
-        if let ruff_python_ast::Stmt::ClassDef(def) = stmt
-            && def.start() == start
-        {
-            found = def.body.iter().any(|s| {
-                matches!(s, ruff_python_ast::Stmt::FunctionDef(f)
-                    if matches!(f.name.id.as_str(), "__iter__" | "__len__"))
-            });
-        }
-    });
-    found
+    super::resolve::class_at(module, start).is_some_and(|def| {
+        def.body.iter().any(|s| {
+            matches!(s, ruff_python_ast::Stmt::FunctionDef(f)
+                if matches!(f.name.id.as_str(), "__iter__" | "__len__"))
+        })
+    })
 }
 
 /// Functions and methods that cut a tensor into pieces whose last one can be shorter.
