@@ -8,7 +8,7 @@ use std::fmt;
 pub enum Rule {
     /// DSY001: a collective that only some ranks reach, decided by the rank id.
     RankConditionalCollective,
-    /// DSY002: a loop exit or skip decided by rank-local values, without agreement.
+    /// DSY002: a loop exit, skip or length decided by rank-local values, without agreement.
     LocalEarlyExit,
     /// DSY003: an `except` that swallows an error around or before a collective.
     SwallowedException,
@@ -59,7 +59,7 @@ impl Rule {
                 "Collective reachable only under a rank-dependent condition"
             }
             Rule::LocalEarlyExit => {
-                "Loop exit or skip decided by rank-local values skips a collective"
+                "Loop exit, skip or length decided by rank-local values skips a collective"
             }
             Rule::SwallowedException => "Exception handler swallows an error around a collective",
             Rule::RankDependentOrder => "Collectives or process groups in a rank-dependent order",
