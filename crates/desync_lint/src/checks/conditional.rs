@@ -200,8 +200,9 @@ fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<Vec<&'c Sit
 }
 
 /// A sub-group's collectives issued by its members: a clause's test asks whether the rank is
-/// in a collection (`if dist.get_rank() in ranks:`, `if rank not in group_ranks: skip`), every
-/// collective of the `if` names a process group, the clauses that issue any issue the same
+/// in a collection (`if dist.get_rank() in ranks:`, `if rank not in group_ranks: skip`, or a
+/// call of a project helper true only inside such a test: `Analysis::tests_membership`),
+/// every collective of the `if` names a process group, the clauses that issue any issue the same
 /// (op, group) sequence, and the clauses that issue none are the non-members' (after an `in`
 /// clause, or the `not in` clause itself). A rank outside a group has nothing to issue on it.
 /// The sequence is compared without the roots: `broadcast(t, src=self_rank, group=g)` on the
@@ -209,13 +210,16 @@ fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<Vec<&'c Sit
 fn members_of_groups(ctx: &Context<'_>, cond: &Conditional, clauses: &[Vec<&Site<'_>>]) -> bool {
     let mut tested = false;
     for (i, clause) in cond.clauses.iter().enumerate() {
-        let Some(m) = &clause.membership else { continue };
         let line = clause.test_line.unwrap_or(clause.line);
-        if !has_rank_id(&ctx.dependence(line, &m.member)) {
-            continue;
-        }
+        let negated = match (&clause.membership, &clause.test) {
+            (Some(m), _) if has_rank_id(&ctx.dependence(line, &m.member)) => m.negated,
+            (Some(_), _) => continue,
+            // `if self._is_in_embd_group():`, a helper true only inside `if rank in ranks:`.
+            (None, Some(test)) if ctx.analysis().tests_membership(ctx.module, line, test) => false,
+            (None, _) => continue,
+        };
         let silent: Vec<usize> = (0..clauses.len()).filter(|&j| clauses[j].is_empty()).collect();
-        let non_members_silent = if m.negated {
+        let non_members_silent = if negated {
             silent == [i]
         } else {
             !clauses[i].is_empty() && silent.iter().all(|&j| j > i)

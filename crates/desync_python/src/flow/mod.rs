@@ -774,6 +774,32 @@ impl<'p> Analysis<'p> {
         Some(Finding::from_deps(&deps))
     }
 
+    /// Whether `expr_source` at `line` calls a project function that returns a true value only
+    /// inside `if x in c:` blocks whose `x` depends on the rank id (`_is_in_embd_group()`:
+    /// `if get_rank() in get_process_group_ranks(self.embd_group): ... return True`, `False`
+    /// everywhere else): a call of it tests membership, as `x in c` written at the call does.
+    pub fn tests_membership(&self, module: &Module, line: u32, expr_source: &str) -> bool {
+        let mut helper: Option<resolve::FnRef> = None;
+        self.parsed(module, line, expr_source, |e, expr, at| {
+            if let Expr::Call(c) = expr
+                && let Sym::Function(f) = e.resolve(&c.func, at)
+            {
+                helper = Some(f);
+            }
+            Deps::default()
+        });
+        let Some(f) = helper else { return false };
+        let home = f.module.clone();
+        let home = home.as_deref().unwrap_or(module);
+        let Some(def) = resolve::def_at(home, f.def) else { return false };
+        let scope = Scope { function: Some(def), suite: &def.body };
+        let mut eval = value::Eval::new(self, home, scope, 0);
+        let mut member_test = |test: &Expr| membership_of_rank(&mut eval, test);
+        let (mut truthy, mut outside) = (false, false);
+        guarded_returns(&def.body, false, &mut member_test, &mut truthy, &mut outside);
+        truthy && !outside
+    }
+
     /// Whether `line` of `module` runs inside a `with` whose context manager the table says
     /// tolerates uneven iteration counts (`with model.join():`, `with Join([model]):`), in the
     /// same function.
@@ -976,3 +1002,61 @@ pub(crate) fn quote(text: &str) -> String {
 mod lint_tests;
 #[cfg(test)]
 mod tests;
+
+/// Walks `suite` for `return`s that can give a true value (not a bare `return`, `False`,
+/// `None` or `0`), noting whether any was found and whether any lies outside a block that
+/// `member_test` says only members enter. Nested scopes are not entered.
+fn guarded_returns(
+    suite: &[Stmt],
+    guarded: bool,
+    member_test: &mut dyn FnMut(&Expr) -> bool,
+    truthy: &mut bool,
+    outside: &mut bool,
+) {
+    for stmt in suite {
+        match stmt {
+            Stmt::Return(r) => {
+                let falsy = match r.value.as_deref() {
+                    None | Some(Expr::NoneLiteral(_)) => true,
+                    Some(Expr::BooleanLiteral(b)) => !b.value,
+                    Some(Expr::NumberLiteral(n)) => {
+                        matches!(&n.value, ruff_python_ast::Number::Int(i) if *i == 0)
+                    }
+                    Some(_) => false,
+                };
+                if !falsy {
+                    *truthy = true;
+                    *outside |= !guarded;
+                }
+            }
+            Stmt::If(i) => {
+                let members = guarded || member_test(&i.test);
+                guarded_returns(&i.body, members, member_test, truthy, outside);
+                for clause in &i.elif_else_clauses {
+                    let members = guarded || clause.test.as_ref().is_some_and(|t| member_test(t));
+                    guarded_returns(&clause.body, members, member_test, truthy, outside);
+                }
+            }
+            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+            _ => {
+                for block in crate::tree::blocks(stmt) {
+                    guarded_returns(block.suite, guarded, member_test, truthy, outside);
+                }
+            }
+        }
+    }
+}
+
+/// `x in c` (alone, or joined to others by `and`) whose `x` depends on the rank id.
+fn membership_of_rank(eval: &mut value::Eval<'_, '_>, test: &Expr) -> bool {
+    match test {
+        Expr::Compare(c) if c.ops.len() == 1 && c.ops[0] == ruff_python_ast::CmpOp::In => {
+            let deps = eval.value(&c.left, c.start()).whole;
+            Finding::from_deps(&deps).dependence.iter().any(|d| d.kind == DependenceKind::RankId)
+        }
+        Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => {
+            b.values.iter().any(|v| membership_of_rank(eval, v))
+        }
+        _ => false,
+    }
+}
