@@ -796,7 +796,7 @@ impl<'p> Analysis<'p> {
         let mut eval = value::Eval::new(self, home, scope, 0);
         let mut member_test = |test: &Expr| membership_of_rank(&mut eval, test);
         let (mut truthy, mut outside) = (false, false);
-        guarded_returns(&def.body, false, &mut member_test, &mut truthy, &mut outside);
+        guarded_returns(&def.body, false, &mut member_test, &mut truthy, &mut outside, 0);
         truthy && !outside
     }
 
@@ -1005,14 +1005,20 @@ mod tests;
 
 /// Walks `suite` for `return`s that can give a true value (not a bare `return`, `False`,
 /// `None` or `0`), noting whether any was found and whether any lies outside a block that
-/// `member_test` says only members enter. Nested scopes are not entered.
+/// `member_test` says only members enter. Nested scopes are not entered; past
+/// [`crate::tree::MAX_DEPTH`] a return is taken as outside.
 fn guarded_returns(
     suite: &[Stmt],
     guarded: bool,
     member_test: &mut dyn FnMut(&Expr) -> bool,
     truthy: &mut bool,
     outside: &mut bool,
+    depth: usize,
 ) {
+    if depth >= crate::tree::MAX_DEPTH {
+        *outside = true;
+        return;
+    }
     for stmt in suite {
         match stmt {
             Stmt::Return(r) => {
@@ -1031,16 +1037,16 @@ fn guarded_returns(
             }
             Stmt::If(i) => {
                 let members = guarded || member_test(&i.test);
-                guarded_returns(&i.body, members, member_test, truthy, outside);
+                guarded_returns(&i.body, members, member_test, truthy, outside, depth + 1);
                 for clause in &i.elif_else_clauses {
                     let members = guarded || clause.test.as_ref().is_some_and(|t| member_test(t));
-                    guarded_returns(&clause.body, members, member_test, truthy, outside);
+                    guarded_returns(&clause.body, members, member_test, truthy, outside, depth + 1);
                 }
             }
             Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
             _ => {
                 for block in crate::tree::blocks(stmt) {
-                    guarded_returns(block.suite, guarded, member_test, truthy, outside);
+                    guarded_returns(block.suite, guarded, member_test, truthy, outside, depth + 1);
                 }
             }
         }
