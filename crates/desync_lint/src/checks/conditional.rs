@@ -213,10 +213,9 @@ fn members_of_groups(ctx: &Context<'_>, cond: &Conditional, clauses: &[Vec<&Site
         let line = clause.test_line.unwrap_or(clause.line);
         let negated = match (&clause.membership, &clause.test) {
             (Some(m), _) if has_rank_id(&ctx.dependence(line, &m.member)) => m.negated,
-            (Some(_), _) => continue,
             // `if self._is_in_embd_group():`, a helper true only inside `if rank in ranks:`.
             (None, Some(test)) if ctx.analysis().tests_membership(ctx.module, line, test) => false,
-            (None, _) => continue,
+            _ => continue,
         };
         let silent: Vec<usize> = (0..clauses.len()).filter(|&j| clauses[j].is_empty()).collect();
         let non_members_silent = if negated {

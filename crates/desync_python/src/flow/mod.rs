@@ -1039,7 +1039,7 @@ fn guarded_returns(
                 let members = guarded || member_test(&i.test);
                 guarded_returns(&i.body, members, member_test, truthy, outside, depth + 1);
                 for clause in &i.elif_else_clauses {
-                    let members = guarded || clause.test.as_ref().is_some_and(|t| member_test(t));
+                    let members = guarded || clause.test.as_ref().is_some_and(&mut *member_test);
                     guarded_returns(&clause.body, members, member_test, truthy, outside, depth + 1);
                 }
             }
