@@ -493,6 +493,12 @@ impl Knowledge {
         self.launchers.get(qualified)
     }
 
+    /// The last words of the rows told this process's rank (`init_process_group`): a source
+    /// that spells none of them calls none of those rows.
+    pub fn rank_argument_words(&self) -> impl Iterator<Item = &str> {
+        self.rank_arguments.keys().map(|n| n.rsplit('.').next().unwrap_or(n))
+    }
+
     /// The row of `qualified` when it is told this process's rank.
     pub fn rank_argument(&self, qualified: &str) -> Option<&RankArgument> {
         self.rank_arguments.get(qualified)

@@ -129,6 +129,11 @@ impl Collectives<'_, '_> {
         def_line: u32,
         parameter: &str,
     ) -> Option<(u32, String)> {
+        // A call resolves to a row only through the row's own last word, which the source
+        // then spells (under any alias, the import names it): most files never do.
+        if !knowledge().rank_argument_words().any(|w| module.word_count(w) > 0) {
+            return None;
+        }
         let def = def_on_line(module, def_line)?;
         let mut candidates: Vec<&ExprCall> = Vec::new();
         tree::walk_all(&def.body, &mut |stmt| {
