@@ -242,3 +242,79 @@ fn indirect_evidence_is_counted_and_shown_on_request() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["findings"][0]["evidence"], "direct");
 }
+
+/// The JSON findings of `desync lint <arg>` run in `cwd`, as (file name, rule, line).
+fn findings_in(cwd: &Path, arg: &Path) -> Vec<(String, String, u64)> {
+    let out = lint().current_dir(cwd).arg(arg).args(["--format", "json"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let file = Path::new(f["file"].as_str().unwrap());
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            (name, f["rule"].as_str().unwrap().to_owned(), f["line"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// A `src` layout: `loop.py` calls, on rank 0 only, a helper that `src/trainer/sync.py`
+/// defines and that all_reduces. `desync lint .` from the repository, the same folder by its
+/// absolute path, and the package folder given on its own all follow the absolute import
+/// `from trainer.sync import ...` into the helper (Python finds `trainer` in `src`), so they
+/// report the same finding.
+#[test]
+fn imports_resolve_however_the_path_is_spelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().canonicalize().unwrap();
+    let package = repo.join("src/trainer");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(package.join("__init__.py"), "").unwrap();
+    std::fs::write(
+        package.join("sync.py"),
+        "import torch.distributed as dist\n\n\ndef mean_over_ranks(t):\n    \
+         dist.all_reduce(t)\n    return t / dist.get_world_size()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("loop.py"),
+        "import torch.distributed as dist\n\nfrom trainer.sync import mean_over_ranks\n\n\n\
+         def log_loss(loss):\n    if dist.get_rank() == 0:\n        print(mean_over_ranks(loss))\n",
+    )
+    .unwrap();
+    let expected = vec![("loop.py".to_owned(), "DSY001".to_owned(), 7)];
+    assert_eq!(findings_in(&repo, Path::new(".")), expected, "relative path");
+    assert_eq!(findings_in(&repo, &repo), expected, "absolute path");
+    assert_eq!(findings_in(&repo, Path::new("src/trainer")), expected, "the package alone");
+    assert_eq!(findings_in(&package, Path::new(".")), expected, "from inside the package");
+}
+
+/// Linting a framework's own source (DeepSpeed's `deepspeed/comm` wraps its collectives in
+/// calls of a backend chosen at run time, `cdb.all_reduce`): `from deepspeed import comm as
+/// dist` is still the table's `deepspeed.comm`, whose `all_reduce` is a collective, not the
+/// project's wrapper module whose code does not show one.
+#[test]
+fn the_tables_collectives_win_over_the_frameworks_own_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let comm = root.join("deepspeed/comm");
+    std::fs::create_dir_all(&comm).unwrap();
+    std::fs::write(root.join("deepspeed/__init__.py"), "").unwrap();
+    std::fs::write(
+        comm.join("__init__.py"),
+        "cdb = None\n\n\ndef all_reduce(tensor, group=None):\n    \
+         return cdb.all_reduce(tensor, group=group)\n\n\ndef get_rank():\n    \
+         return cdb.get_rank()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("deepspeed/engine.py"),
+        "from deepspeed import comm as dist\n\n\ndef report(loss):\n    \
+         if dist.get_rank() == 0:\n        dist.all_reduce(loss)\n",
+    )
+    .unwrap();
+    let expected = vec![("engine.py".to_owned(), "DSY001".to_owned(), 5)];
+    assert_eq!(findings_in(&root, Path::new(".")), expected, "relative path");
+    assert_eq!(findings_in(&root, &root), expected, "absolute path");
+}

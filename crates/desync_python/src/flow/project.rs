@@ -39,6 +39,10 @@ const NO_FOLDER: &[u8] = b"\0";
 /// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
 pub struct FileProject {
     roots: Vec<PathBuf>,
+    /// For a root that is a package (`desync lint colossalai`, its folder holding
+    /// `__init__.py`), the folder above its outermost package: where Python would find it, so
+    /// that `from colossalai.checkpoint_io import x` inside it resolves.
+    package_parents: Vec<PathBuf>,
     cache: Mutex<HashMap<PathBuf, Option<Arc<Module>>>>,
     /// Imports already resolved (see [`ImportCache`]): the filesystem answers once.
     imports: Mutex<ImportCache>,
@@ -65,8 +69,10 @@ impl FileProject {
                 out.push(canonical);
             }
         }
+        let package_parents = out.iter().filter_map(|r| package_parent(r)).collect();
         FileProject {
             roots: out,
+            package_parents,
             cache: Mutex::default(),
             imports: Mutex::default(),
             helpers: HelperMemo::default(),
@@ -145,7 +151,12 @@ impl FileProject {
     fn candidates(&self, importer: &Module, module: &str, level: u32) -> Vec<PathBuf> {
         let relative: PathBuf = module.split('.').filter(|s| !s.is_empty()).collect();
         let mut bases: Vec<PathBuf> = Vec::new();
-        let here = importer.file_path().and_then(Path::parent).map(Path::to_path_buf);
+        // Canonical, as the roots are: a linted file's path is as the user wrote it
+        // (`./pkg/train.py`), and its parents must be compared with the roots.
+        let here = importer
+            .file_path()
+            .and_then(|p| self.canonical(p))
+            .and_then(|p| p.parent().map(Path::to_path_buf));
         if level > 0 {
             let mut base = here;
             for _ in 1..level {
@@ -167,6 +178,7 @@ impl FileProject {
                 }
             }
             bases.extend(self.roots.iter().cloned());
+            bases.extend(self.package_parents.iter().cloned());
         }
         let mut out = Vec::new();
         for base in bases {
@@ -225,6 +237,22 @@ impl Project for FileProject {
     fn helper_memo(&self) -> Option<&HelperMemo> {
         Some(&self.helpers)
     }
+}
+
+/// The folder above the outermost package holding `root` (each folder from `root` up holds an
+/// `__init__.py`), when `root` is a package.
+fn package_parent(root: &Path) -> Option<PathBuf> {
+    let mut package = root;
+    if !package.join("__init__.py").is_file() {
+        return None;
+    }
+    while let Some(parent) = package.parent() {
+        if !parent.join("__init__.py").is_file() {
+            return Some(parent.to_path_buf());
+        }
+        package = parent;
+    }
+    None
 }
 
 /// The key of the folder `module` was read from in [`ImportCache`]: its path's bytes up to

@@ -145,8 +145,23 @@ impl Eval<'_, '_> {
         }
     }
 
-    /// An imported name: a module or definition of the project, else a library path.
+    /// An imported name: a module or definition of the project, else a library path. A
+    /// collective of the table, or a module holding some (`torch.distributed`,
+    /// `deepspeed.comm`), is that library path even where the project holds its source (linting
+    /// DeepSpeed or torch itself): the table says what its calls issue, which the wrappers'
+    /// code does not show (`cdb.all_reduce` on a backend chosen at run time).
     fn import(&mut self, module: &str, imported: Option<&str>, level: u32) -> Sym {
+        let full = match imported {
+            Some(name) if !module.is_empty() => format!("{module}.{name}"),
+            Some(name) => name.to_owned(),
+            None => module.to_owned(),
+        };
+        if level == 0 {
+            let canonical = knowledge().canonical(&full);
+            if knowledge().describes_collectives(&canonical) {
+                return Sym::Path(canonical);
+            }
+        }
         if let Some(project) = self.cx.project() {
             if let Some(m) = project.import(self.module, module, level) {
                 let m = self.cx.keep(m);
@@ -177,11 +192,6 @@ impl Eval<'_, '_> {
             // A relative import outside the project's view.
             return Sym::Unknown;
         }
-        let full = match imported {
-            Some(name) if !module.is_empty() => format!("{module}.{name}"),
-            Some(name) => name.to_owned(),
-            None => module.to_owned(),
-        };
         Sym::Path(knowledge().canonical(&full))
     }
 

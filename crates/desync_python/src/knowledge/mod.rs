@@ -279,6 +279,8 @@ pub struct Knowledge {
     /// Every proper prefix (`a`, `a.b`) of a name in `by_name` (`a.b.c`): the classes whose
     /// members the table names, looked up without scanning every row.
     member_owners: HashSet<String>,
+    /// The proper prefixes of the collective rows' names ([`Knowledge::describes_collectives`]).
+    collective_owners: HashSet<String>,
     types: HashMap<String, TypeInfo>,
     hooks: Vec<Hook>,
     shapes: HashMap<String, Shape>,
@@ -345,6 +347,13 @@ impl Knowledge {
             .keys()
             .flat_map(|name: &String| name.match_indices('.').map(|(i, _)| name[..i].to_owned()))
             .collect();
+        let collective_owners = raw
+            .api
+            .iter()
+            .filter(|a| a.role == Role::Collective)
+            .flat_map(|a| a.names.iter())
+            .flat_map(|name| name.match_indices('.').map(|(i, _)| name[..i].to_owned()))
+            .collect();
         let types = raw.types.into_iter().map(|t| (t.name.clone(), t)).collect();
         let shapes = raw
             .shape
@@ -380,6 +389,7 @@ impl Knowledge {
             apis: raw.api,
             by_name,
             member_owners,
+            collective_owners,
             types,
             hooks: raw.hook,
             shapes,
@@ -476,6 +486,13 @@ impl Knowledge {
     /// Whether the table knows anything about members of `class`.
     pub fn knows_class(&self, class: &str) -> bool {
         self.types.contains_key(class) || self.member_owners.contains(class)
+    }
+
+    /// Whether `qualified` is a collective row of the table or a module or class holding one
+    /// (`torch.distributed`, `deepspeed.comm`, `deepspeed.comm.all_reduce`).
+    pub fn describes_collectives(&self, qualified: &str) -> bool {
+        self.api(qualified).is_some_and(|a| a.role == Role::Collective)
+            || self.collective_owners.contains(qualified)
     }
 
     /// Which argument of the gather `qualified` must have the same shape on every rank.
