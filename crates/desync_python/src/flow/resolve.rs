@@ -85,6 +85,11 @@ impl Eval<'_, '_> {
         }
         match e {
             Expr::Name(n) => self.resolve_name(n.id.as_str(), at, depth),
+            // `super().save(model)` in a method: the method a base class of the enclosing
+            // class defines (the project's bases first, then the table's framework bases).
+            Expr::Attribute(a) if is_super_call(&a.value) => {
+                self.base_member(a.attr.id.as_str())
+            }
             Expr::Attribute(a) => {
                 let base = self.resolve_depth(&a.value, at, depth + 1);
                 self.member(base, a.attr.id.as_str(), depth)
@@ -353,6 +358,24 @@ impl Eval<'_, '_> {
         None
     }
 
+    /// `attr` of the bases of the class whose method is being evaluated: what `super().attr`
+    /// names there.
+    fn base_member(&mut self, attr: &str) -> Sym {
+        let Some(cls) = self.scope.function.and_then(|f| class_of(self.module, f)) else {
+            return Sym::Unknown;
+        };
+        if let Some(inherited) = self.project_base_method(cls, attr, 0) {
+            return inherited;
+        }
+        for base in self.class_bases(cls) {
+            let sym = framework_member(&base, attr);
+            if !matches!(sym, Sym::Unknown) {
+                return sym;
+            }
+        }
+        Sym::Unknown
+    }
+
     /// [`Self::class_member`] of a class of the module being evaluated, not memoised.
     fn own_class_member(&mut self, at: TextSize, attr: &str, depth: usize) -> Sym {
         let Some(cls) = class_at(self.module, at) else { return Sym::Unknown };
@@ -393,6 +416,11 @@ impl Eval<'_, '_> {
         }
         Sym::Unknown
     }
+}
+
+/// `super()` or `super(Cls, self)`.
+fn is_super_call(e: &Expr) -> bool {
+    matches!(e, Expr::Call(c) if matches!(&*c.func, Expr::Name(n) if n.id.as_str() == "super"))
 }
 
 /// A member of a framework class: a row of the table, or an attribute whose type it gives.
