@@ -260,7 +260,7 @@ fn findings_in(cwd: &Path, arg: &Path) -> Vec<(String, String, u64)> {
 }
 
 /// A `src` layout: `loop.py` calls, on rank 0 only, a helper that `src/trainer/sync.py`
-/// defines and that all_reduces. `desync lint .` from the repository, the same folder by its
+/// defines and that calls `all_reduce`. `desync lint .` from the repository, the same folder by its
 /// absolute path, and the package folder given on its own all follow the absolute import
 /// `from trainer.sync import ...` into the helper (Python finds `trainer` in `src`), so they
 /// report the same finding.
@@ -290,7 +290,7 @@ fn imports_resolve_however_the_path_is_spelled() {
     assert_eq!(findings_in(&package, Path::new(".")), expected, "from inside the package");
 }
 
-/// Linting a framework's own source (DeepSpeed's `deepspeed/comm` wraps its collectives in
+/// Linting a framework's own source (the `deepspeed/comm` package wraps its collectives in
 /// calls of a backend chosen at run time, `cdb.all_reduce`): `from deepspeed import comm as
 /// dist` is still the table's `deepspeed.comm`, whose `all_reduce` is a collective, not the
 /// project's wrapper module whose code does not show one.

@@ -87,9 +87,7 @@ impl Eval<'_, '_> {
             Expr::Name(n) => self.resolve_name(n.id.as_str(), at, depth),
             // `super().save(model)` in a method: the method a base class of the enclosing
             // class defines (the project's bases first, then the table's framework bases).
-            Expr::Attribute(a) if is_super_call(&a.value) => {
-                self.base_member(a.attr.id.as_str())
-            }
+            Expr::Attribute(a) if is_super_call(&a.value) => self.base_member(a.attr.id.as_str()),
             Expr::Attribute(a) => {
                 let base = self.resolve_depth(&a.value, at, depth + 1);
                 self.member(base, a.attr.id.as_str(), depth)
@@ -153,7 +151,7 @@ impl Eval<'_, '_> {
     /// An imported name: a module or definition of the project, else a library path. A
     /// collective of the table, or a module holding some (`torch.distributed`,
     /// `deepspeed.comm`), is that library path even where the project holds its source (linting
-    /// DeepSpeed or torch itself): the table says what its calls issue, which the wrappers'
+    /// a framework itself): the table says what its calls issue, which the wrappers'
     /// code does not show (`cdb.all_reduce` on a backend chosen at run time).
     fn import(&mut self, module: &str, imported: Option<&str>, level: u32) -> Sym {
         let full = match imported {
