@@ -87,7 +87,8 @@ const BUILTINS: &[&str] = &[
 
 /// Methods that move a tensor or module between devices (`torch.Tensor.to`, `nn.Module.to`,
 /// `.cuda`): where a value lives is not what it is. Only a dtype argument changes it.
-const PLACEMENT_METHODS: &[&str] = &["to", "cuda", "cpu", "xpu", "npu", "mps", "pin_memory"];
+pub(crate) const PLACEMENT_METHODS: &[&str] =
+    &["to", "cuda", "cpu", "xpu", "npu", "mps", "pin_memory"];
 
 /// Keyword arguments that only place a value on a device (`device_ids=[local_rank]` of DDP,
 /// `map_location=` of `torch.load`).
@@ -854,6 +855,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             | Role::Wrapper
             | Role::RankOnly
             | Role::Pad
+            | Role::Concat
             | Role::FromData => Deps::default(),
         })
     }
@@ -1049,7 +1051,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         let deps = match api.role {
             // Padding keeps its input's values, a tensor made from data holds them, a wrapper
             // returns what it wraps: calls like any other.
-            Role::Pad | Role::FromData | Role::Wrapper => return None,
+            Role::Pad | Role::Concat | Role::FromData | Role::Wrapper => return None,
             Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)

@@ -33,6 +33,8 @@ pub enum Role {
     RankOnly,
     Exception,
     Pad,
+    /// Joins tensors end to end (`torch.cat`): as large as its pieces together.
+    Concat,
     FromData,
 }
 

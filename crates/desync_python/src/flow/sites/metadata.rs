@@ -21,7 +21,7 @@ use super::Collectives;
 use super::callers::function_scope;
 use crate::dependence::bindings::{self, Binding, Source};
 use crate::flow::resolve::{ClassRef, FnRef, Sym, def_at};
-use crate::flow::value::Eval;
+use crate::flow::value::{Eval, PLACEMENT_METHODS};
 use crate::flow::{Deps, Finding, quote};
 use crate::knowledge::{Agrees, Role, knowledge};
 use crate::module::Module;
@@ -227,6 +227,16 @@ impl Meta<'_, '_, '_> {
         let Some(binding) = bindings::lookup(eval.module, eval.scope, name, at) else {
             return Deps::default();
         };
+        if self.mode == Mode::Size
+            && let Source::Value(v) = binding.source
+            && pads_to_agreed_size(eval, name, &binding, v).is_some()
+        {
+            // `if fill > 0: x = torch.cat([x, x.new_zeros(fill)])`, or `if n < longest: xp =
+            // torch.cat([x, pad]) else: xp = x`: the test decides only whether a rank still
+            // has to pad up to the agreed size; the ranks that keep the tensor as it is
+            // already hold that size.
+            return Deps::default();
+        }
         let mut d = match binding.source {
             Source::Value(v) | Source::WithItem(v) | Source::Augmented(v) => {
                 let mut d = self.in_scope(eval, &binding, |m, eval| m.of(eval, v, binding.at));
@@ -422,6 +432,9 @@ impl Meta<'_, '_, '_> {
                             d
                         }
                         Role::Pad => self.padded(eval, c, at),
+                        Role::Concat if self.mode == Mode::Size && fills_up(eval, c, at) => {
+                            Deps::default()
+                        }
                         Role::FromData if self.mode == Mode::Size => {
                             self.made_from_data(eval, c, at)
                         }
@@ -1096,6 +1109,85 @@ fn reads_dtype(test: &Expr) -> bool {
         }
     });
     found
+}
+
+/// `torch.cat([x, filler])` where a piece after the first is allocated to a size read from a
+/// value agreed through a collective (`torch.zeros(longest - n)`, `x.new_empty(fill, dim)`
+/// with `fill = max(gathered) - n`): the tensor padded up to the agreed size, as `F.pad` by
+/// amounts that read a gathered maximum ([`Meta::padded`]).
+fn fills_up(eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> bool {
+    let pieces = match c.arguments.find_argument_value("tensors", 0) {
+        Some(Expr::List(l)) => &l.elts,
+        Some(Expr::Tuple(t)) => &t.elts,
+        _ => return false,
+    };
+    pieces.iter().skip(1).any(|piece| {
+        let mut piece = piece;
+        // `torch.zeros(n).cuda()`: where the filler lives is not its size.
+        while let Expr::Call(moved) = piece
+            && let Expr::Attribute(a) = &*moved.func
+            && PLACEMENT_METHODS.contains(&a.attr.id.as_str())
+        {
+            piece = &a.value;
+        }
+        let Expr::Call(made) = piece else { return false };
+        let size = match made.arguments.find_argument_value("size", 0) {
+            Some(Expr::Tuple(t)) => t.elts.first(),
+            other => other,
+        };
+        size.is_some_and(|n| !eval.value(n, at).whole.agreed.is_empty())
+    })
+}
+
+/// How a binding takes part in padding a tensor up to an agreed size.
+enum Padding {
+    Pads,
+    Keeps,
+}
+
+/// For a binding of `name` inside an `if` whose test reads a value agreed through a
+/// collective: `Some(Padding::Pads)` when the binding itself pads up to the agreed size
+/// ([`fills_up`]), `Some(Padding::Keeps)` when it keeps a tensor as it is (`else: xp = x`)
+/// while another clause of that `if` pads `name` up; `None` otherwise.
+fn pads_to_agreed_size<'m>(
+    eval: &mut Eval<'_, 'm>,
+    name: &str,
+    binding: &Binding<'m>,
+    value: &Expr,
+) -> Option<Padding> {
+    let module = eval.module;
+    let path = module.path(module.line_of(binding.at))?;
+    let levels: Vec<_> = path.scope_levels(module).to_vec();
+    let (owner, s) = levels.iter().rev().find_map(|level| match level.owner {
+        Some(owner @ Stmt::If(s)) => Some((owner, s)),
+        _ => None,
+    })?;
+    let pads = |eval: &mut Eval<'_, 'm>, v: &Expr, at: TextSize| {
+        matches!(v, Expr::Call(c) if matches!(eval.resolve(&c.func, at), Sym::Path(p)
+            if knowledge().api(&p).is_some_and(|a| a.role == Role::Concat)) && fills_up(eval, c, at))
+    };
+    let outer = std::mem::replace(&mut eval.scope, binding.scope);
+    let answer = (|| {
+        if eval.value(&s.test, s.start()).whole.agreed.is_empty() {
+            return None;
+        }
+        if pads(eval, value, binding.at) {
+            return Some(Padding::Pads);
+        }
+        if !matches!(value, Expr::Name(_)) {
+            return None;
+        }
+        let others: Vec<_> = bindings::bindings(module, binding.scope, name)
+            .into_iter()
+            .filter(|b| owner.range().contains(b.at) && b.at != binding.at)
+            .collect();
+        others
+            .iter()
+            .any(|b| matches!(b.source, Source::Value(v) if pads(eval, v, b.at)))
+            .then_some(Padding::Keeps)
+    })();
+    eval.scope = outer;
+    answer
 }
 
 /// Whether a block of the `if` statement `stmt` other than `own` (the one holding `binding`)
