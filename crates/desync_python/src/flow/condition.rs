@@ -144,6 +144,18 @@ fn structure_subject(expr: &Expr) -> Option<&Expr> {
         {
             c.arguments.args.first()
         }
+        // `any(isinstance(p, DTensor) for p in model.parameters())`: a structure test of each
+        // item says what kind of items the iterable holds.
+        Expr::Call(c) if matches!(crate::expr::dotted(&c.func).as_deref(), Some("any" | "all")) => {
+            let [Expr::Generator(g)] = &*c.arguments.args else { return None };
+            let [comprehension] = &*g.generators else { return None };
+            let (Expr::Name(item), Some(Expr::Name(tested))) =
+                (&comprehension.target, structure_subject(&g.elt))
+            else {
+                return None;
+            };
+            (item.id == tested.id && comprehension.ifs.is_empty()).then_some(&comprehension.iter)
+        }
         _ => None,
     }
 }
