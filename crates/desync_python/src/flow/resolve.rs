@@ -154,13 +154,14 @@ impl Eval<'_, '_> {
     /// a framework itself): the table says what its calls issue, which the wrappers'
     /// code does not show (`cdb.all_reduce` on a backend chosen at run time).
     fn import(&mut self, module: &str, imported: Option<&str>, level: u32) -> Sym {
-        let full = match imported {
+        let full = || match imported {
             Some(name) if !module.is_empty() => format!("{module}.{name}"),
             Some(name) => name.to_owned(),
             None => module.to_owned(),
         };
-        if level == 0 {
-            let canonical = knowledge().canonical(&full);
+        let written = if module.is_empty() { imported.unwrap_or_default() } else { module };
+        if level == 0 && knowledge().may_describe_collectives(written) {
+            let canonical = knowledge().canonical(&full());
             if knowledge().describes_collectives(&canonical) {
                 return Sym::Path(canonical);
             }
@@ -195,7 +196,7 @@ impl Eval<'_, '_> {
             // A relative import outside the project's view.
             return Sym::Unknown;
         }
-        Sym::Path(knowledge().canonical(&full))
+        Sym::Path(knowledge().canonical(&full()))
     }
 
     /// What module `m` offers as `name`: a function or class it defines, or one it imports at

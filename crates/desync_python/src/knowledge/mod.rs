@@ -283,6 +283,8 @@ pub struct Knowledge {
     member_owners: HashSet<String>,
     /// The proper prefixes of the collective rows' names ([`Knowledge::describes_collectives`]).
     collective_owners: HashSet<String>,
+    /// First segments of the collective rows' names and of the aliases.
+    collective_roots: HashSet<String>,
     types: HashMap<String, TypeInfo>,
     hooks: Vec<Hook>,
     shapes: HashMap<String, Shape>,
@@ -356,6 +358,13 @@ impl Knowledge {
             .flat_map(|a| a.names.iter())
             .flat_map(|name| name.match_indices('.').map(|(i, _)| name[..i].to_owned()))
             .collect();
+        let collective_roots = raw
+            .api
+            .iter()
+            .filter(|a| a.role == Role::Collective)
+            .flat_map(|a| a.names.iter().map(|n| root_segment(n).to_owned()))
+            .chain(aliases.iter().map(|(from, _)| root_segment(from).to_owned()))
+            .collect();
         let types = raw.types.into_iter().map(|t| (t.name.clone(), t)).collect();
         let shapes = raw
             .shape
@@ -392,6 +401,7 @@ impl Knowledge {
             by_name,
             member_owners,
             collective_owners,
+            collective_roots,
             types,
             hooks: raw.hook,
             shapes,
@@ -488,6 +498,13 @@ impl Knowledge {
     /// Whether the table knows anything about members of `class`.
     pub fn knows_class(&self, class: &str) -> bool {
         self.types.contains_key(class) || self.member_owners.contains(class)
+    }
+
+    /// Whether `name`, as written, can canonicalise to what [`Self::describes_collectives`]
+    /// accepts: its first segment is that of a collective row or of an alias. Asked of every
+    /// import a name resolves through, before building the canonical name.
+    pub fn may_describe_collectives(&self, name: &str) -> bool {
+        self.collective_roots.contains(root_segment(name))
     }
 
     /// Whether `qualified` is a collective row of the table or a module or class holding one
