@@ -47,7 +47,7 @@ pub(crate) enum Sym {
     Unknown,
 }
 
-impl Eval<'_, '_> {
+impl<'m> Eval<'_, 'm> {
     pub(crate) fn resolve(&mut self, e: &Expr, at: TextSize) -> Sym {
         self.resolve_depth(e, at, 0)
     }
@@ -363,6 +363,12 @@ impl Eval<'_, '_> {
         let Some(cls) = self.scope.function.and_then(|f| class_of(self.module, f)) else {
             return Sym::Unknown;
         };
+        self.inherited_member(cls, attr)
+    }
+
+    /// `attr` as `cls` inherits it: a method of a project base, else a member of a framework
+    /// base the table knows.
+    fn inherited_member(&mut self, cls: &'m StmtClassDef, attr: &str) -> Sym {
         if let Some(inherited) = self.project_base_method(cls, attr, 0) {
             return inherited;
         }
@@ -381,14 +387,9 @@ impl Eval<'_, '_> {
         if let Some(def) = method(cls, attr) {
             return Sym::Function(FnRef { module: None, def: def.start(), is_method: true });
         }
-        if let Some(inherited) = self.project_base_method(cls, attr, 0) {
+        let inherited = self.inherited_member(cls, attr);
+        if !matches!(inherited, Sym::Unknown) {
             return inherited;
-        }
-        for base in self.class_bases(cls) {
-            let sym = framework_member(&base, attr);
-            if !matches!(sym, Sym::Unknown) {
-                return sym;
-            }
         }
         // `self.accelerator = Accelerator(...)` in `__init__`.
         for stmt in &cls.body {

@@ -229,7 +229,7 @@ impl Meta<'_, '_, '_> {
         };
         if self.mode == Mode::Size
             && let Source::Value(v) = binding.source
-            && pads_to_agreed_size(eval, name, &binding, v).is_some()
+            && pads_to_agreed_size(eval, name, &binding, v)
         {
             // `if fill > 0: x = torch.cat([x, x.new_zeros(fill)])`, or `if n < longest: xp =
             // torch.cat([x, pad]) else: xp = x`: the test decides only whether a rank still
@@ -1139,53 +1139,41 @@ fn fills_up(eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> bool {
     })
 }
 
-/// How a binding takes part in padding a tensor up to an agreed size.
-enum Padding {
-    Pads,
-    Keeps,
-}
-
-/// For a binding of `name` inside an `if` whose test reads a value agreed through a
-/// collective: `Some(Padding::Pads)` when the binding itself pads up to the agreed size
-/// ([`fills_up`]), `Some(Padding::Keeps)` when it keeps a tensor as it is (`else: xp = x`)
-/// while another clause of that `if` pads `name` up; `None` otherwise.
+/// Whether the binding of `name` pads a tensor up to a size agreed through a collective, or
+/// keeps one that already has it: it sits in a clause of an `if` whose test reads the agreed
+/// value, and either pads itself ([`fills_up`]) or keeps a tensor as it is (`else: xp = x`)
+/// while another clause of that `if` pads `name` up.
 fn pads_to_agreed_size<'m>(
     eval: &mut Eval<'_, 'm>,
     name: &str,
     binding: &Binding<'m>,
     value: &Expr,
-) -> Option<Padding> {
+) -> bool {
+    if !matches!(value, Expr::Call(_) | Expr::Name(_)) {
+        return false;
+    }
     let module = eval.module;
-    let path = module.path(module.line_of(binding.at))?;
+    let Some(path) = module.path(module.line_of(binding.at)) else { return false };
     let levels: Vec<_> = path.scope_levels(module).to_vec();
-    let (owner, s) = levels.iter().rev().find_map(|level| match level.owner {
+    let Some((owner, s)) = levels.iter().rev().find_map(|level| match level.owner {
         Some(owner @ Stmt::If(s)) => Some((owner, s)),
         _ => None,
-    })?;
+    }) else {
+        return false;
+    };
     let pads = |eval: &mut Eval<'_, 'm>, v: &Expr, at: TextSize| {
         matches!(v, Expr::Call(c) if matches!(eval.resolve(&c.func, at), Sym::Path(p)
             if knowledge().api(&p).is_some_and(|a| a.role == Role::Concat)) && fills_up(eval, c, at))
     };
     let outer = std::mem::replace(&mut eval.scope, binding.scope);
-    let answer = (|| {
-        if eval.value(&s.test, s.start()).whole.agreed.is_empty() {
-            return None;
-        }
-        if pads(eval, value, binding.at) {
-            return Some(Padding::Pads);
-        }
-        if !matches!(value, Expr::Name(_)) {
-            return None;
-        }
-        let others: Vec<_> = bindings::bindings(module, binding.scope, name)
-            .into_iter()
-            .filter(|b| owner.range().contains(b.at) && b.at != binding.at)
-            .collect();
-        others
-            .iter()
-            .any(|b| matches!(b.source, Source::Value(v) if pads(eval, v, b.at)))
-            .then_some(Padding::Keeps)
-    })();
+    let padding = pads(eval, value, binding.at)
+        || matches!(value, Expr::Name(_))
+            && bindings::bindings(module, binding.scope, name).iter().any(|b| {
+                owner.range().contains(b.at)
+                    && b.at != binding.at
+                    && matches!(b.source, Source::Value(v) if pads(eval, v, b.at))
+            });
+    let answer = padding && !eval.value(&s.test, s.start()).whole.agreed.is_empty();
     eval.scope = outer;
     answer
 }
