@@ -347,22 +347,13 @@ impl Knowledge {
                 by_name.insert(name.clone(), i);
             }
         }
-        let member_owners = by_name
-            .keys()
-            .flat_map(|name: &String| name.match_indices('.').map(|(i, _)| name[..i].to_owned()))
-            .collect();
-        let collective_owners = raw
-            .api
-            .iter()
-            .filter(|a| a.role == Role::Collective)
-            .flat_map(|a| a.names.iter())
-            .flat_map(|name| name.match_indices('.').map(|(i, _)| name[..i].to_owned()))
-            .collect();
-        let collective_roots = raw
-            .api
-            .iter()
-            .filter(|a| a.role == Role::Collective)
-            .flat_map(|a| a.names.iter().map(|n| root_segment(n).to_owned()))
+        let member_owners =
+            by_name.keys().flat_map(|name: &String| proper_prefixes(name)).collect();
+        let collective_names =
+            || raw.api.iter().filter(|a| a.role == Role::Collective).flat_map(|a| a.names.iter());
+        let collective_owners = collective_names().flat_map(|name| proper_prefixes(name)).collect();
+        let collective_roots = collective_names()
+            .map(|name| root_segment(name).to_owned())
             .chain(aliases.iter().map(|(from, _)| root_segment(from).to_owned()))
             .collect();
         let types = raw.types.into_iter().map(|t| (t.name.clone(), t)).collect();
@@ -595,6 +586,11 @@ impl Knowledge {
 }
 
 /// `torch` of `torch.distributed.all_reduce`.
+/// `a` and `a.b` for `a.b.c`.
+fn proper_prefixes(name: &str) -> impl Iterator<Item = String> + '_ {
+    name.match_indices('.').map(|(i, _)| name[..i].to_owned())
+}
+
 fn root_segment(name: &str) -> &str {
     name.split_once('.').map_or(name, |(root, _)| root)
 }
