@@ -1116,11 +1116,7 @@ fn reads_dtype(test: &Expr) -> bool {
 /// with `fill = max(gathered) - n`): the tensor padded up to the agreed size, as `F.pad` by
 /// amounts that read a gathered maximum ([`Meta::padded`]).
 fn fills_up(eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> bool {
-    let pieces = match c.arguments.find_argument_value("tensors", 0) {
-        Some(Expr::List(l)) => &l.elts,
-        Some(Expr::Tuple(t)) => &t.elts,
-        _ => return false,
-    };
+    let Some(pieces) = concat_pieces(c) else { return false };
     pieces.iter().skip(1).any(|piece| {
         let mut piece = piece;
         // `torch.zeros(n).cuda()`: where the filler lives is not its size.
@@ -1139,6 +1135,15 @@ fn fills_up(eval: &mut Eval<'_, '_>, c: &ExprCall, at: TextSize) -> bool {
     })
 }
 
+/// The pieces a `torch.cat`-shaped call lists (`cat([x, pad])`, `cat((x, pad), dim=0)`).
+fn concat_pieces(c: &ExprCall) -> Option<&[Expr]> {
+    match c.arguments.find_argument_value("tensors", 0) {
+        Some(Expr::List(l)) => Some(&l.elts),
+        Some(Expr::Tuple(t)) => Some(&t.elts),
+        _ => None,
+    }
+}
+
 /// Whether the binding of `name` pads a tensor up to a size agreed through a collective, or
 /// keeps one that already has it: it sits in a clause of an `if` whose test reads the agreed
 /// value, and either pads itself ([`fills_up`]) or keeps a tensor as it is (`else: xp = x`)
@@ -1149,8 +1154,12 @@ fn pads_to_agreed_size<'m>(
     binding: &Binding<'m>,
     value: &Expr,
 ) -> bool {
-    if !matches!(value, Expr::Call(_) | Expr::Name(_)) {
-        return false;
+    // Asked of every binding a size is followed through: the shapes first, the rest only
+    // for a `cat`-shaped call or a name.
+    match value {
+        Expr::Call(c) if concat_pieces(c).is_some() => {}
+        Expr::Name(_) => {}
+        _ => return false,
     }
     let module = eval.module;
     let Some(path) = module.path(module.line_of(binding.at)) else { return false };
@@ -1162,8 +1171,13 @@ fn pads_to_agreed_size<'m>(
         return false;
     };
     let pads = |eval: &mut Eval<'_, 'm>, v: &Expr, at: TextSize| {
-        matches!(v, Expr::Call(c) if matches!(eval.resolve(&c.func, at), Sym::Path(p)
-            if knowledge().api(&p).is_some_and(|a| a.role == Role::Concat)) && fills_up(eval, c, at))
+        let Expr::Call(c) = v else { return false };
+        if concat_pieces(c).is_none() {
+            return false;
+        }
+        let is_concat = matches!(eval.resolve(&c.func, at), Sym::Path(p)
+            if knowledge().api(&p).is_some_and(|a| a.role == Role::Concat));
+        is_concat && fills_up(eval, c, at)
     };
     let outer = std::mem::replace(&mut eval.scope, binding.scope);
     let padding = pads(eval, value, binding.at)
