@@ -272,7 +272,7 @@ fn literal(e: &Expr) -> Option<i64> {
 }
 
 /// The operator with its operands swapped (`-1 < x` is `x > -1`).
-fn flip(op: CmpOp) -> CmpOp {
+pub(super) fn flip(op: CmpOp) -> CmpOp {
     match op {
         CmpOp::Lt => CmpOp::Gt,
         CmpOp::Gt => CmpOp::Lt,

@@ -13,6 +13,7 @@
 //! so that each helper is summarised once per run.
 
 mod callers;
+mod facts;
 mod metadata;
 mod wrapped;
 
@@ -27,6 +28,7 @@ use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 pub use callers::{Argument, RankOnly};
+use facts::Facts;
 
 use super::resolve::{FnRef, Sym, def_at};
 use super::value::Eval;
@@ -242,6 +244,9 @@ pub struct Collectives<'a, 'p> {
     /// Where each function's calls are in its module ([`Collectives::calls_of`]): asked once
     /// per parameter a finding depends on, and finding them walks the whole module.
     calls_found: RefCell<HashMap<FnKey, Rc<Vec<callers::FoundCall>>>>,
+    /// What a method issues under the facts of a call through its own object
+    /// ([`Collectives::reach_under`]).
+    reaches_under: RefCell<HashMap<(FnKey, Facts), Option<Arc<Reach>>>>,
 }
 
 impl std::fmt::Debug for Collectives<'_, '_> {
@@ -262,6 +267,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             cuts: std::cell::Cell::new(0),
             params: RefCell::default(),
             calls_found: RefCell::default(),
+            reaches_under: RefCell::default(),
         }
     }
 
@@ -378,7 +384,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
                             continue;
                         }
                         let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
-                        self.call_site(eval, module, c, depth)
+                        let at = function.map(|def| (def, stmt));
+                        self.call_site(eval, module, c, at, depth)
                     }
                     Expr::Attribute(a) if callees.binary_search(&x.start()).is_err() => {
                         if !segments().properties.contains(a.attr.id.as_str()) {
@@ -415,12 +422,14 @@ impl<'a, 'p> Collectives<'a, 'p> {
         gate.wrappers && matches!(&*c.func, Expr::Name(_) | Expr::Attribute(_))
     }
 
-    /// What a call issues, if anything: (ops, why).
+    /// What a call issues, if anything: (ops, why). `caller`: the function the call is in and
+    /// its statement.
     fn call_site(
         &self,
         eval: &mut Eval<'_, '_>,
         module: &Module,
         c: &ExprCall,
+        caller: Option<(&StmtFunctionDef, &Stmt)>,
         depth: usize,
     ) -> Option<(Vec<String>, SiteVia)> {
         let at = c.start();
@@ -437,6 +446,17 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 let reach = self.reach(module, &f, depth + 1)?;
                 let target: &Module = f.module.as_deref().unwrap_or(module);
                 let def = def_at(target, f.def);
+                let reach = match (caller, def) {
+                    (Some(caller), Some(def)) if f.is_method && through_own_object(c, caller.0) => {
+                        let facts = Facts::at(caller.0, caller.1, def);
+                        if facts.is_empty() {
+                            reach
+                        } else {
+                            self.reach_under(module, &f, depth + 1, facts)?
+                        }
+                    }
+                    _ => reach,
+                };
                 let name = def.map(|d| d.name.id.to_string()).unwrap_or_default();
                 let group = reach.group_param.as_deref().zip(def).and_then(|(p, def)| {
                     let parameters = parameter_names(def);
@@ -547,41 +567,46 @@ impl<'a, 'p> Collectives<'a, 'p> {
             });
         }
         self.in_progress.borrow_mut().remove(&key);
-        sites.first().map(|first| {
-            // The process group every collective of the body names, if they all name one.
-            let common = first
-                .group
-                .as_deref()
-                .filter(|g| sites.iter().all(|s| s.group.as_deref() == Some(*g)));
-            let mut ops: Vec<String> = sites.iter().flat_map(|s| s.ops.iter().cloned()).collect();
-            ops.truncate(MAX_OPS);
-            let file = if f.module.is_some() {
-                target
-                    .file_path()
-                    .and_then(|p| p.file_name())
-                    .map(|n| format!(" of {}", n.to_string_lossy()))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            let first = match &first.via {
-                SiteVia::Helper { name, reaches, .. } => {
-                    shorten(format!("`{name}`{file}, which calls {reaches}"))
+        summarize(&sites, target, f, def)
+    }
+
+    /// What `f`, a method called through the caller's own object, issues when the `facts`
+    /// the caller's tests establish about that object hold: the collectives of the branches
+    /// they rule out are left out (memoised per method and facts).
+    fn reach_under(
+        &self,
+        module: &Module,
+        f: &FnRef,
+        depth: usize,
+        facts: Facts,
+    ) -> Option<Arc<Reach>> {
+        if depth > MAX_HELPER_DEPTH {
+            return None;
+        }
+        let target: &Module = f.module.as_deref().unwrap_or(module);
+        let key = (key_of(target), f.def);
+        let memo_key = (key, facts);
+        if let Some(r) = self.reaches_under.borrow().get(&memo_key) {
+            return r.clone();
+        }
+        if !self.in_progress.borrow_mut().insert(key) {
+            self.cuts.set(self.cuts.get() + 1);
+            return None;
+        }
+        let def = def_at(target, f.def);
+        let mut sites = Vec::new();
+        if let Some(def) = def {
+            let receiver = facts::first_parameter(def).unwrap_or_default();
+            tree::walk_scope(&def.body, &mut |stmt, frames| {
+                if memo_key.1.allow(frames, receiver) {
+                    self.stmt_sites(target, stmt, Some(def), depth, &mut sites);
                 }
-                _ => format!("`{}` at line {}{file}", first.callee, first.line),
-            };
-            let parameters = common.and(def).map(parameter_names).unwrap_or_default();
-            let group_param =
-                common.filter(|g| parameters.iter().any(|p| p == g)).map(str::to_owned);
-            let group_field = common.filter(|_| f.is_method).and_then(|group| {
-                let receiver = parameters.first()?;
-                let field = group.strip_prefix(receiver.as_str())?.strip_prefix('.')?;
-                let plain = !field.is_empty()
-                    && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
-                plain.then(|| field.to_owned())
             });
-            Arc::new(Reach { ops, first, group_param, group_field })
-        })
+        }
+        self.in_progress.borrow_mut().remove(&key);
+        let reach = summarize(&sites, target, f, def);
+        self.reaches_under.borrow_mut().insert(memo_key, reach.clone());
+        reach
     }
 
     fn site(
@@ -622,6 +647,47 @@ impl<'a, 'p> Collectives<'a, 'p> {
             input_line: input.map(|i| module.line_of(i.start())),
         }
     }
+}
+
+/// A helper's summary from the sites its body issues (`target`: its module).
+fn summarize(
+    sites: &[CollectiveSite],
+    target: &Module,
+    f: &FnRef,
+    def: Option<&StmtFunctionDef>,
+) -> Option<Arc<Reach>> {
+    sites.first().map(|first| {
+        // The process group every collective of the body names, if they all name one.
+        let common =
+            first.group.as_deref().filter(|g| sites.iter().all(|s| s.group.as_deref() == Some(*g)));
+        let mut ops: Vec<String> = sites.iter().flat_map(|s| s.ops.iter().cloned()).collect();
+        ops.truncate(MAX_OPS);
+        let file = if f.module.is_some() {
+            target
+                .file_path()
+                .and_then(|p| p.file_name())
+                .map(|n| format!(" of {}", n.to_string_lossy()))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let first = match &first.via {
+            SiteVia::Helper { name, reaches, .. } => {
+                shorten(format!("`{name}`{file}, which calls {reaches}"))
+            }
+            _ => format!("`{}` at line {}{file}", first.callee, first.line),
+        };
+        let parameters = common.and(def).map(parameter_names).unwrap_or_default();
+        let group_param = common.filter(|g| parameters.iter().any(|p| p == g)).map(str::to_owned);
+        let group_field = common.filter(|_| f.is_method).and_then(|group| {
+            let receiver = parameters.first()?;
+            let field = group.strip_prefix(receiver.as_str())?.strip_prefix('.')?;
+            let plain = !field.is_empty()
+                && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
+            plain.then(|| field.to_owned())
+        });
+        Arc::new(Reach { ops, first, group_param, group_field })
+    })
 }
 
 /// A property read that issues a collective (`trainer.log_dir`).
@@ -694,6 +760,20 @@ fn walk_scopes<'m>(
                 }
             }
         }
+    }
+}
+
+/// `self.method(...)` (the caller's first parameter as the receiver) or `super().method(...)`:
+/// the callee runs on the caller's own object.
+fn through_own_object(c: &ExprCall, caller: &StmtFunctionDef) -> bool {
+    let Expr::Attribute(a) = &*c.func else { return false };
+    match &*a.value {
+        Expr::Name(n) => facts::first_parameter(caller) == Some(n.id.as_str()),
+        Expr::Call(inner) => {
+            matches!(&*inner.func, Expr::Name(n) if n.id.as_str() == "super")
+                && inner.arguments.is_empty()
+        }
+        _ => false,
     }
 }
 

@@ -445,3 +445,56 @@ def main(x, tp_group, dp_group, stage):
     assert_eq!(group_at("# <d>").as_deref(), Some("tp_group"));
     assert_eq!(group_at("# <e>"), None, "None is the world group");
 }
+
+#[test]
+fn a_method_called_under_tests_of_its_object_issues_only_the_branches_they_allow() {
+    let src = "\
+import torch.distributed as dist
+
+class Saver:
+    def save(self, state):
+        if self.pp_size == 1:
+            return state
+        elif self.mode is None:
+            dist.barrier()
+        else:
+            dist.all_gather_object([None], state)
+
+    def flat(self, state):
+        if self.pp_size == 1 and not self.async_io:
+            self.save(state)
+
+    def staged(self, state):
+        if self.pp_size != 1:
+            pass
+        elif self.verbose or self.mode:
+            self.save(state)
+        else:
+            self.save(state)
+
+    def piped(self, state):
+        if self.pp_size > 1:
+            self.save(state)
+
+    def moved(self, state):
+        if self.pp_size == 1:
+            self.pp_size = 2
+            self.save(state)
+";
+    let got = sites(src);
+    let lines: Vec<u32> = got.iter().map(|s| s.0).collect();
+    // `pp_size == 1` (in an `and`) rules out both branches that issue: no site.
+    let flat_call = line(src, "if self.pp_size == 1 and not self.async_io:") + 1;
+    assert!(!lines.contains(&flat_call), "{got:?}");
+    // An `elif`/`else` knows the earlier tests failed: `pp_size == 1` again; an `or` says
+    // nothing.
+    let staged_first = line(src, "elif self.verbose or self.mode:") + 1;
+    assert!(!lines.contains(&staged_first) && !lines.contains(&(staged_first + 2)), "{got:?}");
+    // An order test is no fact; a field the caller assigns is none either.
+    let piped = line(src, "if self.pp_size > 1:") + 1;
+    let moved = line(src, "self.pp_size = 2") + 1;
+    for call in [piped, moved] {
+        let site = got.iter().find(|s| s.0 == call).unwrap_or_else(|| panic!("{call} in {got:?}"));
+        assert_eq!(site.1, ["barrier", "all_gather"]);
+    }
+}
