@@ -46,7 +46,14 @@ struct Derived {
     gate: std::sync::OnceLock<crate::flow::Gate>,
     /// Whether the source has a `:=` (else no statement binds a walrus target).
     walrus: std::sync::OnceLock<bool>,
+    /// The module's calls by the names they may call, built on first use ([`CallIndex`]).
+    calls: std::sync::OnceLock<CallIndex>,
 }
+
+/// Every call of a module under the last name of its callee and of each argument (`f(...)`,
+/// `self.f(...)`, `spawn(f, ...)` under `f`): (start of the innermost `def` around it, or
+/// `None` at module level; start of the call), in source order.
+pub(crate) type CallIndex = HashMap<String, Vec<(Option<TextSize>, TextSize)>>;
 
 /// For one scope, name -> start offsets of statements, in source order.
 pub(crate) type NameIndex = HashMap<String, Vec<TextSize>>;
@@ -175,6 +182,11 @@ impl Module {
     /// Which calls of the module are worth resolving as collective sites, built on first use.
     pub(crate) fn gate(&self) -> &std::sync::OnceLock<crate::flow::Gate> {
         &self.derived.gate
+    }
+
+    /// The module's calls by name, built on first use (see [`CallIndex`]).
+    pub(crate) fn calls(&self) -> &std::sync::OnceLock<CallIndex> {
+        &self.derived.calls
     }
 
     /// Whether the source has a `:=` anywhere (else no statement binds a walrus target).

@@ -50,6 +50,8 @@ pub struct FileProject {
     helpers: HelperMemo,
     /// Directories already resolved to their canonical form ([`FileProject::canonical`]).
     directories: Mutex<HashMap<PathBuf, Option<PathBuf>>>,
+    /// Paths already resolved to their canonical form, by the path's bytes.
+    files: Mutex<HashMap<std::ffi::OsString, Option<PathBuf>>>,
     /// Import candidates already probed: whether each is a file (by the path's bytes, which
     /// hash faster than a path's components).
     probed: Mutex<HashMap<std::ffi::OsString, bool>>,
@@ -77,6 +79,7 @@ impl FileProject {
             imports: Mutex::default(),
             helpers: HelperMemo::default(),
             directories: Mutex::default(),
+            files: Mutex::default(),
             probed: Mutex::default(),
         }
     }
@@ -94,7 +97,17 @@ impl FileProject {
     /// path that is not itself a link is its directory's canonical form joined with its name.
     /// (Resolving every linted file and import from scratch took one `readlink` per path
     /// component: 40,000 system calls on transformers.)
+    /// Each path is resolved once: the linted file, its imports and its loads all ask.
     fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        if let Some(known) = lock(&self.files).get(path.as_os_str()) {
+            return known.clone();
+        }
+        let resolved = self.canonical_uncached(path);
+        lock(&self.files).insert(path.as_os_str().to_owned(), resolved.clone());
+        resolved
+    }
+
+    fn canonical_uncached(&self, path: &Path) -> Option<PathBuf> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return std::fs::canonicalize(path).ok();
         };

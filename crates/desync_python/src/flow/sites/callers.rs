@@ -17,8 +17,9 @@ use crate::flow::key_of;
 use crate::flow::resolve::{Sym, def_at};
 use crate::flow::value::{Eval, argument_for};
 use crate::knowledge::{Launcher, Role, knowledge};
-use crate::module::Module;
+use crate::module::{CallIndex, Module};
 use crate::tree::{self, header_exprs};
+use smallvec::SmallVec;
 
 /// What one caller passes for a parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,28 +216,20 @@ impl Collectives<'_, '_> {
         if module.word_count(name) < 2 {
             return Vec::new();
         }
+        let index = module.calls().get_or_init(|| call_index(module));
         let mut found: Vec<(Scope<'_>, &ExprCall)> = Vec::new();
-        walk_scopes(module.body(), None, 0, &mut |stmt, function| {
-            for e in header_exprs(stmt) {
-                expr::walk(e, &mut |x| {
-                    let Expr::Call(c) = x else { return };
-                    // The function itself (`f(...)`, `self.f(...)`), or a launcher given it.
-                    let named = last_segment(&c.func) == Some(name)
-                        || c.arguments
-                            .args
-                            .iter()
-                            .chain(c.arguments.keywords.iter().map(|k| &k.value))
-                            .any(|a| last_segment(a) == Some(name));
-                    if named {
-                        let scope = match function {
-                            Some(d) => function_scope(d),
-                            None => Scope::module(module),
-                        };
-                        found.push((scope, c));
-                    }
-                });
+        for &(scope, call) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
+            let scope = match scope {
+                Some(at) => match def_at(module, at) {
+                    Some(d) => function_scope(d),
+                    None => continue,
+                },
+                None => Scope::module(module),
+            };
+            if let Some(c) = tree::call_starting_at(module.body(), call) {
+                found.push((scope, c));
             }
-        });
+        }
         let mut out = Vec::new();
         for (scope, c) in found {
             let mut eval = Eval::new(self.cx, module, scope, 0);
@@ -321,6 +314,34 @@ impl Collectives<'_, '_> {
 /// The scope of a function's body.
 pub(super) fn function_scope(def: &StmtFunctionDef) -> Scope<'_> {
     Scope { function: Some(def), suite: &def.body }
+}
+
+/// Builds [`CallIndex`] for `module`: one walk, instead of one per function whose callers
+/// are asked for.
+fn call_index(module: &Module) -> CallIndex {
+    let mut index = CallIndex::default();
+    walk_scopes(module.body(), None, 0, &mut |stmt, function| {
+        for e in header_exprs(stmt) {
+            expr::walk(e, &mut |x| {
+                let Expr::Call(c) = x else { return };
+                let mut names: SmallVec<[&str; 4]> = SmallVec::new();
+                let arguments =
+                    c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value));
+                for name in std::iter::once(&*c.func).chain(arguments).filter_map(last_segment) {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                for name in names {
+                    index
+                        .entry(name.to_owned())
+                        .or_default()
+                        .push((function.map(Ranged::start), c.start()));
+                }
+            });
+        }
+    });
+    index
 }
 
 /// The `def` whose name is on `line`.

@@ -202,6 +202,9 @@ fn segments() -> &'static Segments {
 /// A project function: its module and the start of its `def`.
 type FnKey = (ModuleKey, TextSize);
 
+/// What a method issues under a caller's facts ([`Collectives::reach_under`]).
+type ReachUnder = Option<Arc<Reach>>;
+
 /// What the functions of a project's modules issue, kept by the [`Project`](super::Project)
 /// across the files linted against it: most files call the same few imported helpers, and
 /// summarising them again for every file took a quarter of the linter's time.
@@ -246,7 +249,7 @@ pub struct Collectives<'a, 'p> {
     calls_found: RefCell<HashMap<FnKey, Rc<Vec<callers::FoundCall>>>>,
     /// What a method issues under the facts of a call through its own object
     /// ([`Collectives::reach_under`]).
-    reaches_under: RefCell<HashMap<(FnKey, Facts), Option<Arc<Reach>>>>,
+    reaches_under: RefCell<HashMap<(FnKey, Facts), ReachUnder>>,
 }
 
 impl std::fmt::Debug for Collectives<'_, '_> {
