@@ -345,7 +345,7 @@ fn call_index(module: &Module) -> CallIndex {
 }
 
 /// The `def` whose name is on `line`.
-fn def_on_line(module: &Module, line: u32) -> Option<&StmtFunctionDef> {
+pub(super) fn def_on_line(module: &Module, line: u32) -> Option<&StmtFunctionDef> {
     let mut found = None;
     tree::walk_all(module.body(), &mut |stmt| {
         if let Stmt::FunctionDef(d) = stmt

@@ -1,5 +1,5 @@
-//! What a method's own tests say about its object where it calls another method of the same
-//! object, and which branches of the callee those facts rule out.
+//! What a function's own tests say where it calls another function, and which branches of
+//! the callee those facts rule out.
 //!
 //! ```python
 //! if self.pp_size == 1 and self.ep_size == 1:
@@ -7,15 +7,17 @@
 //!                                                # its barrier, never taken from here
 //! ```
 //!
-//! A helper's summary ([`super::Reach`]) is what any call of it may issue. A call made
-//! under tests of the object's fields (`self.pp_size == 1`) passes the same object
-//! (`self.method(...)`, `super().method(...)`), so the callee's `if`s on those fields decide
-//! the same way and the collectives of a branch they exclude are not issued by this call.
-//! Only fields compared with literals (`==`, `!=`, `is`, `is not`, order with integers) or
-//! tested for truth are facts, and only fields neither method assigns: a fact is what the code
-//! shows, not a guess about the configuration.
+//! A helper's summary ([`super::Reach`]) is what any call of it may issue. A call made under
+//! tests of the caller's object (`self.pp_size == 1`) or of its parameters (`use_zero`) hands
+//! the same values on: through the same object (`self.method(...)`, `super().method(...)`)
+//! or as arguments (`shard(opt, use_zero=self.use_zero)`), so the callee's `if`s on them
+//! decide the same way, and the collectives of a branch they exclude are not issued by this
+//! call. The facts follow the call into the callee's own calls. Only values compared with
+//! literals (`==`, `!=`, `is`, `is not`, order with integers) or tested for truth are facts,
+//! and only fields and parameters neither function assigns: a fact is what the code shows,
+//! not a guess about the configuration.
 
-use ruff_python_ast::{BoolOp, CmpOp, Expr, Number, Stmt, StmtFunctionDef, UnaryOp};
+use ruff_python_ast::{BoolOp, CmpOp, Expr, ExprCall, Number, Stmt, StmtFunctionDef, UnaryOp};
 use ruff_text_size::Ranged;
 
 use crate::expr::dotted;
@@ -64,8 +66,8 @@ enum Known {
     Truth(bool),
 }
 
-/// Facts about fields of the caller's object (field path without the receiver: `pp_size`,
-/// `config.use_zero`), in the order found.
+/// Facts about values of one function, by their path as that function spells them
+/// (`self.pp_size`, `use_zero`, `config.use_zero`), in the order found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(super) struct Facts(Vec<(String, Known)>);
 
@@ -88,56 +90,99 @@ impl Truth {
 }
 
 impl Facts {
-    /// The facts the `if`s around `stmt` (a statement of `caller`'s own scope) establish for
-    /// a call made in it: the test of the clause holding it, the negation of the tests of the
-    /// clauses before that one. Fields either function assigns are left out.
-    pub(super) fn at(caller: &StmtFunctionDef, stmt: &Stmt, callee: &StmtFunctionDef) -> Facts {
+    /// Facts the tests `known` (each with whether it holds) establish about the values of
+    /// `function` (its object's fields, its parameters) that it never assigns.
+    pub(super) fn from_tests(function: &StmtFunctionDef, known: &[(&Expr, bool)]) -> Facts {
         let mut facts = Facts::default();
-        let Some(receiver) = first_parameter(caller) else { return facts };
-        let Some((_, frames)) = tree::scope_path_to(&caller.body, stmt.start()) else {
-            return facts;
-        };
-        for frame in &frames {
-            let Stmt::If(s) = frame.owner else { continue };
-            let tests = std::iter::once(Some(&*s.test))
-                .chain(s.elif_else_clauses.iter().map(|c| c.test.as_ref()));
-            let taken = match frame.slot {
-                Slot::Body => 0,
-                Slot::Clause(i) => i + 1,
-                _ => continue,
-            };
-            for (i, test) in tests.enumerate().take(taken + 1) {
-                if let Some(test) = test {
-                    facts.learn(test, receiver, i == taken);
+        let roots = roots_of(function);
+        for (test, holds) in known {
+            facts.learn(test, &roots, *holds);
+        }
+        facts.0.retain(|(path, _)| !assigns(&function.body, path));
+        facts
+    }
+
+    /// The facts that hold in `callee` at the call `call`, written in `stmt` of `caller`:
+    /// `inherited` (what held when `caller` was entered), plus the tests of the `if`s around
+    /// `stmt` (the clause holding it held, the clauses before it failed), handed on through
+    /// the caller's object when `own_object` (`self.f()`, `super().f()`) and through the
+    /// arguments the call passes (`use_zero=self.use_zero`). Values either function assigns
+    /// are left out.
+    pub(super) fn at_call(
+        caller: &StmtFunctionDef,
+        stmt: &Stmt,
+        inherited: Option<&Facts>,
+        callee: &StmtFunctionDef,
+        call: &ExprCall,
+        own_object: bool,
+        through_instance: bool,
+    ) -> Facts {
+        let mut here = inherited.cloned().unwrap_or_default();
+        let roots = roots_of(caller);
+        if let Some((_, frames)) = tree::scope_path_to(&caller.body, stmt.start()) {
+            for frame in &frames {
+                let Stmt::If(s) = frame.owner else { continue };
+                let Some(taken) = clause_index(frame.slot) else { continue };
+                for (i, test) in clause_tests(s).enumerate().take(taken + 1) {
+                    if let Some(test) = test {
+                        here.learn(test, &roots, i == taken);
+                    }
                 }
             }
         }
-        let assigned = |def: &StmtFunctionDef, field: &str| {
-            first_parameter(def).is_some_and(|r| assigns(&def.body, &format!("{r}.{field}")))
-        };
-        facts.0.retain(|(field, _)| !assigned(caller, field) && !assigned(callee, field));
-        facts
+        if here.is_empty() {
+            return here;
+        }
+        here.0.retain(|(path, _)| !assigns(&caller.body, path));
+        let mut there = Facts::default();
+        let parameters = super::parameter_names(callee);
+        let callee_receiver = first_parameter(callee);
+        for (path, known) in here.0 {
+            if own_object
+                && let (Some(from), Some(to)) = (first_parameter(caller), callee_receiver)
+                && let Some(rest) = path.strip_prefix(from).filter(|r| r.starts_with('.'))
+            {
+                there.0.push((format!("{to}{rest}"), known.clone()));
+            }
+            for p in &parameters {
+                let Some(arg) =
+                    crate::flow::value::argument_for(&parameters, through_instance, call, p)
+                else {
+                    continue;
+                };
+                let Some(passed) = dotted(arg) else { continue };
+                if let Some(rest) = path.strip_prefix(passed.as_str())
+                    && (rest.is_empty() || rest.starts_with('.'))
+                {
+                    there.0.push((format!("{p}{rest}"), known.clone()));
+                }
+            }
+        }
+        there.0.retain(|(path, _)| !assigns(&callee.body, path));
+        there
     }
 
     pub(super) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// Records what `test` holding (`holds`) or failing says about fields of `receiver`.
-    fn learn(&mut self, test: &Expr, receiver: &str, holds: bool) {
+    /// Records what `test` holding (`holds`) or failing says about values rooted at `roots`.
+    fn learn(&mut self, test: &Expr, roots: &[&str], holds: bool) {
         match test {
             Expr::BoolOp(b) if (b.op == BoolOp::And) == holds => {
                 for v in &b.values {
-                    self.learn(v, receiver, holds);
+                    self.learn(v, roots, holds);
                 }
             }
-            Expr::UnaryOp(u) if u.op == UnaryOp::Not => self.learn(&u.operand, receiver, !holds),
+            Expr::UnaryOp(u) if u.op == UnaryOp::Not => self.learn(&u.operand, roots, !holds),
             Expr::Compare(c) if c.ops.len() == 1 => {
-                let Some((field, op, literal)) =
-                    comparison(&c.left, c.ops[0], &c.comparators[0], receiver)
+                let Some((path, op, literal)) = comparison(&c.left, c.ops[0], &c.comparators[0])
                 else {
                     return;
                 };
+                if !rooted(&path, roots) {
+                    return;
+                }
                 let known = match (op, holds) {
                     (CmpOp::Eq | CmpOp::Is, true) | (CmpOp::NotEq | CmpOp::IsNot, false) => {
                         Known::Equals(literal)
@@ -147,30 +192,24 @@ impl Facts {
                     }
                     _ => return,
                 };
-                self.0.push((field, known));
+                self.0.push((path, known));
             }
             _ => {
-                if let Some(field) = field_of(test, receiver) {
-                    self.0.push((field, Known::Truth(holds)));
+                if let Some(path) = dotted(test).filter(|p| rooted(p, roots)) {
+                    self.0.push((path, Known::Truth(holds)));
                 }
             }
         }
     }
 
-    /// Whether the statement `frames` lead to (in a callee whose object is `receiver`) can
-    /// run under the facts: no `if` around it takes another clause for certain.
-    pub(super) fn allow(&self, frames: &[Frame<'_>], receiver: &str) -> bool {
+    /// Whether the statement `frames` lead to can run under the facts: no `if` around it
+    /// takes another clause for certain.
+    pub(super) fn allow(&self, frames: &[Frame<'_>]) -> bool {
         frames.iter().all(|frame| {
             let Stmt::If(s) = frame.owner else { return true };
-            let taken = match frame.slot {
-                Slot::Body => 0,
-                Slot::Clause(i) => i + 1,
-                _ => return true,
-            };
-            let tests = std::iter::once(Some(&*s.test))
-                .chain(s.elif_else_clauses.iter().map(|c| c.test.as_ref()));
-            for (i, test) in tests.enumerate().take(taken + 1) {
-                let truth = test.map_or(Truth::Holds, |t| self.decide(t, receiver, 0));
+            let Some(taken) = clause_index(frame.slot) else { return true };
+            for (i, test) in clause_tests(s).enumerate().take(taken + 1) {
+                let truth = test.map_or(Truth::Holds, |t| self.decide(t, 0));
                 match (i == taken, truth) {
                     (true, Truth::Fails) | (false, Truth::Holds) => return false,
                     _ => {}
@@ -181,7 +220,7 @@ impl Facts {
     }
 
     /// What `test` decides under the facts.
-    fn decide(&self, test: &Expr, receiver: &str, depth: usize) -> Truth {
+    fn decide(&self, test: &Expr, depth: usize) -> Truth {
         if depth > 32 {
             return Truth::Unknown;
         }
@@ -192,7 +231,7 @@ impl Facts {
                     BoolOp::Or => (Truth::Holds, Truth::Fails),
                 };
                 let decided: Vec<Truth> =
-                    b.values.iter().map(|v| self.decide(v, receiver, depth + 1)).collect();
+                    b.values.iter().map(|v| self.decide(v, depth + 1)).collect();
                 if decided.contains(&absorbing) {
                     absorbing
                 } else if decided.iter().all(|t| *t == neutral) {
@@ -201,32 +240,50 @@ impl Facts {
                     Truth::Unknown
                 }
             }
-            Expr::UnaryOp(u) if u.op == UnaryOp::Not => {
-                self.decide(&u.operand, receiver, depth + 1).not()
-            }
+            Expr::UnaryOp(u) if u.op == UnaryOp::Not => self.decide(&u.operand, depth + 1).not(),
             Expr::Compare(c) if c.ops.len() == 1 => {
-                comparison(&c.left, c.ops[0], &c.comparators[0], receiver).map_or(
+                comparison(&c.left, c.ops[0], &c.comparators[0]).map_or(
                     Truth::Unknown,
-                    |(field, op, literal)| {
-                        self.known(&field).map_or(Truth::Unknown, |k| compare(k, op, &literal))
+                    |(path, op, literal)| {
+                        self.known(&path).map_or(Truth::Unknown, |k| compare(k, op, &literal))
                     },
                 )
             }
-            _ => {
-                field_of(test, receiver).and_then(|f| self.known(&f)).map_or(Truth::Unknown, |k| {
-                    match k {
-                        Known::Equals(v) => truth(v.truthy()),
-                        Known::Truth(b) => truth(*b),
-                        Known::Differs(_) => Truth::Unknown,
-                    }
-                })
-            }
+            _ => dotted(test).and_then(|p| self.known(&p)).map_or(Truth::Unknown, |k| match k {
+                Known::Equals(v) => truth(v.truthy()),
+                Known::Truth(b) => truth(*b),
+                Known::Differs(_) => Truth::Unknown,
+            }),
         }
     }
 
-    fn known(&self, field: &str) -> Option<&Known> {
-        self.0.iter().find(|(f, _)| f == field).map(|(_, k)| k)
+    fn known(&self, path: &str) -> Option<&Known> {
+        self.0.iter().find(|(p, _)| p == path).map(|(_, k)| k)
     }
+}
+
+/// The clause of an `if` a block of it is: 0 for the body, `i + 1` for `elif`/`else` `i`.
+fn clause_index(slot: Slot) -> Option<usize> {
+    match slot {
+        Slot::Body => Some(0),
+        Slot::Clause(i) => Some(i + 1),
+        _ => None,
+    }
+}
+
+/// The tests of an `if`'s clauses in order (`None` for an `else`).
+fn clause_tests(s: &ruff_python_ast::StmtIf) -> impl Iterator<Item = Option<&Expr>> {
+    std::iter::once(Some(&*s.test)).chain(s.elif_else_clauses.iter().map(|c| c.test.as_ref()))
+}
+
+/// The names a function's facts can be about: its parameters (its object first, for a method).
+fn roots_of(def: &StmtFunctionDef) -> Vec<&str> {
+    def.parameters.iter_non_variadic_params().map(|p| p.parameter.name.id.as_str()).collect()
+}
+
+fn rooted(path: &str, roots: &[&str]) -> bool {
+    let root = path.split('.').next().unwrap_or(path);
+    roots.contains(&root)
 }
 
 fn truth(b: bool) -> Truth {
@@ -265,35 +322,20 @@ fn compare(known: &Known, op: CmpOp, literal: &Literal) -> Truth {
     }
 }
 
-/// `receiver.field op literal` (or `literal op receiver.field`, the order flipped).
-fn comparison(
-    left: &Expr,
-    op: CmpOp,
-    right: &Expr,
-    receiver: &str,
-) -> Option<(String, CmpOp, Literal)> {
-    if let (Some(field), Some(literal)) = (field_of(left, receiver), Literal::of(right)) {
-        return Some((field, op, literal));
+/// `path op literal` (or `literal op path`, the order flipped), `path` a dotted name.
+fn comparison(left: &Expr, op: CmpOp, right: &Expr) -> Option<(String, CmpOp, Literal)> {
+    if let (Some(path), Some(literal)) = (dotted(left), Literal::of(right)) {
+        return Some((path, op, literal));
     }
-    let (field, literal) = (field_of(right, receiver)?, Literal::of(left)?);
-    Some((field, crate::flow::condition::flip(op), literal))
-}
-
-/// `pp_size` for `self.pp_size` when `receiver` is `self`.
-fn field_of(e: &Expr, receiver: &str) -> Option<String> {
-    if !matches!(e, Expr::Attribute(_)) {
-        return None;
-    }
-    let path = dotted(e)?;
-    let field = path.strip_prefix(receiver)?.strip_prefix('.')?;
-    (!field.is_empty()).then(|| field.to_owned())
+    let (path, literal) = (dotted(right)?, Literal::of(left)?);
+    Some((path, crate::flow::condition::flip(op), literal))
 }
 
 pub(super) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
     def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
 }
 
-/// Whether `body` (nested blocks included) assigns `path` (`self.pp_size`).
+/// Whether `body` (nested blocks included) assigns `path` (`self.pp_size`, `use_zero`).
 fn assigns(body: &[Stmt], path: &str) -> bool {
     let mut found = false;
     tree::walk_all(body, &mut |stmt| {

@@ -128,6 +128,15 @@ fn short_name(qualified: &str) -> &str {
     qualified.rsplit('.').next().unwrap_or(qualified)
 }
 
+/// Where a call is: the function around it, its statement, and the facts that hold whenever
+/// that function runs.
+#[derive(Clone, Copy)]
+struct Caller<'s> {
+    def: &'s StmtFunctionDef,
+    stmt: &'s Stmt,
+    known: Option<&'s Facts>,
+}
+
 /// What a function of the project issues when it is called.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reach {
@@ -283,7 +292,42 @@ impl<'a, 'p> Collectives<'a, 'p> {
     pub fn sites(&self, module: &Module) -> Vec<CollectiveSite> {
         let mut out = Vec::new();
         walk_scopes(module.body(), None, 0, &mut |stmt, function| {
-            self.stmt_sites(module, stmt, function, 0, &mut out);
+            self.stmt_sites(module, stmt, function, 0, None, &mut out);
+        });
+        out.sort_by_key(|s| (s.line, s.column));
+        out
+    }
+
+    /// The sites of lines `first..=last` of the function whose `def` is on `function_line`,
+    /// found as [`Collectives::sites`] finds them, but knowing that each test of `known`
+    /// (source text, and whether it holds) is decided that way there: the branches those
+    /// tests rule out are left out, in the function and in what it calls with the values they
+    /// test (`if not self.use_zero and rank != 0: return` leaves, on every rank that goes on
+    /// while another returns, `use_zero` false). Tests that say nothing of the function's
+    /// object or parameters change nothing.
+    pub fn sites_under(
+        &self,
+        module: &Module,
+        function_line: u32,
+        first: u32,
+        last: u32,
+        known: &[(&str, bool)],
+    ) -> Vec<CollectiveSite> {
+        let Some(def) = callers::def_on_line(module, function_line) else { return Vec::new() };
+        let parsed: Vec<_> = known
+            .iter()
+            .filter_map(|(text, holds)| {
+                ruff_python_parser::parse_expression(text).ok().map(|p| (p, *holds))
+            })
+            .collect();
+        let tests: Vec<(&Expr, bool)> = parsed.iter().map(|(p, h)| (p.expr(), *h)).collect();
+        let facts = Facts::from_tests(def, &tests);
+        let mut out = Vec::new();
+        tree::walk_scope(&def.body, &mut |stmt, frames| {
+            let line = module.line_of(stmt.start());
+            if (first..=last).contains(&line) && facts.allow(frames) {
+                self.stmt_sites(module, stmt, Some(def), 0, Some(&facts), &mut out);
+            }
         });
         out.sort_by_key(|s| (s.line, s.column));
         out
@@ -333,13 +377,15 @@ impl<'a, 'p> Collectives<'a, 'p> {
         })
     }
 
-    /// The sites one statement evaluates itself (its header, for a compound statement).
+    /// The sites one statement evaluates itself (its header, for a compound statement);
+    /// `known`: facts that hold whenever `function` runs here ([`Facts`]).
     fn stmt_sites(
         &self,
         module: &Module,
         stmt: &Stmt,
         function: Option<&StmtFunctionDef>,
         depth: usize,
+        known: Option<&Facts>,
         out: &mut Vec<CollectiveSite>,
     ) {
         let gate = Self::gate(module);
@@ -387,8 +433,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
                             continue;
                         }
                         let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
-                        let at = function.map(|def| (def, stmt));
-                        self.call_site(eval, module, c, at, depth)
+                        let caller = function.map(|def| Caller { def, stmt, known });
+                        self.call_site(eval, module, c, caller, depth)
                     }
                     Expr::Attribute(a) if callees.binary_search(&x.start()).is_err() => {
                         if !segments().properties.contains(a.attr.id.as_str()) {
@@ -425,14 +471,13 @@ impl<'a, 'p> Collectives<'a, 'p> {
         gate.wrappers && matches!(&*c.func, Expr::Name(_) | Expr::Attribute(_))
     }
 
-    /// What a call issues, if anything: (ops, why). `caller`: the function the call is in and
-    /// its statement.
+    /// What a call issues, if anything: (ops, why). `caller`: where the call is.
     fn call_site(
         &self,
         eval: &mut Eval<'_, '_>,
         module: &Module,
         c: &ExprCall,
-        caller: Option<(&StmtFunctionDef, &Stmt)>,
+        caller: Option<Caller<'_>>,
         depth: usize,
     ) -> Option<(Vec<String>, SiteVia)> {
         let at = c.start();
@@ -450,8 +495,19 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 let target: &Module = f.module.as_deref().unwrap_or(module);
                 let def = def_at(target, f.def);
                 let reach = match (caller, def) {
-                    (Some(caller), Some(def)) if f.is_method && through_own_object(c, caller.0) => {
-                        let facts = Facts::at(caller.0, caller.1, def);
+                    (Some(caller), Some(def)) => {
+                        let own = f.is_method && through_own_object(c, caller.def);
+                        let through_instance =
+                            f.is_method && matches!(&*c.func, Expr::Attribute(_));
+                        let facts = Facts::at_call(
+                            caller.def,
+                            caller.stmt,
+                            caller.known,
+                            def,
+                            c,
+                            own,
+                            through_instance,
+                        );
                         if facts.is_empty() {
                             reach
                         } else {
@@ -566,16 +622,16 @@ impl<'a, 'p> Collectives<'a, 'p> {
         let mut sites = Vec::new();
         if let Some(def) = def {
             tree::walk_scope(&def.body, &mut |stmt, _| {
-                self.stmt_sites(target, stmt, Some(def), depth, &mut sites);
+                self.stmt_sites(target, stmt, Some(def), depth, None, &mut sites);
             });
         }
         self.in_progress.borrow_mut().remove(&key);
         summarize(&sites, target, f, def)
     }
 
-    /// What `f`, a method called through the caller's own object, issues when the `facts`
-    /// the caller's tests establish about that object hold: the collectives of the branches
-    /// they rule out are left out (memoised per method and facts).
+    /// What `f` issues when the `facts` its caller hands on hold (in `f`'s own terms): the
+    /// collectives of the branches they rule out are left out (memoised per function and
+    /// facts).
     fn reach_under(
         &self,
         module: &Module,
@@ -599,10 +655,10 @@ impl<'a, 'p> Collectives<'a, 'p> {
         let def = def_at(target, f.def);
         let mut sites = Vec::new();
         if let Some(def) = def {
-            let receiver = facts::first_parameter(def).unwrap_or_default();
+            let facts = &memo_key.1;
             tree::walk_scope(&def.body, &mut |stmt, frames| {
-                if memo_key.1.allow(frames, receiver) {
-                    self.stmt_sites(target, stmt, Some(def), depth, &mut sites);
+                if facts.allow(frames) {
+                    self.stmt_sites(target, stmt, Some(def), depth, Some(facts), &mut sites);
                 }
             });
         }

@@ -498,3 +498,34 @@ class Saver:
         assert_eq!(site.1, ["barrier", "all_gather"]);
     }
 }
+
+#[test]
+fn facts_follow_the_arguments_into_the_callee_and_its_calls() {
+    let src = "\
+import torch.distributed as dist
+
+def gather(x, use_zero):
+    if use_zero:
+        dist.all_gather([x], x)
+
+def shard(xs, use_zero):
+    for x in xs:
+        gather(x, use_zero=use_zero)
+
+def save(xs, zero):
+    if not zero:
+        shard(xs, zero)  # under
+    shard(xs, zero)  # always
+
+def renamed(xs, zero):
+    if not zero:
+        zero = True
+        shard(xs, zero)  # assigned
+";
+    let got = lines(src);
+    // Under `not zero` (a parameter, passed on by position, then by keyword) nothing is
+    // issued; unconditionally it is; a parameter the caller assigns is no fact.
+    assert!(!got.contains(&line(src, "# under")), "{got:?}");
+    assert!(got.contains(&line(src, "# always")), "{got:?}");
+    assert!(got.contains(&line(src, "# assigned")), "{got:?}");
+}
