@@ -26,110 +26,11 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut staged: Vec<(Option<u32>, String, Raw)> = Vec::new();
     let turns = super::turns::Memo::default();
     for cond in &ctx.outline.conditionals {
-        let all_clauses = clause_sites(ctx, cond);
-        if all_clauses.iter().all(Vec::is_empty) {
-            continue;
-        }
-        let Some((first_split, test, line, deps)) = rank_test(ctx, cond) else { continue };
-        // The clauses before the first rank-dependent test are entered alike on every rank
-        // (`if sharded: save_sharded() elif rank == 0: save_full()`): only the later ones,
-        // the implicit `else` included, are chosen by the rank, and of those not the ones
-        // entered only when a rank-independent part of that test fails.
-        let unreachable = entered_only_when_uniform_part_fails(ctx, cond, first_split);
-        let clauses: Vec<Vec<&Site<'_>>> = all_clauses[first_split..]
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| !unreachable.contains(&(first_split + k)))
-            .map(|(_, c)| c.clone())
-            .collect();
-        let clauses = &clauses[..];
-        if clauses.iter().all(Vec::is_empty) {
-            continue;
-        }
-        // Every collective of the `if` runs in a group the test is not shown to split.
-        if !clauses.iter().flatten().any(|s| splits_group(&deps, s.group())) {
-            continue;
-        }
-        // A clause that leaves after issuing what the others issue later is paired with them.
-        if super::paths::clauses_are_balanced(ctx, cond, &deps) == Some(true) {
-            continue;
-        }
-        if members_of_groups(ctx, cond, &all_clauses) {
-            continue;
-        }
-        if leaders_add_their_own_group(clauses) {
-            continue;
-        }
-        // Ranks taking turns: the nest of (in)equality tests around it issues the same
-        // collectives on every rank.
-        if super::turns::same_on_every_rank(ctx, cond, &turns) {
-            continue;
-        }
-        let ops = |c: &Vec<&Site<'_>>| {
-            let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
-            v.sort_unstable();
-            v
-        };
-        let keyed = |c: &Vec<&Site<'_>>| -> Vec<(String, Option<String>)> {
-            c.iter().map(|s| (s.op.clone(), s.group().map(str::to_owned))).collect()
-        };
-        let first_ops = ops(&clauses[0]);
-        let first_keys = keyed(&clauses[0]);
-        let differs = clauses.iter().position(|c| ops(c) != first_ops);
-        let reordered = clauses.iter().position(|c| keyed(c) != first_keys);
-        let condition = format!("`{}` ({})", short(&test), explain(&deps));
-        let rank_evidence_indirect =
-            indirect(deps.iter().filter(|d| d.kind == DependenceKind::RankId));
-        if let Some(other) = differs {
-            // Name a collective that one side issues and the other does not: first one on a
-            // group both sides use (its peers there wait for it), else any.
-            let (a, b) = (&clauses[0], &clauses[other]);
-            let mut missing = unmatched(a, b);
-            missing.extend(unmatched(b, a));
-            let on_both =
-                |s: &&&Site<'_>| [a, b].iter().all(|c| c.iter().any(|o| o.group() == s.group()));
-            let longer = if a.len() >= b.len() { a } else { b };
-            let extra = missing
-                .iter()
-                .find(on_both)
-                .or(missing.first())
-                .or(longer.first())
-                .map_or_else(String::new, |s| s.describe());
-            let raw = Raw {
-                rule: Rule::RankConditionalCollective,
-                line,
-                column: (line == cond.line).then_some(cond.column),
-                keyword: Some(if line == cond.line { "if" } else { "elif" }),
-                message: format!(
-                    "{extra} runs only on some ranks: the branch depends on {condition}, so the \
-                     other ranks never issue it and its peers wait"
-                ),
-                indirect: rank_evidence_indirect,
-            };
-            let barrier_only = clauses.iter().flatten().all(|s| s.op.contains("barrier"));
-            if barrier_only && cond.clauses.len() == 1 {
-                staged.push((cond.function, test.clone(), raw));
-            } else {
-                out.push(raw);
-            }
-        } else if let Some(other) = reordered {
-            let list = |c: &Vec<&Site<'_>>| {
-                c.iter().map(|s| format!("`{}`", s.op)).collect::<Vec<_>>().join(", ")
-            };
-            out.push(Raw {
-                rule: Rule::RankDependentOrder,
-                line,
-                column: (line == cond.line).then_some(cond.column),
-                keyword: Some("if"),
-                message: format!(
-                    "the branches issue the same collectives in different orders ({} vs {}) \
-                     and the branch depends on {condition}: ranks that disagree wait for each \
-                     other in different collectives",
-                    list(&clauses[0]),
-                    list(&clauses[other]),
-                ),
-                indirect: rank_evidence_indirect,
-            });
+        let Some(judged) = judge_if(ctx, cond, &turns) else { continue };
+        let Some(judged) = with_uniform_parts_known(ctx, cond, judged) else { continue };
+        match judged {
+            Judged::Staged(test, raw) => staged.push((cond.function, test, raw)),
+            Judged::Report(raw) => out.push(raw),
         }
     }
     // Staged pairs: two barrier-only `if`s with different tests in one function.
@@ -143,6 +44,142 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         }
     }
     out
+}
+
+/// A finding on an `if`, or a barrier-only one kept until the function's other `if`s are
+/// seen (its test: a staged pair has two different ones).
+enum Judged {
+    Report(Raw),
+    Staged(String, Raw),
+}
+
+/// `if not self.use_zero and rank != 0: barrier(); return`: the part of the test no rank
+/// decides differently holds on every rank whenever the rank test splits them, so the
+/// function's collectives are found again knowing that, and the `if` judged again on them
+/// (as `jumps::with_uniform_parts_known` does for exits).
+fn with_uniform_parts_known(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+    judged: Judged,
+) -> Option<Judged> {
+    let Some(function) = cond.function else { return Some(judged) };
+    let Some((split, ..)) = rank_test(ctx, cond) else { return Some(judged) };
+    let clause = &cond.clauses[split];
+    let Some(known) = super::jumps::uniform_parts(ctx, cond.function, clause.body.first) else {
+        return Some(judged);
+    };
+    let known: Vec<(&str, bool)> = known.iter().map(|(t, h)| (t.as_str(), *h)).collect();
+    let under = ctx.under(function, &known);
+    judge_if(&under, cond, &super::turns::Memo::default())
+}
+
+/// Whether the clauses of `cond` issue different collectives (or the same in other orders)
+/// on ranks its rank-dependent test sends different ways.
+fn judge_if(ctx: &Context<'_>, cond: &Conditional, turns: &super::turns::Memo) -> Option<Judged> {
+    let all_clauses = clause_sites(ctx, cond);
+    if all_clauses.iter().all(Vec::is_empty) {
+        return None;
+    }
+    let (first_split, test, line, deps) = rank_test(ctx, cond)?;
+    // The clauses before the first rank-dependent test are entered alike on every rank
+    // (`if sharded: save_sharded() elif rank == 0: save_full()`): only the later ones,
+    // the implicit `else` included, are chosen by the rank, and of those not the ones
+    // entered only when a rank-independent part of that test fails.
+    let unreachable = entered_only_when_uniform_part_fails(ctx, cond, first_split);
+    let clauses: Vec<Vec<&Site<'_>>> = all_clauses[first_split..]
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !unreachable.contains(&(first_split + k)))
+        .map(|(_, c)| c.clone())
+        .collect();
+    let clauses = &clauses[..];
+    if clauses.iter().all(Vec::is_empty) {
+        return None;
+    }
+    // Every collective of the `if` runs in a group the test is not shown to split.
+    if !clauses.iter().flatten().any(|s| splits_group(&deps, s.group())) {
+        return None;
+    }
+    // A clause that leaves after issuing what the others issue later is paired with them.
+    if super::paths::clauses_are_balanced(ctx, cond, &deps) == Some(true) {
+        return None;
+    }
+    if members_of_groups(ctx, cond, &all_clauses) {
+        return None;
+    }
+    if leaders_add_their_own_group(clauses) {
+        return None;
+    }
+    // Ranks taking turns: the nest of (in)equality tests around it issues the same
+    // collectives on every rank.
+    if super::turns::same_on_every_rank(ctx, cond, turns) {
+        return None;
+    }
+    let ops = |c: &Vec<&Site<'_>>| {
+        let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
+        v.sort_unstable();
+        v
+    };
+    let keyed = |c: &Vec<&Site<'_>>| -> Vec<(String, Option<String>)> {
+        c.iter().map(|s| (s.op.clone(), s.group().map(str::to_owned))).collect()
+    };
+    let first_ops = ops(&clauses[0]);
+    let first_keys = keyed(&clauses[0]);
+    let differs = clauses.iter().position(|c| ops(c) != first_ops);
+    let reordered = clauses.iter().position(|c| keyed(c) != first_keys);
+    let condition = format!("`{}` ({})", short(&test), explain(&deps));
+    let rank_evidence_indirect = indirect(deps.iter().filter(|d| d.kind == DependenceKind::RankId));
+    if let Some(other) = differs {
+        // Name a collective that one side issues and the other does not: first one on a
+        // group both sides use (its peers there wait for it), else any.
+        let (a, b) = (&clauses[0], &clauses[other]);
+        let mut missing = unmatched(a, b);
+        missing.extend(unmatched(b, a));
+        let on_both =
+            |s: &&&Site<'_>| [a, b].iter().all(|c| c.iter().any(|o| o.group() == s.group()));
+        let longer = if a.len() >= b.len() { a } else { b };
+        let extra = missing
+            .iter()
+            .find(on_both)
+            .or(missing.first())
+            .or(longer.first())
+            .map_or_else(String::new, |s| s.describe());
+        let raw = Raw {
+            rule: Rule::RankConditionalCollective,
+            line,
+            column: (line == cond.line).then_some(cond.column),
+            keyword: Some(if line == cond.line { "if" } else { "elif" }),
+            message: format!(
+                "{extra} runs only on some ranks: the branch depends on {condition}, so the \
+                 other ranks never issue it and its peers wait"
+            ),
+            indirect: rank_evidence_indirect,
+        };
+        let barrier_only = clauses.iter().flatten().all(|s| s.op.contains("barrier"));
+        if barrier_only && cond.clauses.len() == 1 {
+            return Some(Judged::Staged(test, raw));
+        }
+        return Some(Judged::Report(raw));
+    } else if let Some(other) = reordered {
+        let list = |c: &Vec<&Site<'_>>| {
+            c.iter().map(|s| format!("`{}`", s.op)).collect::<Vec<_>>().join(", ")
+        };
+        return Some(Judged::Report(Raw {
+            rule: Rule::RankDependentOrder,
+            line,
+            column: (line == cond.line).then_some(cond.column),
+            keyword: Some("if"),
+            message: format!(
+                "the branches issue the same collectives in different orders ({} vs {}) \
+                 and the branch depends on {condition}: ranks that disagree wait for each \
+                 other in different collectives",
+                list(&clauses[0]),
+                list(&clauses[other]),
+            ),
+            indirect: rank_evidence_indirect,
+        }));
+    }
+    None
 }
 
 /// The collectives of `x` that `y` has no counterpart for (by op, each counterpart used once).

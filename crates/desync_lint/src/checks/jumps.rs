@@ -11,10 +11,10 @@
 
 use std::collections::HashSet;
 
-use desync_python::{Construct, DependenceKind};
+use desync_python::{Branch, Construct, DependenceKind};
 
 use super::{Raw, explain, indirect, short};
-use crate::context::{Context, splits_group};
+use crate::context::{Context, Site, splits_group};
 use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
@@ -23,89 +23,163 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`).
     for site in ctx.sites.iter().filter(|s| !s.is_point_to_point()) {
         for guard in ctx.module.guards_with(ctx.analysis(), site.line()) {
-            // A `raise` is left out: the rank dies loudly and torchrun stops its peers.
-            let keyword = match guard.construct {
-                Construct::Continue => "continue",
-                Construct::Break => "break",
-                Construct::Return => "return",
-                _ => continue,
-            };
             if !done.insert(guard.line) {
                 continue;
             }
-            // `return _communicate_result(False, pg)`: the early exit issues the same
-            // collective on its way out.
-            if ctx.sites.iter().any(|s| s.line() == guard.line && s.op == site.op) {
-                continue;
-            }
-            let (Some(test), Some(test_line)) = (&guard.condition, guard.condition_line) else {
-                continue;
-            };
-            // The leaving ranks issue what the staying ones issue later (staged barriers):
-            // first counting every collective (no need to ask what the test depends on), then
-            // without those on groups the test does not split.
-            let balanced = |deps: &[desync_python::Dependence]| {
-                super::paths::exit_is_balanced(
-                    ctx,
-                    site.function(),
-                    guard.line,
-                    guard.construct,
-                    deps,
-                )
-            };
-            if balanced(&[]) {
-                continue;
-            }
-            let deps = ctx.dependence(test_line, test);
-            if deps.is_empty() || balanced(&deps) {
-                continue;
-            }
-            if exits_paired_across_roles(ctx, site, guard.line, guard.construct) {
-                continue;
-            }
-            // A rank test of another group skips this collective on whole groups at once;
-            // another collective under the same jump may still be split.
-            if !splits_group(&deps, site.group()) {
-                done.remove(&guard.line);
-                continue;
-            }
-            let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);
-            let in_loop = ctx.innermost_loop(site.function(), guard.line).is_some();
-            let rule = match (rank_only, in_loop) {
-                (true, _) => Rule::RankConditionalCollective,
-                (false, true) => Rule::LocalEarlyExit,
-                // Outside a loop a rank-local early return is usually input validation, unless
-                // the rank decides it too (`local_rank` read by a helper that also asks
-                // whether the variable is set at all).
-                (false, false) if crate::context::has_rank_id(&deps) => {
-                    Rule::RankConditionalCollective
+            match judge(ctx, site, &guard) {
+                Judged::Quiet => {}
+                // Another collective under the same jump may still be split.
+                Judged::NextSite => {
+                    done.remove(&guard.line);
                 }
-                (false, false) => continue,
-            };
-            let effect = match guard.construct {
-                Construct::Continue => "skip the rest of the iteration",
-                Construct::Break => "leave the loop",
-                _ => "return early",
-            };
-            out.push(Raw {
-                rule,
-                line: guard.line,
-                column: None,
-                keyword: Some(keyword),
-                message: format!(
-                    "`{keyword}` makes the ranks where `{}` holds {effect} and skip {}, which \
-                     their peers issue: the test depends on {}, with no collective agreeing on \
-                     it first",
-                    short(test),
-                    site.describe(),
-                    explain(&deps),
-                ),
-                indirect: indirect(&deps),
-            });
+                Judged::Report(raw) => out.extend(with_uniform_parts_known(ctx, site, &guard, raw)),
+            }
         }
     }
     out.extend(while_loops(ctx));
     out
+}
+
+/// What one early exit does to one collective after it.
+enum Judged {
+    Quiet,
+    /// The exit leaves this collective's group whole; a later one may be split.
+    NextSite,
+    Report(Raw),
+}
+
+/// Whether the jump `guard` makes some ranks skip `site` while their peers issue it.
+fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
+    // A `raise` is left out: the rank dies loudly and torchrun stops its peers.
+    let keyword = match guard.construct {
+        Construct::Continue => "continue",
+        Construct::Break => "break",
+        Construct::Return => "return",
+        _ => return Judged::Quiet,
+    };
+    // `return _communicate_result(False, pg)`: the early exit issues the same
+    // collective on its way out.
+    if ctx.sites.iter().any(|s| s.line() == guard.line && s.op == site.op) {
+        return Judged::Quiet;
+    }
+    let (Some(test), Some(test_line)) = (&guard.condition, guard.condition_line) else {
+        return Judged::Quiet;
+    };
+    // The leaving ranks issue what the staying ones issue later (staged barriers):
+    // first counting every collective (no need to ask what the test depends on), then
+    // without those on groups the test does not split.
+    let balanced = |deps: &[desync_python::Dependence]| {
+        super::paths::exit_is_balanced(ctx, site.function(), guard.line, guard.construct, deps)
+    };
+    if balanced(&[]) {
+        return Judged::Quiet;
+    }
+    let deps = ctx.dependence(test_line, test);
+    if deps.is_empty() || balanced(&deps) {
+        return Judged::Quiet;
+    }
+    if exits_paired_across_roles(ctx, site, guard.line, guard.construct) {
+        return Judged::Quiet;
+    }
+    // A rank test of another group skips this collective on whole groups at once.
+    if !splits_group(&deps, site.group()) {
+        return Judged::NextSite;
+    }
+    let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);
+    let in_loop = ctx.innermost_loop(site.function(), guard.line).is_some();
+    let rule = match (rank_only, in_loop) {
+        (true, _) => Rule::RankConditionalCollective,
+        (false, true) => Rule::LocalEarlyExit,
+        // Outside a loop a rank-local early return is usually input validation, unless
+        // the rank decides it too (`local_rank` read by a helper that also asks
+        // whether the variable is set at all).
+        (false, false) if crate::context::has_rank_id(&deps) => Rule::RankConditionalCollective,
+        (false, false) => return Judged::Quiet,
+    };
+    let effect = match guard.construct {
+        Construct::Continue => "skip the rest of the iteration",
+        Construct::Break => "leave the loop",
+        _ => "return early",
+    };
+    Judged::Report(Raw {
+        rule,
+        line: guard.line,
+        column: None,
+        keyword: Some(keyword),
+        message: format!(
+            "`{keyword}` makes the ranks where `{}` holds {effect} and skip {}, which \
+             their peers issue: the test depends on {}, with no collective agreeing on \
+             it first",
+            short(test),
+            site.describe(),
+            explain(&deps),
+        ),
+        indirect: indirect(&deps),
+    })
+}
+
+/// `if not self.use_zero and dp_rank != 0: return`: the part of the test no rank decides
+/// differently holds on every rank whenever any rank leaves, so the ranks that stay go on
+/// with it holding too. The finding `raw` stands only if the exit still skips a collective
+/// its peers issue once the function's collectives are found knowing that (the stayers'
+/// helpers then issue only the `not use_zero` branch's collectives, perhaps on groups the
+/// rank test does not split, or as many as the leavers issued).
+fn with_uniform_parts_known(
+    ctx: &Context<'_>,
+    site: &Site<'_>,
+    guard: &Branch,
+    raw: Raw,
+) -> Option<Raw> {
+    let Some(function) = site.function() else { return Some(raw) };
+    let Some(known) = uniform_parts(ctx, site.function(), guard.line) else { return Some(raw) };
+    let known: Vec<(&str, bool)> = known.iter().map(|(t, h)| (t.as_str(), *h)).collect();
+    let under = ctx.under(function, &known);
+    let mut done = false;
+    let mut found = None;
+    for s in under.sites.iter().filter(|s| s.function() == Some(function) && !s.is_point_to_point())
+    {
+        if done
+            || !under
+                .module
+                .guards_with(under.analysis(), s.line())
+                .iter()
+                .any(|g| g.line == guard.line)
+        {
+            continue;
+        }
+        match judge(&under, s, guard) {
+            Judged::Quiet => done = true,
+            Judged::NextSite => {}
+            Judged::Report(again) => {
+                found = Some(again);
+                done = true;
+            }
+        }
+    }
+    found
+}
+
+/// The conjuncts of the test of the `if` clause that holds `line` (its innermost) that no
+/// rank decides differently, each with whether it holds there (`not x` written: `x` fails);
+/// `None` when the test is not a conjunction with such a part.
+pub(super) fn uniform_parts(
+    ctx: &Context<'_>,
+    function: Option<u32>,
+    line: u32,
+) -> Option<Vec<(String, bool)>> {
+    let (cond, clause) = super::paths::innermost_clause(ctx, function, line)?;
+    let clause = &cond.clauses[clause];
+    let test_line = clause.test_line?;
+    if clause.conjuncts.len() < 2 {
+        return None;
+    }
+    let uniform: Vec<(String, bool)> = clause
+        .conjuncts
+        .iter()
+        .filter(|c| ctx.dependence(test_line, &c.text).is_empty())
+        .map(|c| (c.text.clone(), !c.negated))
+        .collect();
+    (!uniform.is_empty() && uniform.len() < clause.conjuncts.len()).then_some(uniform)
 }
 
 /// Whether the jump at `jump_line` sits in one branch of an `if` that splits the ranks by

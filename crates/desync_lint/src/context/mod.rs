@@ -114,6 +114,26 @@ impl<'a> Context<'a> {
         self.collectives.analysis()
     }
 
+    /// This file's context with the sites of the function whose `def` is on `function_line`
+    /// found again knowing that each test of `known` (source text, whether it holds) is
+    /// decided that way throughout it ([`Collectives::sites_under`]).
+    pub fn under(&self, function_line: u32, known: &[(&str, bool)]) -> Context<'a> {
+        let end = self.function(function_line).map_or(function_line, |f| f.end_line);
+        let mut sites: Vec<CollectiveSite> = self
+            .sites
+            .iter()
+            .filter(|s| s.function() != Some(function_line))
+            .map(|s| s.site.clone())
+            .collect();
+        sites.extend(
+            self.collectives
+                .sites_under(self.module, function_line, function_line, end, known)
+                .into_iter()
+                .filter(|s| s.function == Some(function_line)),
+        );
+        Context::new(self.module, self.outline, self.collectives, sites, self.setups.clone())
+    }
+
     /// Sites inside function `function` (`None`: module level) on lines `first..=last`, found
     /// by binary search (the sites are kept in line order).
     pub fn sites_in(
