@@ -64,8 +64,7 @@ fn with_uniform_parts_known(
 ) -> Option<Judged> {
     let Some(function) = cond.function else { return Some(judged) };
     let Some((split, ..)) = rank_test(ctx, cond) else { return Some(judged) };
-    let clause = &cond.clauses[split];
-    let Some(known) = super::jumps::uniform_parts(ctx, cond.function, clause.body.first) else {
+    let Some(known) = super::uniform_parts(ctx, &cond.clauses[split]) else {
         return Some(judged);
     };
     let known: Vec<(&str, bool)> = known.iter().map(|(t, h)| (t.as_str(), *h)).collect();

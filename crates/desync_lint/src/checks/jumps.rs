@@ -131,55 +131,30 @@ fn with_uniform_parts_known(
     raw: Raw,
 ) -> Option<Raw> {
     let Some(function) = site.function() else { return Some(raw) };
-    let Some(known) = uniform_parts(ctx, site.function(), guard.line) else { return Some(raw) };
+    let Some((cond, clause)) = super::paths::innermost_clause(ctx, site.function(), guard.line)
+    else {
+        return Some(raw);
+    };
+    let Some(known) = super::uniform_parts(ctx, &cond.clauses[clause]) else { return Some(raw) };
     let known: Vec<(&str, bool)> = known.iter().map(|(t, h)| (t.as_str(), *h)).collect();
     let under = ctx.under(function, &known);
-    let mut done = false;
-    let mut found = None;
-    for s in under.sites.iter().filter(|s| s.function() == Some(function) && !s.is_point_to_point())
-    {
-        if done
-            || !under
+    let skippable = under.sites.iter().filter(|s| {
+        s.function() == Some(function)
+            && !s.is_point_to_point()
+            && under
                 .module
                 .guards_with(under.analysis(), s.line())
                 .iter()
                 .any(|g| g.line == guard.line)
-        {
-            continue;
-        }
+    });
+    for s in skippable {
         match judge(&under, s, guard) {
-            Judged::Quiet => done = true,
+            Judged::Quiet => return None,
             Judged::NextSite => {}
-            Judged::Report(again) => {
-                found = Some(again);
-                done = true;
-            }
+            Judged::Report(again) => return Some(again),
         }
     }
-    found
-}
-
-/// The conjuncts of the test of the `if` clause that holds `line` (its innermost) that no
-/// rank decides differently, each with whether it holds there (`not x` written: `x` fails);
-/// `None` when the test is not a conjunction with such a part.
-pub(super) fn uniform_parts(
-    ctx: &Context<'_>,
-    function: Option<u32>,
-    line: u32,
-) -> Option<Vec<(String, bool)>> {
-    let (cond, clause) = super::paths::innermost_clause(ctx, function, line)?;
-    let clause = &cond.clauses[clause];
-    let test_line = clause.test_line?;
-    if clause.conjuncts.len() < 2 {
-        return None;
-    }
-    let uniform: Vec<(String, bool)> = clause
-        .conjuncts
-        .iter()
-        .filter(|c| ctx.dependence(test_line, &c.text).is_empty())
-        .map(|c| (c.text.clone(), !c.negated))
-        .collect();
-    (!uniform.is_empty() && uniform.len() < clause.conjuncts.len()).then_some(uniform)
+    None
 }
 
 /// Whether the jump at `jump_line` sits in one branch of an `if` that splits the ranks by

@@ -147,6 +147,28 @@ pub(crate) fn short(text: &str) -> String {
     cut
 }
 
+/// The parts of `clause`'s test (a conjunction) that no rank decides differently, each with
+/// whether it holds when the clause is taken (`not x` written: `x` fails); `None` when the
+/// test is not a conjunction with such a part beside a part that does differ. Such a part
+/// holds on every rank whenever the rest splits them (`not self.use_zero and dp_rank != 0`:
+/// `use_zero` is false everywhere once any replica takes the clause).
+pub(crate) fn uniform_parts(
+    ctx: &Context<'_>,
+    clause: &desync_python::Clause,
+) -> Option<Vec<(String, bool)>> {
+    let test_line = clause.test_line?;
+    if clause.conjuncts.len() < 2 {
+        return None;
+    }
+    let uniform: Vec<(String, bool)> = clause
+        .conjuncts
+        .iter()
+        .filter(|c| ctx.dependence(test_line, &c.text).is_empty())
+        .map(|c| (c.text.clone(), !c.negated))
+        .collect();
+    (!uniform.is_empty() && uniform.len() < clause.conjuncts.len()).then_some(uniform)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
