@@ -23,7 +23,7 @@ use ruff_text_size::Ranged;
 use crate::expr::dotted;
 use crate::tree::{self, Frame, Slot};
 
-/// A literal a field is compared with. Booleans are the integers Python makes them.
+/// A literal a value is compared with. Booleans are the integers Python makes them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Literal {
     Int(i64),
@@ -58,7 +58,7 @@ impl Literal {
     }
 }
 
-/// What is known of one field of the object.
+/// What is known of one value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Known {
     Equals(Literal),

@@ -211,7 +211,7 @@ fn segments() -> &'static Segments {
 /// A project function: its module and the start of its `def`.
 type FnKey = (ModuleKey, TextSize);
 
-/// What a method issues under a caller's facts ([`Collectives::reach_under`]).
+/// What a function issues under the facts a call hands it ([`Collectives::reach_under`]).
 type ReachUnder = Option<Arc<Reach>>;
 
 /// What the functions of a project's modules issue, kept by the [`Project`](super::Project)
@@ -256,7 +256,7 @@ pub struct Collectives<'a, 'p> {
     /// Where each function's calls are in its module ([`Collectives::calls_of`]): asked once
     /// per parameter a finding depends on, and finding them walks the whole module.
     calls_found: RefCell<HashMap<FnKey, Rc<Vec<callers::FoundCall>>>>,
-    /// What a method issues under the facts of a call through its own object
+    /// What a function issues under the facts a call hands it, per function and facts
     /// ([`Collectives::reach_under`]).
     reaches_under: RefCell<HashMap<(FnKey, Facts), ReachUnder>>,
 }
