@@ -23,6 +23,9 @@ use ruff_text_size::Ranged;
 use crate::expr::dotted;
 use crate::tree::{self, Frame, Slot};
 
+/// How deep into `and`/`or`/`not` a test is read (deeper parts say nothing).
+const MAX_TEST_DEPTH: usize = 32;
+
 /// A literal a value is compared with. Booleans are the integers Python makes them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Literal {
@@ -168,13 +171,22 @@ impl Facts {
 
     /// Records what `test` holding (`holds`) or failing says about values rooted at `roots`.
     fn learn(&mut self, test: &Expr, roots: &[&str], holds: bool) {
+        self.learn_at(test, roots, holds, 0);
+    }
+
+    fn learn_at(&mut self, test: &Expr, roots: &[&str], holds: bool, depth: usize) {
+        if depth > MAX_TEST_DEPTH {
+            return;
+        }
         match test {
             Expr::BoolOp(b) if (b.op == BoolOp::And) == holds => {
                 for v in &b.values {
-                    self.learn(v, roots, holds);
+                    self.learn_at(v, roots, holds, depth + 1);
                 }
             }
-            Expr::UnaryOp(u) if u.op == UnaryOp::Not => self.learn(&u.operand, roots, !holds),
+            Expr::UnaryOp(u) if u.op == UnaryOp::Not => {
+                self.learn_at(&u.operand, roots, !holds, depth + 1);
+            }
             Expr::Compare(c) if c.ops.len() == 1 => {
                 let Some((path, op, literal)) = comparison(&c.left, c.ops[0], &c.comparators[0])
                 else {
@@ -221,7 +233,7 @@ impl Facts {
 
     /// What `test` decides under the facts.
     fn decide(&self, test: &Expr, depth: usize) -> Truth {
-        if depth > 32 {
+        if depth > MAX_TEST_DEPTH {
             return Truth::Unknown;
         }
         match test {
