@@ -101,7 +101,7 @@ impl Facts {
         for (test, holds) in known {
             facts.learn(test, &roots, *holds);
         }
-        facts.0.retain(|(path, _)| !assigns(&function.body, path));
+        facts.drop_assigned(&function.body);
         facts
     }
 
@@ -136,7 +136,7 @@ impl Facts {
         if here.is_empty() {
             return here;
         }
-        here.0.retain(|(path, _)| !assigns(&caller.body, path));
+        here.drop_assigned(&caller.body);
         let mut there = Facts::default();
         let parameters = super::parameter_names(callee);
         let callee_receiver = first_parameter(callee);
@@ -161,8 +161,17 @@ impl Facts {
                 }
             }
         }
-        there.0.retain(|(path, _)| !assigns(&callee.body, path));
+        there.drop_assigned(&callee.body);
         there
+    }
+
+    /// Leaves out the facts about values `body` (nested blocks included) assigns.
+    fn drop_assigned(&mut self, body: &[Stmt]) {
+        if self.0.is_empty() {
+            return;
+        }
+        let assigned = assigned_paths(body);
+        self.0.retain(|(path, _)| !assigned.contains(path.as_str()));
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -347,17 +356,34 @@ pub(super) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
     def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
 }
 
-/// Whether `body` (nested blocks included) assigns `path` (`self.pp_size`, `use_zero`).
-fn assigns(body: &[Stmt], path: &str) -> bool {
-    let mut found = false;
+/// The dotted names `body` (nested blocks included) assigns or rebinds (`self.pp_size`,
+/// `use_zero`, also as a loop variable, an unpacked target or a `with ... as` name).
+fn assigned_paths(body: &[Stmt]) -> std::collections::HashSet<String> {
+    fn targets<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::Tuple(t) => t.elts.iter().for_each(|x| targets(x, out)),
+            Expr::List(l) => l.elts.iter().for_each(|x| targets(x, out)),
+            Expr::Starred(s) => targets(&s.value, out),
+            _ => out.push(e),
+        }
+    }
+    let mut out = std::collections::HashSet::new();
     tree::walk_all(body, &mut |stmt| {
-        let targets: Vec<&Expr> = match stmt {
-            Stmt::Assign(a) => a.targets.iter().collect(),
-            Stmt::AugAssign(a) => vec![&*a.target],
-            Stmt::AnnAssign(a) => vec![&*a.target],
+        let mut bound = Vec::new();
+        match stmt {
+            Stmt::Assign(a) => a.targets.iter().for_each(|t| targets(t, &mut bound)),
+            Stmt::AugAssign(a) => targets(&a.target, &mut bound),
+            Stmt::AnnAssign(a) => targets(&a.target, &mut bound),
+            Stmt::For(f) => targets(&f.target, &mut bound),
+            Stmt::With(w) => {
+                w.items
+                    .iter()
+                    .filter_map(|i| i.optional_vars.as_deref())
+                    .for_each(|t| targets(t, &mut bound));
+            }
             _ => return,
-        };
-        found |= targets.iter().any(|t| dotted(t).is_some_and(|d| d == path));
+        }
+        out.extend(bound.into_iter().filter_map(dotted));
     });
-    found
+    out
 }

@@ -521,6 +521,12 @@ def renamed(xs, zero):
     if not zero:
         zero = True
         shard(xs, zero)  # assigned
+
+def rebound(xs, zero):
+    if not zero:
+        for zero, _ in xs:
+            pass
+        shard(xs, zero)  # rebound
 ";
     let got = lines(src);
     // Under `not zero` (a parameter, passed on by position, then by keyword) nothing is
@@ -528,4 +534,5 @@ def renamed(xs, zero):
     assert!(!got.contains(&line(src, "# under")), "{got:?}");
     assert!(got.contains(&line(src, "# always")), "{got:?}");
     assert!(got.contains(&line(src, "# assigned")), "{got:?}");
+    assert!(got.contains(&line(src, "# rebound")), "{got:?}");
 }
