@@ -612,21 +612,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
 
     /// What `f` issues, walking its body (`module`: the module the call was in).
     fn reach_uncached(&self, module: &Module, f: &FnRef, depth: usize) -> Option<Arc<Reach>> {
-        let target: &Module = f.module.as_deref().unwrap_or(module);
-        let key = (key_of(target), f.def);
-        if !self.in_progress.borrow_mut().insert(key) {
-            self.cuts.set(self.cuts.get() + 1);
-            return None;
-        }
-        let def = def_at(target, f.def);
-        let mut sites = Vec::new();
-        if let Some(def) = def {
-            tree::walk_scope(&def.body, &mut |stmt, _| {
-                self.stmt_sites(target, stmt, Some(def), depth, None, &mut sites);
-            });
-        }
-        self.in_progress.borrow_mut().remove(&key);
-        summarize(&sites, target, f, def)
+        self.walk_body(module, f, depth, None)
     }
 
     /// What `f` issues when the `facts` its caller hands on hold (in `f`'s own terms): the
@@ -643,11 +629,26 @@ impl<'a, 'p> Collectives<'a, 'p> {
             return None;
         }
         let target: &Module = f.module.as_deref().unwrap_or(module);
-        let key = (key_of(target), f.def);
-        let memo_key = (key, facts);
+        let memo_key = ((key_of(target), f.def), facts);
         if let Some(r) = self.reaches_under.borrow().get(&memo_key) {
             return r.clone();
         }
+        let reach = self.walk_body(module, f, depth, Some(&memo_key.1));
+        self.reaches_under.borrow_mut().insert(memo_key, reach.clone());
+        reach
+    }
+
+    /// The summary of `f`'s body: its sites (under `facts`, when given: the statements of
+    /// branches they rule out left out). Recursion through `f` cuts the walk.
+    fn walk_body(
+        &self,
+        module: &Module,
+        f: &FnRef,
+        depth: usize,
+        facts: Option<&Facts>,
+    ) -> Option<Arc<Reach>> {
+        let target: &Module = f.module.as_deref().unwrap_or(module);
+        let key = (key_of(target), f.def);
         if !self.in_progress.borrow_mut().insert(key) {
             self.cuts.set(self.cuts.get() + 1);
             return None;
@@ -655,17 +656,14 @@ impl<'a, 'p> Collectives<'a, 'p> {
         let def = def_at(target, f.def);
         let mut sites = Vec::new();
         if let Some(def) = def {
-            let facts = &memo_key.1;
             tree::walk_scope(&def.body, &mut |stmt, frames| {
-                if facts.allow(frames) {
-                    self.stmt_sites(target, stmt, Some(def), depth, Some(facts), &mut sites);
+                if facts.is_none_or(|facts| facts.allow(frames)) {
+                    self.stmt_sites(target, stmt, Some(def), depth, facts, &mut sites);
                 }
             });
         }
         self.in_progress.borrow_mut().remove(&key);
-        let reach = summarize(&sites, target, f, def);
-        self.reaches_under.borrow_mut().insert(memo_key, reach.clone());
-        reach
+        summarize(&sites, target, f, def)
     }
 
     fn site(
