@@ -4,7 +4,7 @@
 //! and that is the same on every rank (torchrun sets `RANK`/`LOCAL_RANK` on every process, the
 //! legacy launcher passes `--local_rank=-1` to none; research §2).
 
-use ruff_python_ast::{BoolOp, CmpOp, Expr, ExprCompare, Number, UnaryOp};
+use ruff_python_ast::{BoolOp, CmpOp, Expr, ExprCompare, Number, Stmt, UnaryOp};
 use ruff_text_size::TextSize;
 
 use super::value::Eval;
@@ -55,6 +55,8 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
         Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => {
             container_test(e.value(expr, at).whole)
         }
+        // `for key in state: if key not in state`: always the same answer.
+        Expr::Compare(c) if is_own_key_test(e.module, c, at) => Deps::default(),
         _ => structure_test(e, expr, at).unwrap_or_else(|| match expr {
             // `fqn not in state`: the key, and whether the container holds such keys.
             Expr::Compare(c)
@@ -67,6 +69,90 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             _ => e.value(expr, at).whole,
         }),
     }
+}
+
+/// `key in d` / `key not in d` inside a loop over `d`'s own keys (`for key in d`, `for key,
+/// value in d.items()`, `for key in d.keys()`) that does not rebind `d` or `key`: the key came
+/// from `d`, so the test always holds (or always fails) and decides nothing, whatever `d`
+/// holds on each rank.
+fn is_own_key_test(module: &Module, c: &ExprCompare, at: TextSize) -> bool {
+    let ([CmpOp::In | CmpOp::NotIn], [container]) = (&*c.ops, &*c.comparators) else {
+        return false;
+    };
+    let (Expr::Name(key), Some(container)) = (&*c.left, crate::expr::dotted(container)) else {
+        return false;
+    };
+    let key = key.id.as_str();
+    let Some(path) = crate::tree::path_to(module, module.line_of(at)) else { return false };
+    let levels = path.scope_levels(module);
+    // The loops around the test (the last level is the test's own statement).
+    let loops = levels[..levels.len().saturating_sub(1)].iter().filter_map(|l| match l.stmt() {
+        Stmt::For(f) => Some(f),
+        _ => None,
+    });
+    loops.into_iter().rev().any(|f| {
+        takes_keys_of(&f.iter, &f.target, key, &container)
+            && !rebinds(&f.body, &[key, container.as_str()])
+    })
+}
+
+/// Whether `for target in iter` gives `key` the keys of `container`: `container`,
+/// `container.keys()` or `sorted(container)` and the like, with `key` as the target, or
+/// `container.items()` with `key` first.
+fn takes_keys_of(iter: &Expr, target: &Expr, key: &str, container: &str) -> bool {
+    let is_key = |t: &Expr| matches!(t, Expr::Name(n) if n.id.as_str() == key);
+    let method_of = |e: &Expr, method: &str| match e {
+        Expr::Call(call) if call.arguments.is_empty() => match &*call.func {
+            Expr::Attribute(a) if a.attr.id.as_str() == method => {
+                crate::expr::dotted(&a.value).is_some_and(|d| d == container)
+            }
+            _ => false,
+        },
+        _ => false,
+    };
+    let keys =
+        |e: &Expr| crate::expr::dotted(e).is_some_and(|d| d == container) || method_of(e, "keys");
+    let keys_in_order = match iter {
+        Expr::Call(call)
+            if matches!(&*call.func, Expr::Name(n)
+                if matches!(n.id.as_str(), "sorted" | "list" | "tuple" | "reversed"))
+                && call.arguments.keywords.is_empty() =>
+        {
+            matches!(&*call.arguments.args, [only] if keys(only))
+        }
+        _ => keys(iter),
+    };
+    if keys_in_order {
+        return is_key(target);
+    }
+    method_of(iter, "items")
+        && matches!(target, Expr::Tuple(t) if t.elts.len() == 2 && is_key(&t.elts[0]))
+}
+
+/// Whether `body` rebinds any of `names` (dotted: as a target, unpacked or a loop variable)
+/// or deletes from one (`del d[k]`).
+fn rebinds(body: &[Stmt], names: &[&str]) -> bool {
+    use crate::expr::target_places as bound;
+    let mut found = false;
+    crate::tree::walk_all(body, &mut |stmt| {
+        let mut targets = Vec::new();
+        match stmt {
+            Stmt::Assign(a) => a.targets.iter().for_each(|t| bound(t, &mut targets)),
+            Stmt::AugAssign(a) => bound(&a.target, &mut targets),
+            Stmt::AnnAssign(a) => bound(&a.target, &mut targets),
+            Stmt::For(f) => bound(&f.target, &mut targets),
+            Stmt::Delete(d) => targets.extend(d.targets.iter().map(|t| match t {
+                Expr::Subscript(s) => &*s.value,
+                other => other,
+            })),
+            _ => return,
+        }
+        found |= targets
+            .into_iter()
+            .filter_map(crate::expr::dotted)
+            .any(|d| names.contains(&d.as_str()));
+    });
+    found
 }
 
 /// What decides a test of a container's shape (whether it is empty, whether it holds a key):

@@ -359,14 +359,7 @@ pub(super) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
 /// The dotted names `body` (nested blocks included) assigns or rebinds (`self.pp_size`,
 /// `use_zero`, also as a loop variable, an unpacked target or a `with ... as` name).
 fn assigned_paths(body: &[Stmt]) -> std::collections::HashSet<String> {
-    fn targets<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-        match e {
-            Expr::Tuple(t) => t.elts.iter().for_each(|x| targets(x, out)),
-            Expr::List(l) => l.elts.iter().for_each(|x| targets(x, out)),
-            Expr::Starred(s) => targets(&s.value, out),
-            _ => out.push(e),
-        }
-    }
+    use crate::expr::target_places as targets;
     let mut out = std::collections::HashSet::new();
     tree::walk_all(body, &mut |stmt| {
         let mut bound = Vec::new();
