@@ -132,25 +132,17 @@ fn takes_keys_of(iter: &Expr, target: &Expr, key: &str, container: &str) -> bool
 /// Whether `body` rebinds any of `names` (dotted: as a target, unpacked or a loop variable)
 /// or deletes from one (`del d[k]`).
 fn rebinds(body: &[Stmt], names: &[&str]) -> bool {
-    use crate::expr::target_places as bound;
     let mut found = false;
     crate::tree::walk_all(body, &mut |stmt| {
-        let mut targets = Vec::new();
-        match stmt {
-            Stmt::Assign(a) => a.targets.iter().for_each(|t| bound(t, &mut targets)),
-            Stmt::AugAssign(a) => bound(&a.target, &mut targets),
-            Stmt::AnnAssign(a) => bound(&a.target, &mut targets),
-            Stmt::For(f) => bound(&f.target, &mut targets),
-            Stmt::Delete(d) => targets.extend(d.targets.iter().map(|t| match t {
+        let mut places = crate::tree::bound_places(stmt);
+        if let Stmt::Delete(d) = stmt {
+            places.extend(d.targets.iter().map(|t| match t {
                 Expr::Subscript(s) => &*s.value,
                 other => other,
-            })),
-            _ => return,
+            }));
         }
-        found |= targets
-            .into_iter()
-            .filter_map(crate::expr::dotted)
-            .any(|d| names.contains(&d.as_str()));
+        found |=
+            places.into_iter().filter_map(crate::expr::dotted).any(|d| names.contains(&d.as_str()));
     });
     found
 }

@@ -359,24 +359,9 @@ pub(super) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
 /// The dotted names `body` (nested blocks included) assigns or rebinds (`self.pp_size`,
 /// `use_zero`, also as a loop variable, an unpacked target or a `with ... as` name).
 fn assigned_paths(body: &[Stmt]) -> std::collections::HashSet<String> {
-    use crate::expr::target_places as targets;
     let mut out = std::collections::HashSet::new();
     tree::walk_all(body, &mut |stmt| {
-        let mut bound = Vec::new();
-        match stmt {
-            Stmt::Assign(a) => a.targets.iter().for_each(|t| targets(t, &mut bound)),
-            Stmt::AugAssign(a) => targets(&a.target, &mut bound),
-            Stmt::AnnAssign(a) => targets(&a.target, &mut bound),
-            Stmt::For(f) => targets(&f.target, &mut bound),
-            Stmt::With(w) => {
-                w.items
-                    .iter()
-                    .filter_map(|i| i.optional_vars.as_deref())
-                    .for_each(|t| targets(t, &mut bound));
-            }
-            _ => return,
-        }
-        out.extend(bound.into_iter().filter_map(dotted));
+        out.extend(tree::bound_places(stmt).into_iter().filter_map(dotted));
     });
     out
 }
