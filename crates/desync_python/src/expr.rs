@@ -67,17 +67,6 @@ pub(crate) fn dotted(expr: &Expr) -> Option<String> {
     Some(parts.join("."))
 }
 
-/// The places an assignment target binds: `a, (self.b, *c)` gives `a`, `self.b`, `c` (a
-/// subscript or attribute target is one place).
-pub(crate) fn target_places<'e>(target: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match target {
-        Expr::Tuple(t) => t.elts.iter().for_each(|x| target_places(x, out)),
-        Expr::List(l) => l.elts.iter().for_each(|x| target_places(x, out)),
-        Expr::Starred(s) => target_places(&s.value, out),
-        _ => out.push(target),
-    }
-}
-
 /// Last segment of a callee: `get_rank` for `dist.get_rank`, `item` for `loss.detach().item`.
 pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
     match expr {

@@ -347,27 +347,6 @@ pub(crate) fn scope_path_to(suite: &[Stmt], at: TextSize) -> Option<(&Stmt, Vec<
     None
 }
 
-/// The places `stmt` itself binds (not its blocks): the targets of an assignment, a `for`
-/// loop's variables, `with ... as` names, each unpacked (`a, self.b = ...` gives `a` and
-/// `self.b`).
-pub(crate) fn bound_places(stmt: &Stmt) -> Vec<&Expr> {
-    use crate::expr::target_places;
-    let mut out = Vec::new();
-    match stmt {
-        Stmt::Assign(a) => a.targets.iter().for_each(|t| target_places(t, &mut out)),
-        Stmt::AugAssign(a) => target_places(&a.target, &mut out),
-        Stmt::AnnAssign(a) => target_places(&a.target, &mut out),
-        Stmt::For(f) => target_places(&f.target, &mut out),
-        Stmt::With(w) => w
-            .items
-            .iter()
-            .filter_map(|i| i.optional_vars.as_deref())
-            .for_each(|t| target_places(t, &mut out)),
-        _ => {}
-    }
-    out
-}
-
 /// Visits every statement of `suite` in source order, nested `def` and `class` bodies
 /// included (to find a definition by its position).
 pub(crate) fn walk_all<'a>(suite: &'a [Stmt], visit: &mut dyn FnMut(&'a Stmt)) {

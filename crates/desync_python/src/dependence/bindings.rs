@@ -333,6 +333,24 @@ pub(crate) fn targets_in<'a>(
     go(suite, lines, 0, visit);
 }
 
+/// The dotted names `suite` (its statements and their nested blocks) binds or rebinds, as
+/// [`targets_in`] finds them (`self.pp_size`, `zero` of `for zero, _ in xs`, `with ... as`
+/// names, `except ... as` names); an item target (`d[k] = v`, `del d[k]`) counts as its
+/// container, which it changes.
+pub(crate) fn bound_paths(suite: &[Stmt]) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let (Some(first), Some(last)) = (suite.first(), suite.last()) else { return out };
+    let lines = ruff_text_size::TextRange::new(first.start(), last.end());
+    targets_in(suite, lines, &mut |bound| match bound {
+        Bound::Target(Expr::Subscript(s)) => out.extend(expr::dotted(&s.value)),
+        Bound::Target(e) => out.extend(expr::dotted(e)),
+        Bound::Name(n) => {
+            out.insert(n.to_owned());
+        }
+    });
+    out
+}
+
 /// A binding before its scope is known: source, effective offset, start.
 type Found<'a> = (Source<'a>, TextSize, TextSize);
 

@@ -72,9 +72,9 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
 }
 
 /// `key in d` / `key not in d` inside a loop over `d`'s own keys (`for key in d`, `for key,
-/// value in d.items()`, `for key in d.keys()`) that does not rebind `d` or `key`: the key came
-/// from `d`, so the test always holds (or always fails) and decides nothing, whatever `d`
-/// holds on each rank.
+/// value in d.items()`, `for key in d.keys()`) that neither rebinds `key` nor changes `d`
+/// (`d = ...`, `d[k] = v`, `del d[k]`): the key came from `d`, so the test always holds (or
+/// always fails) and decides nothing, whatever `d` holds on each rank.
 fn is_own_key_test(module: &Module, c: &ExprCompare, at: TextSize) -> bool {
     let ([CmpOp::In | CmpOp::NotIn], [container]) = (&*c.ops, &*c.comparators) else {
         return false;
@@ -91,8 +91,10 @@ fn is_own_key_test(module: &Module, c: &ExprCompare, at: TextSize) -> bool {
         _ => None,
     });
     loops.into_iter().rev().any(|f| {
-        takes_keys_of(&f.iter, &f.target, key, &container)
-            && !rebinds(&f.body, &[key, container.as_str()])
+        takes_keys_of(&f.iter, &f.target, key, &container) && {
+            let bound = crate::dependence::bindings::bound_paths(&f.body);
+            !bound.contains(key) && !bound.contains(&container)
+        }
     })
 }
 
@@ -127,24 +129,6 @@ fn takes_keys_of(iter: &Expr, target: &Expr, key: &str, container: &str) -> bool
     }
     method_of(iter, "items")
         && matches!(target, Expr::Tuple(t) if t.elts.len() == 2 && is_key(&t.elts[0]))
-}
-
-/// Whether `body` rebinds any of `names` (dotted: as a target, unpacked or a loop variable)
-/// or deletes from one (`del d[k]`).
-fn rebinds(body: &[Stmt], names: &[&str]) -> bool {
-    let mut found = false;
-    crate::tree::walk_all(body, &mut |stmt| {
-        let mut places = crate::tree::bound_places(stmt);
-        if let Stmt::Delete(d) = stmt {
-            places.extend(d.targets.iter().map(|t| match t {
-                Expr::Subscript(s) => &*s.value,
-                other => other,
-            }));
-        }
-        found |=
-            places.into_iter().filter_map(crate::expr::dotted).any(|d| names.contains(&d.as_str()));
-    });
-    found
 }
 
 /// What decides a test of a container's shape (whether it is empty, whether it holds a key):

@@ -93,11 +93,8 @@ impl FileProject {
         self.canonical(path).is_some_and(|p| self.roots.iter().any(|r| p.starts_with(r)))
     }
 
-    /// What `std::fs::canonicalize` says of `path`, with each directory resolved once: a
-    /// path that is not itself a link is its directory's canonical form joined with its name.
-    /// (Resolving every linted file and import from scratch took one `readlink` per path
-    /// component: 40,000 system calls on transformers.)
-    /// Each path is resolved once: the linted file, its imports and its loads all ask.
+    /// What `std::fs::canonicalize` says of `path`, each path resolved once: the linted file,
+    /// its imports and its loads all ask.
     fn canonical(&self, path: &Path) -> Option<PathBuf> {
         if let Some(known) = lock(&self.files).get(path.as_os_str()) {
             return known.clone();
@@ -107,6 +104,10 @@ impl FileProject {
         resolved
     }
 
+    /// [`FileProject::canonical`], with each directory resolved once: a path that is not
+    /// itself a link is its directory's canonical form joined with its name. (Resolving every
+    /// linted file and import from scratch took one `readlink` per path component: 40,000
+    /// system calls on transformers.)
     fn canonical_uncached(&self, path: &Path) -> Option<PathBuf> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return std::fs::canonicalize(path).ok();

@@ -585,12 +585,12 @@ impl Knowledge {
     }
 }
 
-/// `torch` of `torch.distributed.all_reduce`.
 /// `a` and `a.b` for `a.b.c`.
 fn proper_prefixes(name: &str) -> impl Iterator<Item = String> + '_ {
     name.match_indices('.').map(|(i, _)| name[..i].to_owned())
 }
 
+/// `torch` of `torch.distributed.all_reduce`.
 fn root_segment(name: &str) -> &str {
     name.split_once('.').map_or(name, |(root, _)| root)
 }

@@ -170,7 +170,7 @@ impl Facts {
         if self.0.is_empty() {
             return;
         }
-        let assigned = assigned_paths(body);
+        let assigned = crate::dependence::bindings::bound_paths(body);
         self.0.retain(|(path, _)| !assigned.contains(path.as_str()));
     }
 
@@ -354,14 +354,4 @@ fn comparison(left: &Expr, op: CmpOp, right: &Expr) -> Option<(String, CmpOp, Li
 
 pub(super) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
     def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
-}
-
-/// The dotted names `body` (nested blocks included) assigns or rebinds (`self.pp_size`,
-/// `use_zero`, also as a loop variable, an unpacked target or a `with ... as` name).
-fn assigned_paths(body: &[Stmt]) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
-    tree::walk_all(body, &mut |stmt| {
-        out.extend(tree::bound_places(stmt).into_iter().filter_map(dotted));
-    });
-    out
 }
