@@ -97,7 +97,7 @@ impl Facts {
     /// `function` (its object's fields, its parameters) that it never assigns.
     pub(super) fn from_tests(function: &StmtFunctionDef, known: &[(&Expr, bool)]) -> Facts {
         let mut facts = Facts::default();
-        let roots = roots_of(function);
+        let roots = super::parameter_names(function);
         for (test, holds) in known {
             facts.learn(test, &roots, *holds);
         }
@@ -121,7 +121,7 @@ impl Facts {
         through_instance: bool,
     ) -> Facts {
         let mut here = inherited.cloned().unwrap_or_default();
-        let roots = roots_of(caller);
+        let roots = super::parameter_names(caller);
         if let Some((_, frames)) = tree::scope_path_to(&caller.body, stmt.start()) {
             for frame in &frames {
                 let Stmt::If(s) = frame.owner else { continue };
@@ -139,22 +139,23 @@ impl Facts {
         here.drop_assigned(&caller.body);
         let mut there = Facts::default();
         let parameters = super::parameter_names(callee);
-        let callee_receiver = first_parameter(callee);
+        // (parameter, the dotted value the call passes for it).
+        let passed: Vec<(&String, String)> = parameters
+            .iter()
+            .filter_map(|p| {
+                let arg = crate::flow::value::argument_for(&parameters, through_instance, call, p)?;
+                Some((p, dotted(arg)?))
+            })
+            .collect();
+        let receivers = own_object.then(|| first_parameter(caller).zip(first_parameter(callee)));
         for (path, known) in here.0 {
-            if own_object
-                && let (Some(from), Some(to)) = (first_parameter(caller), callee_receiver)
+            if let Some(Some((from, to))) = receivers
                 && let Some(rest) = path.strip_prefix(from).filter(|r| r.starts_with('.'))
             {
                 there.0.push((format!("{to}{rest}"), known.clone()));
             }
-            for p in &parameters {
-                let Some(arg) =
-                    crate::flow::value::argument_for(&parameters, through_instance, call, p)
-                else {
-                    continue;
-                };
-                let Some(passed) = dotted(arg) else { continue };
-                if let Some(rest) = path.strip_prefix(passed.as_str())
+            for (p, value) in &passed {
+                if let Some(rest) = path.strip_prefix(value.as_str())
                     && (rest.is_empty() || rest.starts_with('.'))
                 {
                     there.0.push((format!("{p}{rest}"), known.clone()));
@@ -179,11 +180,11 @@ impl Facts {
     }
 
     /// Records what `test` holding (`holds`) or failing says about values rooted at `roots`.
-    fn learn(&mut self, test: &Expr, roots: &[&str], holds: bool) {
+    fn learn(&mut self, test: &Expr, roots: &[String], holds: bool) {
         self.learn_at(test, roots, holds, 0);
     }
 
-    fn learn_at(&mut self, test: &Expr, roots: &[&str], holds: bool, depth: usize) {
+    fn learn_at(&mut self, test: &Expr, roots: &[String], holds: bool, depth: usize) {
         if depth > MAX_TEST_DEPTH {
             return;
         }
@@ -297,14 +298,11 @@ fn clause_tests(s: &ruff_python_ast::StmtIf) -> impl Iterator<Item = Option<&Exp
     std::iter::once(Some(&*s.test)).chain(s.elif_else_clauses.iter().map(|c| c.test.as_ref()))
 }
 
-/// The names a function's facts can be about: its parameters (its object first, for a method).
-fn roots_of(def: &StmtFunctionDef) -> Vec<&str> {
-    def.parameters.iter_non_variadic_params().map(|p| p.parameter.name.id.as_str()).collect()
-}
-
-fn rooted(path: &str, roots: &[&str]) -> bool {
+/// Whether `path` starts at one of `roots`: the function's parameters (its object first, for a
+/// method), the only values its facts can be about.
+fn rooted(path: &str, roots: &[String]) -> bool {
     let root = path.split('.').next().unwrap_or(path);
-    roots.contains(&root)
+    roots.iter().any(|r| r == root)
 }
 
 fn truth(b: bool) -> Truth {
@@ -333,7 +331,7 @@ fn compare(known: &Known, op: CmpOp, literal: &Literal) -> Truth {
             CmpOp::NotEq | CmpOp::IsNot => Truth::Holds,
             _ => Truth::Unknown,
         },
-        // A field known to be truthy is not None; one known falsy is not a non-empty text.
+        // A value known to be truthy is not None.
         Known::Truth(true) if *literal == Literal::None => match op {
             CmpOp::Is | CmpOp::Eq => Truth::Fails,
             CmpOp::IsNot | CmpOp::NotEq => Truth::Holds,
