@@ -219,10 +219,12 @@ type ReachUnder = Option<Arc<Reach>>;
 /// summarising them again for every file took a quarter of the linter's time.
 ///
 /// An entry is computed in a fresh [`Analysis`] (no state left by the file that asked first),
-/// and kept only when the computation met no helper already being summarised (recursion
-/// through helpers cuts the walk, and what the cut hides depends on where the walk started):
-/// so an entry is the same whatever file asked first, and findings do not depend on the order
-/// files are linted in.
+/// and kept only when the computation met no helper that was already being summarised before
+/// it began (recursion through helpers cuts the walk, and what a cut hides depends on where
+/// the walk started). A cut of the helper itself or of a helper it called meanwhile hides
+/// nothing the helper's own walk does not count (`define_import_structure` calling itself):
+/// such an entry is kept too. So an entry is the same whatever file asked first, and findings
+/// do not depend on the order files are linted in.
 #[derive(Default)]
 pub struct HelperMemo {
     /// (module, `def`, depth) → what calling it issues; the module is kept alive so that its
@@ -230,24 +232,48 @@ pub struct HelperMemo {
     reaches: Mutex<HashMap<(ModuleKey, TextSize, usize), SharedReach>>,
 }
 
+#[cfg(test)]
+impl HelperMemo {
+    /// The names of the helpers summarised so far (at any depth), sorted.
+    fn summarised(&self) -> Vec<String> {
+        let memo = self.reaches.lock().unwrap();
+        let mut names: Vec<String> = memo
+            .iter()
+            .filter_map(|((_, def, _), (module, _))| def_at(module, *def))
+            .map(|d| d.name.id.to_string())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
 /// A shared summary and the module its key's address belongs to.
 type SharedReach = (Arc<Module>, Option<Arc<Reach>>);
 
-/// What a helper issues, and whether the walk that found it was cut by recursion.
-type LocalReach = (Option<Arc<Reach>>, bool);
+/// What a helper issues, and the shallowest cut its walk met ([`Cut`]).
+type LocalReach = (Option<Arc<Reach>>, Cut);
+
+/// Where recursion cut a walk: the depth, in the stack of helpers being summarised, of the
+/// helper that was met again while in progress ([`NO_CUT`]: none). A summary is shared only
+/// when every cut it met is at its own depth or deeper.
+type Cut = usize;
+const NO_CUT: Cut = usize::MAX;
 
 /// Finds collective sites; one per [`Analysis`] (per linted file), its project's
 /// [`HelperMemo`] shared by all.
 pub struct Collectives<'a, 'p> {
     cx: &'a Analysis<'p>,
     reaches: RefCell<HashMap<FnKey, LocalReach>>,
-    in_progress: RefCell<HashSet<FnKey>>,
-    /// The helpers of the project being summarised by this walk and the fresh analyses it
-    /// started for shared summaries ([`HelperMemo`]); per walk, not per memo: another
-    /// thread's walk must not cut this one.
-    shared_in_progress: Rc<RefCell<HashSet<FnKey>>>,
-    /// Walks cut by recursion so far (a summary computed meanwhile is not shared).
-    cuts: std::cell::Cell<u64>,
+    /// The helpers this analysis is walking, each with the depth of the shared stack when its
+    /// walk began.
+    in_progress: RefCell<HashMap<FnKey, Cut>>,
+    /// The helpers of the project being summarised for the [`HelperMemo`] by this walk and
+    /// the fresh analyses it started, each with its depth in that stack; per walk, not per
+    /// memo: another thread's walk must not cut this one.
+    shared_in_progress: Rc<RefCell<HashMap<FnKey, Cut>>>,
+    /// The shallowest cut met since the current summary began.
+    shallowest_cut: std::cell::Cell<Cut>,
     /// What the callers pass for a parameter, as a wrapped model (`false`) or as a value a
     /// wrapped model computed (`true`): (function, parameter, which) → wrapper. Parameters
     /// are asked about once per call of every function that takes them; callers are walked
@@ -276,7 +302,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             reaches: RefCell::default(),
             in_progress: RefCell::default(),
             shared_in_progress: Rc::default(),
-            cuts: std::cell::Cell::new(0),
+            shallowest_cut: std::cell::Cell::new(NO_CUT),
             params: RefCell::default(),
             calls_found: RefCell::default(),
             reaches_under: RefCell::default(),
@@ -563,20 +589,24 @@ impl<'a, 'p> Collectives<'a, 'p> {
         let target: &Module = f.module.as_deref().unwrap_or(module);
         let key = (key_of(target), f.def);
         if let Some((r, cut)) = self.reaches.borrow().get(&key) {
-            if *cut {
-                self.cuts.set(self.cuts.get() + 1);
-            }
+            self.met_cut(*cut);
             return r.clone();
         }
-        let cuts_before = self.cuts.get();
+        let outer = self.shallowest_cut.replace(NO_CUT);
         let reach = match (&f.module, self.cx.project.and_then(|p| p.helper_memo())) {
             // A helper of another module: the project may know it already.
             (Some(held), Some(memo)) => self.shared_reach(memo, held, f, depth),
             _ => self.reach_uncached(module, f, depth),
         };
-        let cut = self.cuts.get() != cuts_before;
+        let cut = self.shallowest_cut.replace(outer);
+        self.met_cut(cut);
         self.reaches.borrow_mut().insert(key, (reach.clone(), cut));
         reach
+    }
+
+    /// Records a cut at depth `cut` (or none, [`NO_CUT`]) in the current summary.
+    fn met_cut(&self, cut: Cut) {
+        self.shallowest_cut.set(self.shallowest_cut.get().min(cut));
     }
 
     /// [`Collectives::reach`] of a helper of a module the project holds, through its memo.
@@ -592,20 +622,27 @@ impl<'a, 'p> Collectives<'a, 'p> {
         if let Some((_, r)) = lock().get(&(key.0, key.1, depth)) {
             return r.clone();
         }
-        if !self.shared_in_progress.borrow_mut().insert(key) {
-            self.cuts.set(self.cuts.get() + 1);
-            return None;
-        }
+        let own_depth = {
+            let mut stack = self.shared_in_progress.borrow_mut();
+            if let Some(&cut) = stack.get(&key) {
+                self.met_cut(cut);
+                return None;
+            }
+            let own_depth = stack.len();
+            stack.insert(key, own_depth);
+            own_depth
+        };
         let fresh_analysis = Analysis::new(self.cx.project);
         let mut fresh = Collectives::new(&fresh_analysis);
         fresh.shared_in_progress = Rc::clone(&self.shared_in_progress);
         let reach = fresh.reach_uncached(held, f, depth);
         self.shared_in_progress.borrow_mut().remove(&key);
-        if fresh.cuts.get() == 0 {
+        let cut = fresh.shallowest_cut.get();
+        if cut >= own_depth {
             // Another thread may have stored the same summary meanwhile.
             lock().entry((key.0, key.1, depth)).or_insert((Arc::clone(held), reach.clone()));
         } else {
-            self.cuts.set(self.cuts.get() + 1);
+            self.met_cut(cut);
         }
         reach
     }
@@ -649,9 +686,14 @@ impl<'a, 'p> Collectives<'a, 'p> {
     ) -> Option<Arc<Reach>> {
         let target: &Module = f.module.as_deref().unwrap_or(module);
         let key = (key_of(target), f.def);
-        if !self.in_progress.borrow_mut().insert(key) {
-            self.cuts.set(self.cuts.get() + 1);
-            return None;
+        {
+            let mut walking = self.in_progress.borrow_mut();
+            if let Some(&cut) = walking.get(&key) {
+                self.met_cut(cut);
+                return None;
+            }
+            // Deeper than every helper being summarised for the memo when this walk began.
+            walking.insert(key, self.shared_in_progress.borrow().len());
         }
         let def = def_at(target, f.def);
         let mut sites = Vec::new();

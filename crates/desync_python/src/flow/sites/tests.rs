@@ -3,7 +3,7 @@
 
 use super::{Collectives, SiteVia};
 use crate::Module;
-use crate::flow::{Analysis, FileProject};
+use crate::flow::{Analysis, FileProject, Project};
 use crate::types::DependenceKind::{self, Environment, LocalData, RankId};
 
 fn line(src: &str, marker: &str) -> u32 {
@@ -535,4 +535,57 @@ def rebound(xs, zero):
     assert!(got.contains(&line(src, "# always")), "{got:?}");
     assert!(got.contains(&line(src, "# assigned")), "{got:?}");
     assert!(got.contains(&line(src, "# rebound")), "{got:?}");
+}
+
+/// A helper whose walk met only itself again (a recursive tree walk, or two helpers of one
+/// module calling each other) is summarised once for the whole project; one whose walk met a
+/// function that was already being summarised when it began (the linted file's own `step`,
+/// reached again through the helper) is not shared: what that cut hid depends on where the
+/// walk started.
+#[test]
+fn summaries_cut_only_by_their_own_recursion_are_shared() {
+    let dir = std::env::temp_dir().join(format!("desync-memo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("helpers.py"),
+        "\
+import torch.distributed as dist
+
+def flatten(tree, out):
+    for child in tree.children:
+        flatten(child, out)
+    dist.all_reduce(out)
+
+def ping(x):
+    pong(x)
+
+def pong(x):
+    ping(x)
+    dist.barrier()
+
+def calls_back(x):
+    from loop import step
+    step(x)
+",
+    )
+    .unwrap();
+    let main = "\
+from helpers import flatten, ping, calls_back
+
+def step(x):
+    flatten(x, x)
+    ping(x)
+    calls_back(x)
+";
+    std::fs::write(dir.join("loop.py"), main).unwrap();
+    let project = FileProject::new([dir.clone()]);
+    let m = Module::parse_file(main, &dir.join("loop.py"));
+    let cx = Analysis::new(Some(&project));
+    let got = Collectives::new(&cx).sites(&m);
+    assert_eq!(got.iter().map(|s| s.line).collect::<Vec<_>>(), [4, 5, 6]);
+    let memo = project.helper_memo().unwrap().summarised();
+    // `step` (as `calls_back` reached it) met `calls_back` again, which was in progress
+    // before `step`'s walk began: not shared. `calls_back` met only what it called.
+    assert_eq!(memo, ["calls_back", "flatten", "ping"], "{memo:?}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
