@@ -528,7 +528,14 @@ pub struct Analysis<'p> {
     /// took minutes).
     /// The last key is `true` for the lengths of what is assigned (`self.loader`'s length).
     pub(crate) attributes: RefCell<HashMap<AttributeKey, (Deps, bool)>>,
+    /// What each name an import statement binds resolves to, by (module, statement) and
+    /// name: every `torch.zeros(...)` of a file resolved `torch` through the project's
+    /// imports and the table again.
+    pub(crate) imports: RefCell<HashMap<(ModuleKey, TextSize), ImportedNames>>,
 }
+
+/// The names one import statement binds, each with what it resolves to.
+pub(crate) type ImportedNames = Vec<(Box<str>, resolve::Sym)>;
 
 /// (module, `class` statement, attribute name, whether its length is asked).
 pub(crate) type AttributeKey = (ModuleKey, TextSize, String, bool);
@@ -620,6 +627,7 @@ impl<'p> Analysis<'p> {
             memo: RefCell::default(),
             members: RefCell::default(),
             attributes: RefCell::default(),
+            imports: RefCell::default(),
         }
     }
 

@@ -118,7 +118,20 @@ impl<'m> Eval<'_, 'm> {
         };
         match binding.source {
             Source::Import { module, name: imported, level } => {
-                self.import(module, imported, level)
+                let key = (super::key_of(self.module), binding.at);
+                let known = self.cx.imports.borrow().get(&key).and_then(|names| {
+                    names.iter().find(|(n, _)| &**n == name).map(|(_, sym)| sym.clone())
+                });
+                known.unwrap_or_else(|| {
+                    let sym = self.import(module, imported, level);
+                    self.cx
+                        .imports
+                        .borrow_mut()
+                        .entry(key)
+                        .or_default()
+                        .push((name.into(), sym.clone()));
+                    sym
+                })
             }
             Source::Function(def) => {
                 Sym::Function(FnRef { module: None, def: def.start(), is_method: false })

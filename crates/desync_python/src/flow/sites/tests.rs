@@ -589,3 +589,30 @@ def step(x):
     assert_eq!(memo, ["calls_back", "flatten", "ping"], "{memo:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Names bound by one import statement each resolve to their own target, however often they
+/// are called (what an import statement binds is remembered per statement and name).
+#[test]
+fn every_name_of_one_import_statement_resolves_to_its_own_target() {
+    let src = "\
+from torch.distributed import all_reduce, barrier, broadcast as send_weights
+
+def step(x):
+    barrier()
+    all_reduce(x)
+    send_weights(x, 0)
+    all_reduce(x)
+    barrier()
+";
+    let got: Vec<String> = sites(src).into_iter().map(|s| s.2).collect();
+    assert_eq!(
+        got,
+        [
+            "torch.distributed.barrier",
+            "torch.distributed.all_reduce",
+            "torch.distributed.broadcast",
+            "torch.distributed.all_reduce",
+            "torch.distributed.barrier",
+        ]
+    );
+}
