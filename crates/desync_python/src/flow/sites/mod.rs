@@ -604,6 +604,21 @@ impl<'a, 'p> Collectives<'a, 'p> {
         reach
     }
 
+    /// Marks `key` as walked in `walking` (this analysis' walks, or the shared stack), at the
+    /// shared stack's current depth, which it returns: deeper than every helper being
+    /// summarised for the memo when the walk began. `None` when `key` is already being walked:
+    /// a cut, recorded.
+    fn enter(&self, walking: &RefCell<HashMap<FnKey, Cut>>, key: FnKey) -> Option<Cut> {
+        let depth = self.shared_in_progress.borrow().len();
+        let mut walking = walking.borrow_mut();
+        if let Some(&cut) = walking.get(&key) {
+            self.met_cut(cut);
+            return None;
+        }
+        walking.insert(key, depth);
+        Some(depth)
+    }
+
     /// Records a cut at depth `cut` (or none, [`NO_CUT`]) in the current summary.
     fn met_cut(&self, cut: Cut) {
         self.shallowest_cut.set(self.shallowest_cut.get().min(cut));
@@ -622,16 +637,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
         if let Some((_, r)) = lock().get(&(key.0, key.1, depth)) {
             return r.clone();
         }
-        let own_depth = {
-            let mut stack = self.shared_in_progress.borrow_mut();
-            if let Some(&cut) = stack.get(&key) {
-                self.met_cut(cut);
-                return None;
-            }
-            let own_depth = stack.len();
-            stack.insert(key, own_depth);
-            own_depth
-        };
+        let own_depth = self.enter(&self.shared_in_progress, key)?;
         let fresh_analysis = Analysis::new(self.cx.project);
         let mut fresh = Collectives::new(&fresh_analysis);
         fresh.shared_in_progress = Rc::clone(&self.shared_in_progress);
@@ -686,15 +692,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
     ) -> Option<Arc<Reach>> {
         let target: &Module = f.module.as_deref().unwrap_or(module);
         let key = (key_of(target), f.def);
-        {
-            let mut walking = self.in_progress.borrow_mut();
-            if let Some(&cut) = walking.get(&key) {
-                self.met_cut(cut);
-                return None;
-            }
-            // Deeper than every helper being summarised for the memo when this walk began.
-            walking.insert(key, self.shared_in_progress.borrow().len());
-        }
+        self.enter(&self.in_progress, key)?;
         let def = def_at(target, f.def);
         let mut sites = Vec::new();
         if let Some(def) = def {
