@@ -63,9 +63,10 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
 /// only classes a failing collective never raises (`except ValueError` around
 /// `dist.all_reduce(counts); rows = parse(path)`, the table's `not_collective_failures`), the
 /// error came after it, and only the collectives after that line can be skipped. A helper
-/// called there is not such a collective: its own code before its collectives can raise
-/// (Lightning's `advance` fetches the batch, and the loader's `StopIteration`, before the
-/// step's collectives).
+/// called there is such a collective only when its body issues its first collective before
+/// anything that can raise such an error on some ranks (it only builds the payload first:
+/// `SiteVia::Helper::leads`); most helpers do other work first (Lightning's `advance` fetches
+/// the batch, and the loader's `StopIteration`, before the step's collectives).
 fn skipped_inside<'c>(
     ctx: &'c Context<'_>,
     block: &TryBlock,
@@ -75,8 +76,10 @@ fn skipped_inside<'c>(
     if catches_collective_failures(handler) {
         return sites.next();
     }
-    let runs_first =
-        |s: &Site<'_>| s.line() == block.body.first && matches!(s.site.via, SiteVia::Table(_));
+    let runs_first = |s: &Site<'_>| {
+        s.line() == block.body.first
+            && matches!(s.site.via, SiteVia::Table(_) | SiteVia::Helper { leads: true, .. })
+    };
     sites.find(|s| !runs_first(s))
 }
 

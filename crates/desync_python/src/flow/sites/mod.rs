@@ -33,7 +33,7 @@ use facts::Facts;
 use super::resolve::{FnRef, Sym, def_at};
 use super::value::Eval;
 use super::{Analysis, ModuleKey, key_of};
-use crate::dependence::bindings::Scope;
+use crate::dependence::bindings::{self, Scope, Source};
 use crate::expr::{self, last_segment};
 use crate::knowledge::{Role, knowledge};
 use crate::module::Module;
@@ -78,8 +78,10 @@ pub enum SiteVia {
     /// `.backward()` of a value a model wrapped by this wrapper computed (gradient reduction).
     Backward(String),
     /// A function of the project whose body issues `reaches`; `group`: the argument the call
-    /// passes for the parameter every collective of that body names as its process group.
-    Helper { name: String, reaches: String, group: Option<String> },
+    /// passes for the parameter every collective of that body names as its process group;
+    /// `leads`: the body issues its first collective before anything that can raise an error
+    /// of the program's logic on some ranks only (it only builds the payload first).
+    Helper { name: String, reaches: String, group: Option<String>, leads: bool },
 }
 
 impl CollectiveSite {
@@ -150,6 +152,9 @@ pub(crate) struct Reach {
     /// its process group (`dist.all_gather(parts, t, group=self.tp_group)`), if one does;
     /// a call through the caller's own object (`self.gather_shards(...)`) issues them there.
     group_field: Option<String>,
+    /// Whether the body issues its first collective before anything that can raise on some
+    /// ranks only ([`issues_first`]).
+    leads: bool,
 }
 
 /// Cheap facts about a module that say which calls are worth resolving (kept in the
@@ -561,7 +566,12 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 });
                 return Some((
                     reach.ops.clone(),
-                    SiteVia::Helper { name, reaches: reach.first.clone(), group },
+                    SiteVia::Helper {
+                        name,
+                        reaches: reach.first.clone(),
+                        group,
+                        leads: reach.leads,
+                    },
                 ));
             }
             _ => {}
@@ -753,10 +763,12 @@ fn summarize(
     f: &FnRef,
     def: Option<&StmtFunctionDef>,
 ) -> Option<Arc<Reach>> {
-    sites.first().map(|first| {
+    sites.first().map(|first_site| {
         // The process group every collective of the body names, if they all name one.
-        let common =
-            first.group.as_deref().filter(|g| sites.iter().all(|s| s.group.as_deref() == Some(*g)));
+        let common = first_site
+            .group
+            .as_deref()
+            .filter(|g| sites.iter().all(|s| s.group.as_deref() == Some(*g)));
         let mut ops: Vec<String> = sites.iter().flat_map(|s| s.ops.iter().cloned()).collect();
         ops.truncate(MAX_OPS);
         let file = if f.module.is_some() {
@@ -768,11 +780,11 @@ fn summarize(
         } else {
             String::new()
         };
-        let first = match &first.via {
+        let first = match &first_site.via {
             SiteVia::Helper { name, reaches, .. } => {
                 shorten(format!("`{name}`{file}, which calls {reaches}"))
             }
-            _ => format!("`{}` at line {}{file}", first.callee, first.line),
+            _ => format!("`{}` at line {}{file}", first_site.callee, first_site.line),
         };
         let parameters = common.and(def).map(parameter_names).unwrap_or_default();
         let group_param = common.filter(|g| parameters.iter().any(|p| p == g)).map(str::to_owned);
@@ -783,8 +795,81 @@ fn summarize(
                 && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
             plain.then(|| field.to_owned())
         });
-        Arc::new(Reach { ops, first, group_param, group_field })
+        let leads = def.is_some_and(|def| issues_first(target, def, first_site));
+        Arc::new(Reach { ops, first, group_param, group_field, leads })
     })
+}
+
+/// Whether `def`'s body issues `first` (its first collective) before any statement that can
+/// raise an error of the program's logic (`ValueError`, `KeyError`...) on some ranks only:
+/// before it come only the docstring and assignments of values built by library calls from
+/// literals and names that are not the function's parameters
+/// (`choice = torch.tensor([GENERATE], device=torch.cuda.current_device())`). Such a
+/// statement gets the same inputs on every rank, so it raises on all of them or on none; what
+/// it can raise on one rank alone (a device fault, running out of memory) is a `RuntimeError`,
+/// which a failing collective raises too. A caller's `try` whose handler catches only logic
+/// errors then cannot skip the helper's collective on some ranks: the error came after it.
+fn issues_first(target: &Module, def: &StmtFunctionDef, first: &CollectiveSite) -> bool {
+    let leading = match &first.via {
+        SiteVia::Table(_) => true,
+        SiteVia::Helper { leads, .. } => *leads,
+        _ => false,
+    };
+    if !leading {
+        return false;
+    }
+    let scope = Scope { function: Some(def), suite: &def.body };
+    for (i, stmt) in def.body.iter().enumerate() {
+        let range = target.line_of(stmt.start())..=target.line_of(stmt.end());
+        if range.contains(&first.line) {
+            return matches!(stmt, Stmt::Expr(_) | Stmt::Assign(_));
+        }
+        let builds_payload = match stmt {
+            Stmt::Expr(e) => i == 0 && e.value.is_string_literal_expr(),
+            Stmt::Pass(_) => true,
+            Stmt::Assign(a) => {
+                a.targets.iter().all(Expr::is_name_expr) && built_alike(target, scope, &a.value)
+            }
+            _ => false,
+        };
+        if !builds_payload {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether `e` is made of literals, names other than the function's parameters, attribute
+/// reads, displays of those, and calls of imported library functions on them: the same
+/// inputs and the same code on every rank ([`issues_first`]).
+fn built_alike(module: &Module, scope: Scope<'_>, e: &Expr) -> bool {
+    let not_a_parameter = |name: &str, at: TextSize| {
+        bindings::lookup(module, scope, name, at)
+            .is_none_or(|b| !matches!(b.source, Source::Parameter))
+    };
+    match e {
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_) => true,
+        Expr::Name(n) => not_a_parameter(n.id.as_str(), n.start()),
+        Expr::Attribute(a) => built_alike(module, scope, &a.value),
+        Expr::List(l) => l.elts.iter().all(|x| built_alike(module, scope, x)),
+        Expr::Tuple(t) => t.elts.iter().all(|x| built_alike(module, scope, x)),
+        Expr::UnaryOp(u) => built_alike(module, scope, &u.operand),
+        Expr::Call(c) => {
+            // A library function: an attribute of a name an import binds (`torch.tensor`).
+            let Expr::Attribute(a) = &*c.func else { return false };
+            let Some(root) = expr::root_name(&a.value) else { return false };
+            let imported = bindings::lookup(module, scope, root, c.start())
+                .is_some_and(|b| matches!(b.source, Source::Import { .. }));
+            imported
+                && c.arguments.args.iter().all(|x| built_alike(module, scope, x))
+                && c.arguments.keywords.iter().all(|k| built_alike(module, scope, &k.value))
+        }
+        _ => false,
+    }
 }
 
 /// A property read that issues a collective (`trainer.log_dir`).
