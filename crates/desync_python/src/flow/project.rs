@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::sites::HelperMemo;
 use crate::module::Module;
@@ -36,6 +36,13 @@ type ImportCache = HashMap<Vec<u8>, HashMap<u32, HashMap<String, Option<Arc<Modu
 /// The folder key of a module read from no file (no path holds a NUL byte).
 const NO_FOLDER: &[u8] = b"\0";
 
+/// The names of one folder's regular files and subfolders ([`FileProject::listing`]).
+#[derive(Default)]
+struct Listing {
+    files: HashSet<std::ffi::OsString>,
+    folders: HashSet<std::ffi::OsString>,
+}
+
 /// Python files are read from disk below a set of roots, each at most [`MAX_FILE_BYTES`].
 pub struct FileProject {
     roots: Vec<PathBuf>,
@@ -55,6 +62,9 @@ pub struct FileProject {
     /// Import candidates already probed: whether each is a file (by the path's bytes, which
     /// hash faster than a path's components).
     probed: Mutex<HashMap<std::ffi::OsString, bool>>,
+    /// What each folder an import candidate was looked for in holds, read once
+    /// ([`FileProject::is_file`]); empty for a folder that cannot be read.
+    listings: Mutex<HashMap<PathBuf, Arc<Listing>>>,
 }
 
 /// Larger files are not training code worth following (and would slow every analysis).
@@ -81,6 +91,7 @@ impl FileProject {
             directories: Mutex::default(),
             files: Mutex::default(),
             probed: Mutex::default(),
+            listings: Mutex::default(),
         }
     }
 
@@ -125,14 +136,57 @@ impl FileProject {
         Some(directory?.join(name))
     }
 
-    /// Whether the import candidate `path` is a file, asked of the filesystem once.
+    /// Whether the import candidate `path` is a file, asked of the filesystem once. Its
+    /// folder is listed once instead of probing each candidate: most candidates do not exist
+    /// (`a/b.py` or `a/b/__init__.py`, under every folder an import can start from), and a
+    /// failed `stat` per candidate was 3% of the linter's time on `DeepSpeed`.
     fn is_file(&self, path: &Path) -> bool {
         if let Some(&known) = lock(&self.probed).get(path.as_os_str()) {
             return known;
         }
-        let found = path.is_file();
+        let found = match (path.parent(), path.file_name()) {
+            (Some(folder), Some(name)) => {
+                let folder = if folder.as_os_str().is_empty() { Path::new(".") } else { folder };
+                self.listing(folder).files.contains(name)
+            }
+            _ => path.is_file(),
+        };
         lock(&self.probed).insert(path.as_os_str().to_owned(), found);
         found
+    }
+
+    /// What `folder` holds (links count as what they lead to). A folder its parent's listing
+    /// does not hold is empty without asking: most candidates' folders do not exist either.
+    fn listing(&self, folder: &Path) -> Arc<Listing> {
+        if let Some(known) = lock(&self.listings).get(folder) {
+            return Arc::clone(known);
+        }
+        let missing = match (folder.parent(), folder.file_name()) {
+            (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+                !self.listing(parent).folders.contains(name)
+            }
+            _ => false,
+        };
+        let mut listing = Listing::default();
+        let entries = if missing { None } else { std::fs::read_dir(folder).ok() };
+        for entry in entries.into_iter().flatten().flatten() {
+            let (is_file, is_folder) = match entry.file_type() {
+                Ok(kind) if kind.is_symlink() => {
+                    let path = entry.path();
+                    (path.is_file(), path.is_dir())
+                }
+                Ok(kind) => (kind.is_file(), kind.is_dir()),
+                Err(_) => (false, false),
+            };
+            if is_file {
+                listing.files.insert(entry.file_name());
+            } else if is_folder {
+                listing.folders.insert(entry.file_name());
+            }
+        }
+        let listing = Arc::new(listing);
+        lock(&self.listings).insert(folder.to_path_buf(), Arc::clone(&listing));
+        listing
     }
 
     /// `path`'s module as [`Module::parse_file`] would make it from `text`, when the project
@@ -342,5 +396,31 @@ mod tests {
             "`..` out of the root"
         );
         assert!(project.load(&outside.join("secrets.py")).is_none());
+    }
+
+    /// Import candidates are looked up in their folder's listing: a module, a package's
+    /// `__init__.py`, a link to a module and a package inside a linked folder resolve; a
+    /// folder that does not exist and a folder named like a module do not.
+    #[test]
+    fn candidates_are_found_through_folder_listings() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real").join("pkg")).unwrap();
+        std::fs::create_dir_all(root.join("folder.py")).unwrap();
+        std::fs::write(root.join("real").join("pkg").join("__init__.py"), "X = 1\n").unwrap();
+        std::fs::write(root.join("common.py"), "Y = 2\n").unwrap();
+        std::os::unix::fs::symlink(root.join("common.py"), root.join("alias.py")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("linked")).unwrap();
+        let train = root.join("train.py");
+        std::fs::write(&train, "import common\n").unwrap();
+
+        let project = FileProject::new([root.clone()]);
+        let importer = project.load(&train).unwrap();
+        assert!(project.import(&importer, "common", 0).is_some(), "a module");
+        assert!(project.import(&importer, "alias", 0).is_some(), "a link to a module");
+        assert!(project.import(&importer, "real.pkg", 0).is_some(), "a package");
+        assert!(project.import(&importer, "linked.pkg", 0).is_some(), "through a linked folder");
+        assert!(project.import(&importer, "missing.pkg", 0).is_none(), "no such folder");
+        assert!(project.import(&importer, "folder", 0).is_none(), "a folder is not a module");
     }
 }
