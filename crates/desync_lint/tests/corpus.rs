@@ -63,6 +63,23 @@ fn structural_handlers_are_indirect_evidence() {
     );
 }
 
+/// A decision that rests on the host alone still counts, as indirect evidence: a counter over
+/// a loader kept on `self` and built from a folder's listing, and a dict entry restored from a
+/// marker file, followed through the call that passes the dict.
+#[test]
+fn decisions_on_the_host_alone_are_indirect_evidence() {
+    for (fixture, line) in
+        [("local_loader_attribute.py", 23), ("state_entry_restored_per_node.py", 26)]
+    {
+        let findings = with_indirect(fixture);
+        assert_eq!(
+            findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
+            [(Rule::LocalEarlyExit, line, true)],
+            "{fixture}: {findings:#?}"
+        );
+    }
+}
+
 /// The entries of a dict written out are kept apart, through a call too: the counter the loop
 /// tests holds nothing of what the model's entry was built from, not even as indirect
 /// evidence (before, every entry carried what any entry depended on).

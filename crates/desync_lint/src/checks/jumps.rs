@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use desync_python::{Branch, Construct, DependenceKind};
 
-use super::{Raw, explain, indirect, short};
+use super::{Raw, decision_indirect, explain, short};
 use crate::context::{Context, Site, splits_group};
 use crate::rule::Rule;
 
@@ -114,7 +114,7 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
             site.describe(),
             explain(&deps),
         ),
-        indirect: indirect(&deps),
+        indirect: decision_indirect(&deps),
     })
 }
 
@@ -227,7 +227,7 @@ fn while_loops(ctx: &Context<'_>) -> Vec<Raw> {
                 site.describe(),
                 explain(&deps),
             ),
-            indirect: indirect(&deps),
+            indirect: decision_indirect(&deps),
         });
     }
     out

@@ -16,7 +16,7 @@ mod turns;
 use std::collections::HashSet;
 use std::path::Path;
 
-use desync_python::Dependence;
+use desync_python::{Dependence, DependenceKind};
 
 use crate::Finding;
 use crate::context::Context;
@@ -133,6 +133,23 @@ pub(crate) fn explain(deps: &[Dependence]) -> String {
 pub(crate) fn indirect<'d>(deps: impl IntoIterator<Item = &'d Dependence>) -> bool {
     let mut deps = deps.into_iter().peekable();
     deps.peek().is_some() && deps.all(|d| d.indirect)
+}
+
+/// [`indirect`] for a decision (which way a `continue`/`break`/`return`, a `while` or a
+/// loop's order goes): a reason from the environment or the host alone (an environment
+/// variable, a file's existence, a folder's listing, an installed package) counts as indirect
+/// too, as it already decides nothing for a collective under an `if` (DSY001 counts the rank
+/// id only). What configures a job is set alike on every node by the launcher, the image and
+/// the shared file system far more often than not; the rank's own id, data, errors and clock
+/// differ by construction. Measured on the real-code bench: every decision reported on the
+/// environment alone was safe or a misread (a feature flag read from the environment, a
+/// checkpoint folder's listing, a logger's run name carried into the trainer's object), and
+/// no bug of the real-bug corpus needs one. The size and dtype rules keep the environment: a
+/// payload chosen per node is what a per-node misconfiguration looks like
+/// (docs/lint.md, "Seventeenth session").
+pub(crate) fn decision_indirect<'d>(deps: impl IntoIterator<Item = &'d Dependence>) -> bool {
+    let mut deps = deps.into_iter().peekable();
+    deps.peek().is_some() && deps.all(|d| d.indirect || d.kind == DependenceKind::Environment)
 }
 
 /// A condition's text on one line, cut to a readable length.

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::{Raw, explain, indirect, short};
+use super::{Raw, decision_indirect, explain, short};
 use crate::context::Context;
 use crate::rule::Rule;
 
@@ -46,7 +46,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 site.describe(),
                 explain(&deps),
             ),
-            indirect: indirect(&deps),
+            indirect: decision_indirect(&deps),
         });
     }
     out

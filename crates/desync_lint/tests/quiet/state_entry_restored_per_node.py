@@ -1,8 +1,9 @@
-# expect: DSY002 at line 25
-"""The same run state, but the counter is restored from a marker file each node reads from
-its own local disk: a node that missed the last save starts from an older iteration, breaks
-out of the loop later than the others, and its peers wait in the gradient all_reduce. The
-entry the loop tests is read from the host's file system (the quiet twin:
+"""The same run state, but the counter is restored from a marker file: if each node read it
+from its own local disk, a node that missed the last save would start from an older iteration,
+break out of the loop later than the others, and its peers would wait in the gradient
+all_reduce. The entry the loop tests is read from the host's file system alone, which a shared
+file system gives alike to every rank far more often than not: indirect evidence, shown with
+`--include-indirect` (tests/corpus.rs; the twin without the marker:
 quiet/state_entries_read_by_key.py)."""
 import os
 

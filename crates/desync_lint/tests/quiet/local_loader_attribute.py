@@ -1,7 +1,8 @@
-# expect: DSY002 at line 22
-"""A loader the recipe keeps on `self`, built over the files this host has: its length differs
-across ranks, so a rank with fewer files stops counting first and leaves the loop while its
-peers wait in the next reduction."""
+"""A loader the recipe keeps on `self`, built over the files of a folder: if each host staged
+its own files there, a rank with fewer files stops counting first and leaves the loop while its
+peers wait in the next reduction. The decision rests on the host alone (a folder's listing),
+which a shared file system gives alike to every rank far more often than not: the finding is
+indirect evidence, shown with `--include-indirect` (tests/corpus.rs)."""
 import os
 
 import torch.distributed as dist
