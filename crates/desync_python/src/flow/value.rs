@@ -573,6 +573,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                         crate::expr::snippet(self.module.text(s.test.range()))
                     )));
                 }
+                // `try: torch.cuda.get_device_capability() except RuntimeError: return False`:
+                // what the body asks is the same on every rank, so is whether it raised.
+                (Stmt::Try(t), Slot::Handler(_)) if self.probes_configuration(&t.body) => {}
                 (Stmt::Try(t), Slot::Handler(i)) => {
                     let structural =
                         t.handlers.get(i).is_some_and(crate::dependence::structural_handler);
@@ -592,6 +595,32 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
         }
         out
+    }
+
+    /// Whether a `try` body only asks the table's configuration rows (what kind of accelerator
+    /// the job was launched on: `torch.cuda.device_count()`, `torch.xpu.is_available()`),
+    /// with at least one such call and no other call: an error it raises says what the node
+    /// type lacks, alike on every rank (accelerate's `is_xpu_available` probe).
+    pub(super) fn probes_configuration(&mut self, body: &[Stmt]) -> bool {
+        let mut calls: Vec<&ExprCall> = Vec::new();
+        for stmt in body {
+            match stmt {
+                Stmt::Expr(_) | Stmt::Assign(_) | Stmt::Return(_) | Stmt::Pass(_) => {}
+                _ => return false,
+            }
+            for e in crate::tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    if let Expr::Call(c) = x {
+                        calls.push(c);
+                    }
+                });
+            }
+        }
+        !calls.is_empty()
+            && calls.into_iter().all(|c| match self.resolve(&c.func, c.start()) {
+                Sym::Path(p) => knowledge().api(&p).is_some_and(|api| api.role == Role::Config),
+                _ => false,
+            })
     }
 
     /// Ranks taking turns at the same call: `binding` assigns `name = f(...)` directly in one
