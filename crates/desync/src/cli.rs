@@ -96,8 +96,8 @@ pub struct LintArgs {
     #[arg(long, value_name = "RULES")]
     pub ignore: Option<String>,
     /// Also report findings whose evidence is indirect (through a container's writes, an
-    /// object's other fields, or what is read of an item the rank picked); by default they
-    /// are only counted.
+    /// object's other fields, or what is read of an item the rank picked) or whose decision
+    /// rests on the environment or the host alone; by default they are only counted.
     #[arg(long)]
     pub include_indirect: bool,
 }
