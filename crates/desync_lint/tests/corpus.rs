@@ -80,6 +80,19 @@ fn decisions_on_the_host_alone_are_indirect_evidence() {
     }
 }
 
+/// A method of an object held by another (`self.engine.is_decoupled()`) whose rank reached
+/// one field of it only: still found, as indirect evidence, as a plain attribute of such an
+/// object is.
+#[test]
+fn methods_of_held_objects_are_indirect_evidence() {
+    let findings = with_indirect("method_of_an_engine_built_with_the_rank.py");
+    assert_eq!(
+        findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
+        [(Rule::RankConditionalCollective, 40, true)],
+        "{findings:#?}"
+    );
+}
+
 /// The entries of a dict written out are kept apart, through a call too: the counter the loop
 /// tests holds nothing of what the model's entry was built from, not even as indirect
 /// evidence (before, every entry carried what any entry depended on).

@@ -1021,7 +1021,15 @@ impl<'a, 'm> Eval<'a, 'm> {
                 // the value.
                 let receiver = self.value_at(&a.value, at, depth + 1).whole;
                 let entries = matches!(a.attr.id.as_str(), "items" | "values");
-                out.merge(if entries { receiver } else { receiver.read_of() });
+                // A method of an object held by another (`self.engine.is_decoupled()`), whose
+                // fields were not kept apart: what one field depends on reaches the result only
+                // indirectly, as for a plain attribute of it.
+                let held = matches!(&*a.value, Expr::Attribute(_));
+                out.merge(match (entries, held) {
+                    (true, _) => receiver,
+                    (false, true) => receiver.read_of().through(via::OBJECT),
+                    (false, false) => receiver.read_of(),
+                });
             }
         } else if !matches!(callee, Sym::Path(_) | Sym::Class(_)) {
             out.merge(self.value_at(&c.func, at, depth + 1).whole);
