@@ -713,7 +713,12 @@ impl<'a, 'p> Collectives<'a, 'p> {
             });
         }
         self.in_progress.borrow_mut().remove(&key);
-        summarize(&sites, target, f, def)
+        let leads = def.zip(sites.first()).is_some_and(|(def, first)| {
+            let scope = Scope { function: Some(def), suite: &def.body };
+            let mut eval = Eval::new(self.cx, target, scope, 0);
+            issues_first(&mut eval, target, def, first)
+        });
+        summarize(&sites, target, f, def, leads)
     }
 
     fn site(
@@ -762,6 +767,7 @@ fn summarize(
     target: &Module,
     f: &FnRef,
     def: Option<&StmtFunctionDef>,
+    leads: bool,
 ) -> Option<Arc<Reach>> {
     sites.first().map(|first_site| {
         // The process group every collective of the body names, if they all name one.
@@ -795,21 +801,26 @@ fn summarize(
                 && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
             plain.then(|| field.to_owned())
         });
-        let leads = def.is_some_and(|def| issues_first(target, def, first_site));
         Arc::new(Reach { ops, first, group_param, group_field, leads })
     })
 }
 
 /// Whether `def`'s body issues `first` (its first collective) before any statement that can
 /// raise an error of the program's logic (`ValueError`, `KeyError`...) on some ranks only:
-/// before it come only the docstring and assignments of values built by library calls from
-/// literals and names that are not the function's parameters
+/// before it come only the docstring and assignments of values built by library calls (calls
+/// that resolve outside the project) from literals and names that are not the function's
+/// parameters
 /// (`choice = torch.tensor([GENERATE], device=torch.cuda.current_device())`). Such a
 /// statement gets the same inputs on every rank, so it raises on all of them or on none; what
 /// it can raise on one rank alone (a device fault, running out of memory) is a `RuntimeError`,
 /// which a failing collective raises too. A caller's `try` whose handler catches only logic
 /// errors then cannot skip the helper's collective on some ranks: the error came after it.
-fn issues_first(target: &Module, def: &StmtFunctionDef, first: &CollectiveSite) -> bool {
+fn issues_first(
+    eval: &mut Eval<'_, '_>,
+    target: &Module,
+    def: &StmtFunctionDef,
+    first: &CollectiveSite,
+) -> bool {
     let leading = match &first.via {
         SiteVia::Table(_) => true,
         SiteVia::Helper { leads, .. } => *leads,
@@ -828,7 +839,8 @@ fn issues_first(target: &Module, def: &StmtFunctionDef, first: &CollectiveSite) 
             Stmt::Expr(e) => i == 0 && e.value.is_string_literal_expr(),
             Stmt::Pass(_) => true,
             Stmt::Assign(a) => {
-                a.targets.iter().all(Expr::is_name_expr) && built_alike(target, scope, &a.value)
+                a.targets.iter().all(Expr::is_name_expr)
+                    && built_alike(eval, target, scope, &a.value)
             }
             _ => false,
         };
@@ -840,33 +852,26 @@ fn issues_first(target: &Module, def: &StmtFunctionDef, first: &CollectiveSite) 
 }
 
 /// Whether `e` is made of literals, names other than the function's parameters, attribute
-/// reads, displays of those, and calls of imported library functions on them: the same
-/// inputs and the same code on every rank ([`issues_first`]).
-fn built_alike(module: &Module, scope: Scope<'_>, e: &Expr) -> bool {
-    let not_a_parameter = |name: &str, at: TextSize| {
-        bindings::lookup(module, scope, name, at)
-            .is_none_or(|b| !matches!(b.source, Source::Parameter))
-    };
+/// reads, displays of those, and calls of library functions (resolved outside the project,
+/// `torch.tensor`) on them: the same inputs and the same code on every rank
+/// ([`issues_first`]).
+fn built_alike(eval: &mut Eval<'_, '_>, module: &Module, scope: Scope<'_>, e: &Expr) -> bool {
     match e {
         Expr::NumberLiteral(_)
         | Expr::StringLiteral(_)
         | Expr::BytesLiteral(_)
         | Expr::BooleanLiteral(_)
         | Expr::NoneLiteral(_) => true,
-        Expr::Name(n) => not_a_parameter(n.id.as_str(), n.start()),
-        Expr::Attribute(a) => built_alike(module, scope, &a.value),
-        Expr::List(l) => l.elts.iter().all(|x| built_alike(module, scope, x)),
-        Expr::Tuple(t) => t.elts.iter().all(|x| built_alike(module, scope, x)),
-        Expr::UnaryOp(u) => built_alike(module, scope, &u.operand),
+        Expr::Name(n) => bindings::lookup(module, scope, n.id.as_str(), n.start())
+            .is_none_or(|b| !matches!(b.source, Source::Parameter)),
+        Expr::Attribute(a) => built_alike(eval, module, scope, &a.value),
+        Expr::List(l) => l.elts.iter().all(|x| built_alike(eval, module, scope, x)),
+        Expr::Tuple(t) => t.elts.iter().all(|x| built_alike(eval, module, scope, x)),
+        Expr::UnaryOp(u) => built_alike(eval, module, scope, &u.operand),
         Expr::Call(c) => {
-            // A library function: an attribute of a name an import binds (`torch.tensor`).
-            let Expr::Attribute(a) = &*c.func else { return false };
-            let Some(root) = expr::root_name(&a.value) else { return false };
-            let imported = bindings::lookup(module, scope, root, c.start())
-                .is_some_and(|b| matches!(b.source, Source::Import { .. }));
-            imported
-                && c.arguments.args.iter().all(|x| built_alike(module, scope, x))
-                && c.arguments.keywords.iter().all(|k| built_alike(module, scope, &k.value))
+            matches!(eval.resolve(&c.func, c.start()), Sym::Path(_))
+                && c.arguments.args.iter().all(|x| built_alike(eval, module, scope, x))
+                && c.arguments.keywords.iter().all(|k| built_alike(eval, module, scope, &k.value))
         }
         _ => false,
     }
