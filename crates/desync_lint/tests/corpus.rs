@@ -55,12 +55,7 @@ fn quiet_corpus_has_no_findings() {
 /// as indirect evidence: hidden by default, shown with `--include-indirect`.
 #[test]
 fn structural_handlers_are_indirect_evidence() {
-    let findings = with_indirect("loop_bound_from_a_loader_without_len.py");
-    assert_eq!(
-        findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
-        [(Rule::LocalEarlyExit, 24, true)],
-        "{findings:#?}"
-    );
+    assert_one_indirect("loop_bound_from_a_loader_without_len.py", Rule::LocalEarlyExit, 24);
 }
 
 /// A decision that rests on the host alone still counts, as indirect evidence: a counter over
@@ -68,16 +63,8 @@ fn structural_handlers_are_indirect_evidence() {
 /// marker file, followed through the call that passes the dict.
 #[test]
 fn decisions_on_the_host_alone_are_indirect_evidence() {
-    for (fixture, line) in
-        [("local_loader_attribute.py", 23), ("state_entry_restored_per_node.py", 26)]
-    {
-        let findings = with_indirect(fixture);
-        assert_eq!(
-            findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
-            [(Rule::LocalEarlyExit, line, true)],
-            "{fixture}: {findings:#?}"
-        );
-    }
+    assert_one_indirect("local_loader_attribute.py", Rule::LocalEarlyExit, 23);
+    assert_one_indirect("state_entry_restored_per_node.py", Rule::LocalEarlyExit, 26);
 }
 
 /// A method of an object held by another (`self.engine.is_decoupled()`) whose rank reached
@@ -85,11 +72,10 @@ fn decisions_on_the_host_alone_are_indirect_evidence() {
 /// object is.
 #[test]
 fn methods_of_held_objects_are_indirect_evidence() {
-    let findings = with_indirect("method_of_an_engine_built_with_the_rank.py");
-    assert_eq!(
-        findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
-        [(Rule::RankConditionalCollective, 40, true)],
-        "{findings:#?}"
+    assert_one_indirect(
+        "method_of_an_engine_built_with_the_rank.py",
+        Rule::RankConditionalCollective,
+        40,
     );
 }
 
@@ -100,6 +86,17 @@ fn methods_of_held_objects_are_indirect_evidence() {
 fn entries_of_a_dict_written_out_are_read_one_by_one() {
     let findings = with_indirect("state_entries_read_by_key.py");
     assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// The quiet fixture `name` has exactly one finding with `--include-indirect`: `rule` on
+/// `line`, as indirect evidence.
+fn assert_one_indirect(name: &str, rule: Rule, line: u32) {
+    let findings = with_indirect(name);
+    assert_eq!(
+        findings.iter().map(|f| (f.rule, f.line, f.indirect)).collect::<Vec<_>>(),
+        [(rule, line, true)],
+        "{name}: {findings:#?}"
+    );
 }
 
 /// The findings on the quiet fixture `name`, indirect ones included (`--include-indirect`).
