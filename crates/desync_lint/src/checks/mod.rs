@@ -131,8 +131,7 @@ pub(crate) fn explain(deps: &[Dependence]) -> String {
 /// the rank picked: [`Dependence::indirect`]). Such a finding is shown with
 /// `--include-indirect`.
 pub(crate) fn indirect<'d>(deps: impl IntoIterator<Item = &'d Dependence>) -> bool {
-    let mut deps = deps.into_iter().peekable();
-    deps.peek().is_some() && deps.all(|d| d.indirect)
+    some_and_all(deps, |d| d.indirect)
 }
 
 /// [`indirect`] for a decision (which way a `continue`/`break`/`return`, a `while` or a
@@ -148,8 +147,16 @@ pub(crate) fn indirect<'d>(deps: impl IntoIterator<Item = &'d Dependence>) -> bo
 /// payload chosen per node is what a per-node misconfiguration looks like
 /// (docs/lint.md, "Seventeenth session").
 pub(crate) fn decision_indirect<'d>(deps: impl IntoIterator<Item = &'d Dependence>) -> bool {
+    some_and_all(deps, |d| d.indirect || d.kind == DependenceKind::Environment)
+}
+
+/// Whether there is a reason and every reason is `weak`.
+fn some_and_all<'d>(
+    deps: impl IntoIterator<Item = &'d Dependence>,
+    weak: impl Fn(&Dependence) -> bool,
+) -> bool {
     let mut deps = deps.into_iter().peekable();
-    deps.peek().is_some() && deps.all(|d| d.indirect || d.kind == DependenceKind::Environment)
+    deps.peek().is_some() && deps.all(weak)
 }
 
 /// A condition's text on one line, cut to a readable length.
