@@ -54,6 +54,22 @@ fn exit_codes_and_text_format() {
     assert!(text.ends_with("Found 1 finding (DSY002: 1) in 1 file.\n"), "{text}");
 }
 
+/// A file named again by a folder around it (`scenario/src/train.py scenario/src`) is
+/// linted and reported once.
+#[test]
+fn a_file_named_twice_is_reported_once() {
+    let path = train("early_stop");
+    let folder = path.parent().unwrap();
+    let alone = stdout(&lint().arg(folder).output().unwrap());
+    let out = lint().arg(&path).arg(folder).arg(folder.join(".")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert_eq!(text.matches("DSY002 `break`").count(), 1, "{text}");
+    // The same summary line as the folder alone: one finding, each file counted once.
+    assert_eq!(text.lines().last(), alone.lines().last(), "{text}");
+    assert!(text.ends_with("Found 1 finding (DSY002: 1) in 3 files.\n"), "{text}");
+}
+
 #[test]
 fn unreadable_paths_exit_2_but_still_report_the_rest() {
     let out = lint().arg("/definitely/not/here.py").output().unwrap();

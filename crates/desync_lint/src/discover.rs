@@ -40,8 +40,16 @@ pub(crate) fn python_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<LintError>) 
             Err(source) => errors.push(LintError::Read { path: path.clone(), source }),
         }
     }
-    files.dedup();
+    // Overlapping arguments (`pkg/mod.py pkg`, `./pkg pkg`) name a file more than once: each
+    // is linted once, where it first appears.
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(lexical(f)));
     (files, errors)
+}
+
+/// `path` without its `.` components: `./pkg/mod.py` and `pkg/./mod.py` are `pkg/mod.py`.
+fn lexical(path: &Path) -> PathBuf {
+    path.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect()
 }
 
 fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<LintError>) {
@@ -111,6 +119,29 @@ mod tests {
         assert_eq!(names, ["a/z.py", "a/b/train.py", "c/run.py", "a/notes.txt"]);
         assert_eq!(errors.len(), 1);
         assert!(errors[0].path().ends_with("missing.py"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn overlapping_arguments_name_each_file_once() {
+        let root = std::env::temp_dir().join(format!("desync-lint-overlap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        for file in ["pkg/a.py", "pkg/b.py"] {
+            std::fs::write(root.join(file), "x = 1\n").unwrap();
+        }
+        let (files, errors) = python_files(&[
+            root.join("pkg/b.py"),
+            root.join("pkg"),
+            root.join("./pkg"),
+            root.join("pkg/./a.py"),
+        ]);
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| lexical(f.strip_prefix(&root).unwrap()).to_string_lossy().replace('\\', "/"))
+            .collect();
+        assert_eq!(names, ["pkg/b.py", "pkg/a.py"]);
+        assert!(errors.is_empty());
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
