@@ -73,6 +73,14 @@ fn skipped_inside<'c>(
     handler: &Handler,
 ) -> Option<&'c Site<'c>> {
     let mut sites = ctx.sites_in(block.function, block.body.first, block.body.last);
+    // `except ProjectError:` catches only what the project raises, never a failing
+    // collective's error: the collectives before every such `raise` run on every rank.
+    if let Some(first) =
+        ctx.collectives.skipped_by_project_error(ctx.module, block.line, handler.line)
+    {
+        let (line, column) = first?;
+        return sites.find(|s| s.line() == line && s.site.column == column);
+    }
     if catches_collective_failures(handler) {
         return sites.next();
     }

@@ -15,6 +15,7 @@
 mod callers;
 mod facts;
 mod metadata;
+mod raises;
 mod wrapped;
 
 use std::cell::RefCell;
@@ -290,6 +291,9 @@ pub struct Collectives<'a, 'p> {
     /// What a function issues under the facts a call hands it, per function and facts
     /// ([`Collectives::reach_under`]).
     reaches_under: RefCell<HashMap<(FnKey, Facts), ReachUnder>>,
+    /// What each function of the project raises of the project's own exception classes
+    /// (`None` while it is being walked).
+    raises: RefCell<HashMap<FnKey, Option<Arc<raises::RaiseSummary>>>>,
 }
 
 impl std::fmt::Debug for Collectives<'_, '_> {
@@ -311,6 +315,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             params: RefCell::default(),
             calls_found: RefCell::default(),
             reaches_under: RefCell::default(),
+            raises: RefCell::default(),
         }
     }
 
