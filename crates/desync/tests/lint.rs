@@ -92,6 +92,40 @@ fn unreadable_paths_exit_2_but_still_report_the_rest() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A half-edited file is linted as far as the parser recovered, its findings reported, and
+/// a warning says where the syntax broke: on stderr, in JSON `errors`, as a SARIF warning
+/// notification (the run still succeeded). The exit status is the findings'.
+#[test]
+fn a_file_with_a_syntax_error_is_linted_with_a_warning() {
+    let dir = std::env::temp_dir().join(format!("desync-lint-syntax-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("half_edited.py");
+    let mut source = BUGGY.to_owned();
+    source.push_str("\ndef later(x:\n    return x\n");
+    std::fs::write(&path, source).unwrap();
+
+    let out = lint().arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("DSY001"), "{}", stdout(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let warning = format!("desync: warning: {}: syntax error at line 11", path.display());
+    assert!(stderr.contains(&warning), "{stderr}");
+    assert!(stderr.contains("linted as far as the parser recovered"), "{stderr}");
+
+    let out = lint().arg(&path).args(["--format", "json"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["files_checked"], 1);
+    assert_eq!(json["findings"].as_array().unwrap().len(), 1);
+    assert!(json["errors"][0]["message"].as_str().unwrap().contains("syntax error at line 11"));
+
+    let out = lint().arg(&path).args(["--format", "sarif"]).output().unwrap();
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let invocation = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], true);
+    assert_eq!(invocation["toolExecutionNotifications"][0]["level"], "warning");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn json_over_every_scenario() {
     let dir = repo().join("tests/scenarios");

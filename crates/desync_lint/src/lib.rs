@@ -95,12 +95,23 @@ pub enum LintError {
     /// Read but not parsed (see [`desync_python::Module::refusal`]): a warning, not a failure.
     #[error("{}: not linted: {why}", path.display())]
     NotParsed { path: PathBuf, why: String },
+    /// Parsed with syntax errors and linted as far as the parser recovered (a half-edited
+    /// file): a warning, the file's findings are still reported, but code past the error
+    /// may be missing from them.
+    #[error(
+        "{}: syntax error at {first}{}; linted as far as the parser recovered",
+        path.display(),
+        if *more > 0 { format!(" (and {more} more)") } else { String::new() }
+    )]
+    Syntax { path: PathBuf, first: String, more: usize },
 }
 
 impl LintError {
     pub fn path(&self) -> &Path {
         match self {
-            LintError::Read { path, .. } | LintError::NotParsed { path, .. } => path,
+            LintError::Read { path, .. }
+            | LintError::NotParsed { path, .. }
+            | LintError::Syntax { path, .. } => path,
         }
     }
 
@@ -188,7 +199,8 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
     // One project for every worker thread: the modules it parsed (linted or imported) and the
     // summaries of their helpers are shared by every file that imports them.
     let project = desync_python::FileProject::new(roots);
-    let results: Vec<Result<Vec<Finding>, LintError>> = files
+    // Per file: its findings (`None`: not linted) and what to warn about.
+    let results: Vec<Result<(Vec<Finding>, Option<LintError>), LintError>> = files
         .par_iter()
         .map(|path| {
             let project = &project;
@@ -211,7 +223,10 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             if matches!(text, std::borrow::Cow::Borrowed(_)) {
                 project.share(&module);
             }
-            Ok(lint_in(project, path, &module, options))
+            let syntax = module.syntax_errors().split_first().map(|(first, rest)| {
+                LintError::Syntax { path: path.clone(), first: first.clone(), more: rest.len() }
+            });
+            Ok((lint_in(project, path, &module, options), syntax))
         })
         .collect();
     // The parsed modules are not kept past the call (nor freed, when the process ends next).
@@ -225,8 +240,9 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
     let mut indirect_hidden = 0;
     for result in results {
         match result {
-            Ok(f) => {
+            Ok((f, syntax)) => {
                 files_checked += 1;
+                errors.extend(syntax);
                 let before = f.len();
                 let shown = reported(f, options);
                 indirect_hidden += before - shown.len();

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::evidence;
-use crate::{Report, Rule};
+use crate::{LintError, Report, Rule};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -51,7 +51,12 @@ pub fn write_sarif(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let notifications: Vec<Value> = report
         .errors
         .iter()
-        .map(|e| json!({ "level": "error", "message": { "text": e.to_string() } }))
+        .map(|e| {
+            // A path that could not be read failed the run; a file skipped or linted in part
+            // is a warning, as on the terminal.
+            let level = if e.is_read_error() { "error" } else { "warning" };
+            json!({ "level": level, "message": { "text": e.to_string() } })
+        })
         .collect();
     let log = json!({
         "$schema": SCHEMA,
@@ -66,7 +71,7 @@ pub fn write_sarif(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 }
             },
             "invocations": [{
-                "executionSuccessful": report.errors.is_empty(),
+                "executionSuccessful": !report.errors.iter().any(LintError::is_read_error),
                 "toolExecutionNotifications": notifications,
                 "properties": { "indirectHidden": report.indirect_hidden },
             }],
