@@ -185,6 +185,9 @@ fn reported(findings: Vec<Finding>, options: &Options) -> Vec<Finding> {
     findings.into_iter().filter(|f| options.include_indirect || !f.indirect).collect()
 }
 
+/// One file's findings, and the syntax errors it was linted despite, if any.
+type Linted = (Vec<Finding>, Option<LintError>);
+
 /// Lints every Python file under `paths` (files are linted whatever their extension;
 /// directories are searched for `*.py`), in parallel.
 pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
@@ -199,8 +202,7 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
     // One project for every worker thread: the modules it parsed (linted or imported) and the
     // summaries of their helpers are shared by every file that imports them.
     let project = desync_python::FileProject::new(roots);
-    // Per file: its findings (`None`: not linted) and what to warn about.
-    let results: Vec<Result<(Vec<Finding>, Option<LintError>), LintError>> = files
+    let results: Vec<Result<Linted, LintError>> = files
         .par_iter()
         .map(|path| {
             let project = &project;
