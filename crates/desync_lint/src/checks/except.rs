@@ -78,8 +78,8 @@ fn skipped_inside<'c>(
     if let Some(first) =
         ctx.collectives.skipped_by_project_error(ctx.module, block.line, handler.line)
     {
-        let (line, column) = first?;
-        return sites.find(|s| s.line() == line && s.site.column == column);
+        let first = first?;
+        return sites.find(|s| (s.line(), s.site.column) >= first);
     }
     if catches_collective_failures(handler) {
         return sites.next();

@@ -1,15 +1,19 @@
-# expect: DSY003 at line 52
 # expect: DSY003 at line 56
-# expect: DSY003 at line 75
-# expect: DSY003 at line 85
+# expect: DSY003 at line 60
+# expect: DSY003 at line 79
+# expect: DSY003 at line 89
+# expect: DSY003 at line 99
 """The pool checks the node's driver first and raises the project's error on the ranks
 whose node lacks it, before the all_reduce the other ranks go on to issue; the handler
 swallows it there. (The check after the collective:
 quiet/project_error_raised_after_the_helpers_collective.py.) A subclass raised through a
 callback a library calls counts too: `load` hands `on_timeout` to `signal.signal`. And a
-check between two collectives skips the second one only."""
+check between two collectives skips the second one only; so does a check before a property
+read that broadcasts (a Lightning trainer's `log_dir`)."""
 import os
 import signal
+
+import lightning.pytorch as pl
 
 import torch
 import torch.distributed as dist
@@ -85,3 +89,13 @@ def exchange_through(plugin, shard):
     except BadShard:
         return None
     return shard
+
+
+class ExportCallback(pl.Callback):
+    def on_train_end(self, trainer, pl_module):
+        try:
+            check_shard(pl_module.shard)
+            folder = trainer.log_dir
+        except BadShard:
+            return
+        pl_module.export(folder)

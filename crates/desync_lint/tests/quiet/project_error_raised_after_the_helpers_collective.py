@@ -3,11 +3,13 @@ the project says the pool is unsupported. Building the pool first all-reduces wh
 allocator built on every rank (a build timeout, the project's subclass of that error, is
 caught inside the build), then raises the project's error on every rank alike. A failing
 collective never raises a class of the project, so the handler runs only after that
-all_reduce: no rank skips it. (The pool raising before its collective:
+all_reduce: no rank skips it. So does a callback that reads the trainer's log folder (a
+broadcast) before checking its own settings. (Raising before the collective:
 fire/project_error_raised_before_the_helpers_collective.py.)"""
 import signal
 from contextlib import contextmanager
 
+import lightning.pytorch as pl
 import torch
 import torch.distributed as dist
 
@@ -66,3 +68,22 @@ class InferenceContext:
                 self.pool = managed_pool()
             except AllocatorUnsupported:
                 self.managed_memory = False
+
+
+class SettingsError(Exception):
+    pass
+
+
+def check_settings(settings):
+    if not settings.get("export"):
+        raise SettingsError("nothing to export")
+
+
+class ExportCallback(pl.Callback):
+    def on_train_end(self, trainer, pl_module):
+        try:
+            folder = trainer.log_dir
+            check_settings(pl_module.settings)
+        except SettingsError:
+            return
+        pl_module.export(folder)

@@ -243,11 +243,29 @@ impl Collectives<'_, '_> {
                 _ => None,
             };
             for e in tree::header_exprs(stmt) {
+                let mut callees = Vec::new();
                 crate::expr::walk(e, &mut |x| {
-                    if let Expr::Call(c) = x
-                        && Some(c.start()) != skip
+                    if let Expr::Call(c) = x {
+                        callees.push(c.func.start());
+                        if Some(c.start()) != skip {
+                            here.push(self.call_point(&mut eval, module, scope, c, depth));
+                        }
+                    }
+                });
+                // A property read that issues a collective (`trainer.log_dir`) is a site too.
+                crate::expr::walk(e, &mut |x| {
+                    if let Expr::Attribute(a) = x
+                        && !callees.contains(&x.start())
+                        && super::segments().properties.contains(a.attr.id.as_str())
+                        && super::property_site(&mut eval, x).is_some()
                     {
-                        here.push(self.call_point(&mut eval, module, scope, c, depth));
+                        here.push(Point {
+                            end: x.end(),
+                            line: module.line_of(x.start()),
+                            column: module.column_of(x.start()),
+                            raised: Raised::default(),
+                            site: Some(Raised::default()),
+                        });
                     }
                 });
             }
@@ -350,6 +368,51 @@ impl Collectives<'_, '_> {
             // Inherited: from a base of the project it could raise anything we did not follow.
             None if has_project_base(self, home, def) => Raised::anything(),
             None => Raised::default(),
+        }
+    }
+
+    /// What `raise exc` raises of the project's classes.
+    fn raised_by(&self, eval: &mut Eval<'_, '_>, module: &Module, exc: &Expr) -> Raised {
+        let class = match exc {
+            Expr::Call(c) => &*c.func,
+            e => e,
+        };
+        match eval.resolve(class, exc.start()) {
+            Sym::Class(ClassRef { local: Some(at), module: home, .. }) => {
+                let home_module: &Module = home.as_deref().unwrap_or(module);
+                let mut raisable = Raisable {
+                    key: (key_of(home_module), at),
+                    ancestors: Vec::new(),
+                    library_bases: Vec::new(),
+                };
+                self.bases(home_module, at, &mut raisable, 0);
+                Raised { classes: vec![raisable], unknown: false }
+            }
+            // A library class (`raise ValueError(...)`): none of the project's.
+            Sym::Path(_) | Sym::Class(ClassRef { local: None, .. }) => Raised::default(),
+            _ => Raised::anything(),
+        }
+    }
+
+    /// Collects the bases of the project class at `at` of `home` into `into`.
+    fn bases(&self, home: &Module, at: TextSize, into: &mut Raisable, depth: usize) {
+        if depth > MAX_BASES_DEPTH {
+            return;
+        }
+        let Some(def) = class_at(home, at) else { return };
+        let mut local = Eval::new(self.cx, home, Scope::module(home), 0);
+        for b in def.bases() {
+            match local.resolve(b, def.start()) {
+                Sym::Class(ClassRef { local: Some(base_at), module: base_home, .. }) => {
+                    let base_module: &Module = base_home.as_deref().unwrap_or(home);
+                    into.ancestors.push((key_of(base_module), base_at));
+                    self.bases(base_module, base_at, into, depth + 1);
+                }
+                Sym::Path(p) | Sym::Class(ClassRef { qualified: Some(p), .. }) => {
+                    into.library_bases.push(p);
+                }
+                _ => {}
+            }
         }
     }
 }
@@ -468,51 +531,4 @@ fn catches(eval: &mut Eval<'_, '_>, module: &Module, type_: &Expr) -> Vec<Catch>
             _ => Catch::Library(crate::expr::dotted(n).unwrap_or_default()),
         })
         .collect()
-}
-
-impl Collectives<'_, '_> {
-    /// What `raise exc` raises of the project's classes.
-    fn raised_by(&self, eval: &mut Eval<'_, '_>, module: &Module, exc: &Expr) -> Raised {
-        let class = match exc {
-            Expr::Call(c) => &*c.func,
-            e => e,
-        };
-        match eval.resolve(class, exc.start()) {
-            Sym::Class(ClassRef { local: Some(at), module: home, .. }) => {
-                let home_module: &Module = home.as_deref().unwrap_or(module);
-                let mut raisable = Raisable {
-                    key: (key_of(home_module), at),
-                    ancestors: Vec::new(),
-                    library_bases: Vec::new(),
-                };
-                self.bases(home_module, at, &mut raisable, 0);
-                Raised { classes: vec![raisable], unknown: false }
-            }
-            // A library class (`raise ValueError(...)`): none of the project's.
-            Sym::Path(_) | Sym::Class(ClassRef { local: None, .. }) => Raised::default(),
-            _ => Raised::anything(),
-        }
-    }
-
-    /// Collects the bases of the project class at `at` of `home` into `into`.
-    fn bases(&self, home: &Module, at: TextSize, into: &mut Raisable, depth: usize) {
-        if depth > MAX_BASES_DEPTH {
-            return;
-        }
-        let Some(def) = class_at(home, at) else { return };
-        let mut local = Eval::new(self.cx, home, Scope::module(home), 0);
-        for b in def.bases() {
-            match local.resolve(b, def.start()) {
-                Sym::Class(ClassRef { local: Some(base_at), module: base_home, .. }) => {
-                    let base_module: &Module = base_home.as_deref().unwrap_or(home);
-                    into.ancestors.push((key_of(base_module), base_at));
-                    self.bases(base_module, base_at, into, depth + 1);
-                }
-                Sym::Path(p) | Sym::Class(ClassRef { qualified: Some(p), .. }) => {
-                    into.library_bases.push(p);
-                }
-                _ => {}
-            }
-        }
-    }
 }
