@@ -201,6 +201,11 @@ pub(crate) struct Deps {
     pub agreed: Vec<String>,
     /// Configuration reads, assumed the same on every rank.
     pub config: Vec<String>,
+    /// Parameters of the class's `__init__` that a field of `self` read here was assigned
+    /// from (`self.rank = rank`, then `return self.rank == 0`): what the object was built with
+    /// decides them, a call through an object built in view (`engine = Engine(rank=...)`,
+    /// `engine.leads()`) by what its constructor call passed ([`Eval::substitute`]).
+    pub ctor_fields: Vec<String>,
 }
 
 impl Deps {
@@ -287,6 +292,11 @@ impl Deps {
         for c in other.config {
             if !self.config.contains(&c) && self.config.len() < 4 {
                 self.config.push(c);
+            }
+        }
+        for f in other.ctor_fields {
+            if !self.ctor_fields.contains(&f) {
+                self.ctor_fields.push(f);
             }
         }
     }

@@ -1264,11 +1264,15 @@ impl<'a, 'm> Eval<'a, 'm> {
                         quote(self.module.text(value.range())),
                         self.line_of(at)
                     );
-                    let d = if length {
+                    let mut d = if length {
                         self.length(value, at)
                     } else {
                         self.assigned(value, at).whole
                     };
+                    // `self.rank = rank` in `__init__`: what the constructor call passed.
+                    if !length && method.name.id.as_str() == "__init__" {
+                        d.ctor_fields.extend(d.params.iter().filter(|p| **p != self_name).cloned());
+                    }
                     out.merge(d.hop(&hop));
                     self.tracing.pop();
                 }
@@ -1404,6 +1408,32 @@ impl<'a, 'm> Eval<'a, 'm> {
             {
                 let v = self.value(&a.value, at).whole;
                 d.merge(v);
+            }
+        }
+        // The fields of the receiver the method reads: what its constructor call passed, when
+        // the object was built in view; a call through the caller's own object leaves them to
+        // whoever built that one.
+        let ctor_fields = std::mem::take(&mut d.ctor_fields);
+        if f.is_method
+            && !ctor_fields.is_empty()
+            && let Expr::Attribute(a) = &*c.func
+        {
+            let own =
+                matches!(&*a.value, Expr::Name(n) if self.self_class(n.id.as_str(), at).is_some());
+            if own {
+                d.ctor_fields = ctor_fields;
+            } else {
+                let receiver = self.value(&a.value, at);
+                for field in ctor_fields {
+                    if let Some(built) = receiver.field(&field) {
+                        let hop = format!(
+                            "the `{field}` {} was built with (line {})",
+                            self.quoted(&*a.value),
+                            self.line_of(c.start())
+                        );
+                        d.merge(built.hop(&hop));
+                    }
+                }
             }
         }
         for p in length_params {
