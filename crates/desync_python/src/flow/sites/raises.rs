@@ -28,8 +28,8 @@ use crate::tree::{self, Slot};
 /// A class of the project: its module and the start of its `class` statement.
 type ClassKey = (ModuleKey, TextSize);
 
-/// How deep a class's bases are followed.
-const MAX_BASES_DEPTH: usize = 8;
+/// How many steps a class's bases, or where a value comes from, are followed.
+const MAX_STEPS: usize = 8;
 
 /// A class of the project some code raises, with the classes it derives from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -396,7 +396,7 @@ impl Collectives<'_, '_> {
 
     /// Collects the bases of the project class at `at` of `home` into `into`.
     fn bases(&self, home: &Module, at: TextSize, into: &mut Raisable, depth: usize) {
-        if depth > MAX_BASES_DEPTH {
+        if depth > MAX_STEPS {
             return;
         }
         let Some(def) = class_at(home, at) else { return };
@@ -433,7 +433,7 @@ fn from_library(
     e: &Expr,
     depth: usize,
 ) -> bool {
-    if depth > MAX_BASES_DEPTH {
+    if depth > MAX_STEPS {
         return false;
     }
     match eval.resolve(e, e.start()) {
