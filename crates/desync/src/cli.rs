@@ -84,9 +84,14 @@ pub struct RunArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct LintArgs {
-    /// Python files or directories (searched recursively for *.py).
+    /// Python files or directories (searched recursively for *.py); `-` alone reads one file
+    /// from standard input.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// With `-`: the path the source on standard input is reported as, and whose folder its
+    /// imports are resolved from (an editor's buffer of `train.py`).
+    #[arg(long, value_name = "PATH")]
+    pub stdin_filename: Option<PathBuf>,
     #[arg(long, value_parser = ["text", "json", "sarif"], default_value = "text")]
     pub format: String,
     /// Only these rules: comma-separated codes or prefixes (DSY001,DSY004 or DSY00).

@@ -126,6 +126,50 @@ fn a_file_with_a_syntax_error_is_linted_with_a_warning() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `desync lint -` lints one file from standard input (an editor's buffer), reported as
+/// `--stdin-filename`, whose folder its imports are resolved from; `-` among other paths, or
+/// the label without `-`, is a usage error.
+#[test]
+fn standard_input_is_linted_as_the_file_it_is_named() {
+    let dir = std::env::temp_dir().join(format!("desync-lint-stdin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("helpers.py"),
+        "import torch.distributed as dist\n\ndef sync(x):\n    dist.all_reduce(x)\n",
+    )
+    .unwrap();
+    let buffer = "import torch.distributed as dist\nfrom helpers import sync\n\n\
+                  def step(x):\n    if dist.get_rank() == 0:\n        sync(x)\n";
+    let label = dir.join("train.py");
+
+    let out = lint()
+        .args(["--format", "json", "--stdin-filename"])
+        .arg(&label)
+        .arg("-")
+        .write_stdin(buffer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["files_checked"], 1);
+    let finding = &json["findings"][0];
+    assert_eq!(finding["file"], label.display().to_string());
+    assert_eq!(finding["line"], 5);
+    // The helper was found in the label's folder.
+    assert!(finding["message"].as_str().unwrap().contains("of helpers.py"), "{finding}");
+
+    let out = lint().arg("-").write_stdin("x = 1\n").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("All checks passed (1 file checked)."));
+
+    let out = lint().arg("-").arg(&label).write_stdin(buffer).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be the only path"));
+    let out = lint().arg("--stdin-filename").arg(&label).arg(&label).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn json_over_every_scenario() {
     let dir = repo().join("tests/scenarios");

@@ -148,6 +148,38 @@ pub fn lint_source(path: &Path, source: &str, options: &Options) -> Vec<Finding>
     reported(lint_in(&project, path, &module, options), options)
 }
 
+/// Lints one file's source text given whole (standard input, an editor's buffer), as
+/// [`lint_paths`] lints a file: `path` labels the findings and its folder is where imports are
+/// resolved from (the text given wins over the file at `path`, if any).
+pub fn lint_text(path: &Path, source: &str, options: &Options) -> Report {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let roots = vec![folder.to_path_buf()];
+    let project = desync_python::FileProject::new(roots);
+    let module = desync_python::Module::parse_file(source, path);
+    let mut report = Report::default();
+    if let Some(why) = module.refusal() {
+        report.errors.push(LintError::NotParsed { path: path.to_path_buf(), why: why.to_owned() });
+        return report;
+    }
+    report.errors.extend(syntax_warning(path, &module));
+    let findings = lint_in(&project, path, &module, options);
+    let before = findings.len();
+    report.findings = reported(findings, options);
+    report.indirect_hidden = before - report.findings.len();
+    report.files_checked = 1;
+    report.findings.sort_by_key(|f| (f.line, f.column, f.rule));
+    report
+}
+
+/// The warning for a file linted despite syntax errors, if it has any.
+fn syntax_warning(path: &Path, module: &desync_python::Module) -> Option<LintError> {
+    module.syntax_errors().split_first().map(|(first, rest)| LintError::Syntax {
+        path: path.to_path_buf(),
+        first: first.clone(),
+        more: rest.len(),
+    })
+}
+
 /// Lints one parsed file against a project (whose modules its imports may reach).
 fn lint_in(
     project: &desync_python::FileProject,
@@ -225,10 +257,7 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             if matches!(text, std::borrow::Cow::Borrowed(_)) {
                 project.share(&module);
             }
-            let syntax = module.syntax_errors().split_first().map(|(first, rest)| {
-                LintError::Syntax { path: path.clone(), first: first.clone(), more: rest.len() }
-            });
-            Ok((lint_in(project, path, &module, options), syntax))
+            Ok((lint_in(project, path, &module, options), syntax_warning(path, &module)))
         })
         .collect();
     // The parsed modules are not kept past the call (nor freed, when the process ends next).

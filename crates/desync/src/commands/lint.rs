@@ -1,7 +1,8 @@
 //! `desync lint`: static checks over Python training code. The report goes to stdout; paths
 //! that could not be read are listed on stderr (and in the JSON/SARIF document) and make the
 //! exit status 2 even when other files were linted. Files read but not parsed (nested past
-//! what `CPython` compiles) are warnings.
+//! what `CPython` compiles) or linted despite syntax errors are warnings. `-` reads one file
+//! from standard input (an editor's buffer), reported as `--stdin-filename`.
 
 use std::io::Write;
 
@@ -21,7 +22,22 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
         include_indirect: args.include_indirect,
         exit_after: true,
     };
-    let report = desync_lint::lint_paths(&args.paths, &options);
+    let stdin = args.paths.iter().any(|p| p.as_os_str() == "-");
+    if stdin && args.paths.len() > 1 {
+        bail!("`-` (standard input) must be the only path");
+    }
+    if args.stdin_filename.is_some() && !stdin {
+        bail!("--stdin-filename needs `-` as the path");
+    }
+    let report = if stdin {
+        let mut source = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut source)
+            .map_err(|e| anyhow::anyhow!("standard input is not readable as UTF-8 text: {e}"))?;
+        let label = args.stdin_filename.clone().unwrap_or_else(|| "-".into());
+        desync_lint::lint_text(&label, &source, &options)
+    } else {
+        desync_lint::lint_paths(&args.paths, &options)
+    };
 
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
