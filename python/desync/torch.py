@@ -81,6 +81,11 @@ class Settings:
 _lock = threading.RLock()
 _settings: Settings | None = None
 _state: dict[str, Any] = {}
+#: Set when the process is exiting: the background threads stop at once.
+_stopping = threading.Event()
+#: The background threads that call into torch's C++ (the store, the recorder): joined at
+#: exit, before the interpreter finalizes.
+_workers: list[threading.Thread] = []
 
 
 def settings() -> Settings | None:
@@ -145,6 +150,7 @@ def enable(
                              debug_server=debug_server)
         if failure_dumps:
             _install_failure_hooks()
+        atexit.register(_on_exit)
         threading.Thread(target=_arm_when_ready, name="desync-arm", daemon=True).start()
         return _settings
 
@@ -167,14 +173,12 @@ def arm() -> bool:
         _state.update(armed=True, rank=rank, world=dist.get_world_size(), backend=backend)
     if _settings.failure_dumps:
         if _store_address() is not None:
-            threading.Thread(target=_watch_peer_signal, name="desync-dump-signal",
-                             daemon=True).start()
+            _start_worker(_watch_peer_signal, "desync-dump-signal")
         else:
             _log("no TCPStore address (MASTER_ADDR/MASTER_PORT): peers will not be told to dump")
     every = os.environ.get(ENV_LIVE_EVERY)
     if every:
-        threading.Thread(target=_rewrite_periodically, args=(float(every),),
-                         name="desync-live-dump", daemon=True).start()
+        _start_worker(_rewrite_periodically, "desync-live-dump", float(every))
     if _settings.debug_server:
         _start_debug_server(rank)
     return True
@@ -257,12 +261,13 @@ def _rewrite_periodically(every_s: float) -> None:
     # come with the final dump, which `desync run` asks for (DESYNC_DUMP_TRIGGER) once the job
     # hangs, when the trainer's thread is blocked rather than importing.
     trigger = os.environ.get(ENV_TRIGGER)
-    while not _state.get("final_dump"):
+    while not _state.get("final_dump") and not _stopping.is_set():
         if trigger and os.path.exists(trigger):
             dump(f"requested through {trigger}")
             return
         _write_dump("live", final=False, stacks=False)
-        time.sleep(max(every_s, 0.2))
+        if _stopping.wait(max(every_s, 0.2)):
+            return
 
 
 # --- failure: dump here, tell the peers, give them time ------------------------------------
@@ -288,7 +293,6 @@ def _install_failure_hooks() -> None:
             _on_failure(f"uncaught {kind.__name__}: {first}"[:300])
 
     sys.excepthook = excepthook
-    atexit.register(_on_exit)
     _install_abort_handler()
 
 
@@ -424,13 +428,13 @@ def _watch_peer_signal() -> None:
     except Exception as exc:
         _log(f"dump-signal watcher could not reach the store: {exc}")
         return
-    while not _state.get("exiting"):
+    while not _stopping.is_set():
         try:
             if client.check([signal_key]):
                 break
         except Exception:
             return  # the store went away: the job is over
-        time.sleep(PEER_POLL_S)
+        _stopping.wait(PEER_POLL_S)
     else:
         return
     try:
@@ -444,8 +448,36 @@ def _watch_peer_signal() -> None:
         pass
 
 
+def _start_worker(target: Any, name: str, *args: Any) -> None:
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    _workers.append(thread)
+    thread.start()
+
+
 def _on_exit() -> None:
+    # The interpreter is about to finalize. A daemon thread still inside a C++ call then (a
+    # store check, a recorder dump) is unwound through C++ frames when it comes back, and
+    # std::terminate aborts a job that had finished cleanly ("terminate called recursively",
+    # SIGSEGV, seen on a healthy 2-rank Gloo job): stop the workers and wait for them while
+    # the interpreter is whole. No Python runs from the SIGABRT handler past this point.
     _state["exiting"] = True
+    _stopping.set()
+    for thread in _workers:
+        thread.join(timeout=PEER_POLL_S + 2.0)
+    _uninstall_abort_handler()
+
+
+def _uninstall_abort_handler() -> None:
+    if _ABORT_CALLBACK is None:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.signal(int(signal.SIGABRT), 0)  # SIG_DFL
+    except (OSError, AttributeError):
+        return
+    # The trampoline stays referenced: a signal already being delivered may still enter it.
 
 
 # --- arming and the debug server -------------------------------------------------------------
