@@ -21,7 +21,12 @@ pub(crate) struct Scope<'a> {
 impl<'a> Scope<'a> {
     /// The innermost function around `line`, or the module.
     pub(crate) fn at(module: &'a Module, line: u32) -> Scope<'a> {
-        match module.path(line).and_then(|p| p.innermost_function(module)) {
+        Scope::of(module, module.path(line).and_then(|p| p.innermost_function(module)))
+    }
+
+    /// The body of `function`, or the module when there is none.
+    pub(crate) fn of(module: &'a Module, function: Option<&'a StmtFunctionDef>) -> Scope<'a> {
+        match function {
             Some(def) => Scope { function: Some(def), suite: &def.body },
             None => Scope::module(module),
         }

@@ -279,11 +279,7 @@ impl Collectives<'_, '_> {
             if let Stmt::FunctionDef(d) = stmt
                 && !d.decorator_list.is_empty()
             {
-                let scope = match function {
-                    Some(f) => function_scope(f),
-                    None => Scope::module(module),
-                };
-                defs.push((d, scope));
+                defs.push((d, Scope::of(module, function)));
             }
         });
         let mut out = Vec::new();

@@ -425,10 +425,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
         out: &mut Vec<CollectiveSite>,
     ) {
         let gate = Self::gate(module);
-        let scope = match function {
-            Some(def) => Scope { function: Some(def), suite: &def.body },
-            None => Scope::module(module),
-        };
+        let scope = Scope::of(module, function);
         let function_line = function.map(|d| module.line_of(d.name.start()));
         let mut eval: Option<Eval<'_, '_>> = None;
         for e in header_exprs(stmt) {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use ruff_python_ast::{ExceptHandler, Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{Collectives, FnKey, MAX_HELPER_DEPTH};
 use crate::dependence::bindings::{self, Binding, Scope, Source};
@@ -149,7 +150,7 @@ impl Collectives<'_, '_> {
             let ExceptHandler::ExceptHandler(h) = h;
             (module.line_of(h.start()) == handler_line).then_some(h)
         })?;
-        let scope = scope_of(module, function);
+        let scope = Scope::of(module, function);
         let mut eval = Eval::new(self.cx, module, scope, 0);
         let caught = catches(&mut eval, module, handler.type_.as_deref()?);
         let project: Vec<ClassKey> = caught
@@ -219,9 +220,10 @@ impl Collectives<'_, '_> {
         suite: &[Stmt],
         depth: usize,
     ) -> Vec<Point> {
-        let scope = scope_of(module, function);
+        let scope = Scope::of(module, function);
         let mut eval = Eval::new(self.cx, module, scope, 0);
         let mut out = Vec::new();
+        let mut stopped_by: HashMap<TextSize, Vec<Catch>> = HashMap::default();
         tree::walk_scope(suite, &mut |stmt, frames| {
             let mut here = Vec::new();
             let skip = match stmt {
@@ -269,26 +271,28 @@ impl Collectives<'_, '_> {
                     }
                 });
             }
-            // Handlers of the `try` statements whose bodies hold this statement.
+            // Handlers of the `try` statements whose bodies hold this statement (what each
+            // stops is worked out once per `try`, not once per statement of its body).
             for frame in frames.iter().rev() {
                 if let (Stmt::Try(t), Slot::Body) = (frame.owner, frame.slot) {
-                    let stopped: Vec<Catch> = t
-                        .handlers
-                        .iter()
-                        .filter_map(|h| {
-                            let ExceptHandler::ExceptHandler(h) = h;
-                            if passes_on(h) {
-                                return None;
-                            }
-                            Some(match h.type_.as_deref() {
-                                None => vec![Catch::Everything],
-                                Some(t) => catches(&mut eval, module, t),
+                    let stopped = stopped_by.entry(t.start()).or_insert_with(|| {
+                        t.handlers
+                            .iter()
+                            .filter_map(|h| {
+                                let ExceptHandler::ExceptHandler(h) = h;
+                                if passes_on(h) {
+                                    return None;
+                                }
+                                Some(match h.type_.as_deref() {
+                                    None => vec![Catch::Everything],
+                                    Some(t) => catches(&mut eval, module, t),
+                                })
                             })
-                        })
-                        .flatten()
-                        .collect();
+                            .flatten()
+                            .collect()
+                    });
                     for p in &mut here {
-                        p.raised = p.raised.escaping(&stopped);
+                        p.raised = p.raised.escaping(stopped);
                     }
                 }
             }
@@ -481,13 +485,6 @@ fn try_on_line(
         Stmt::Try(t) if module.line_of(t.start()) == line => Some((t, function)),
         _ => None,
     })
-}
-
-fn scope_of<'m>(module: &'m Module, function: Option<&'m StmtFunctionDef>) -> Scope<'m> {
-    match function {
-        Some(def) => Scope { function: Some(def), suite: &def.body },
-        None => Scope::module(module),
-    }
 }
 
 /// Whether a handler can pass on what it caught: a bare `raise`, or `raise` of its own name.
