@@ -460,7 +460,6 @@ def _on_exit() -> None:
     # std::terminate aborts a job that had finished cleanly ("terminate called recursively",
     # SIGSEGV, seen on a healthy 2-rank Gloo job): stop the workers and wait for them while
     # the interpreter is whole. No Python runs from the SIGABRT handler past this point.
-    _state["exiting"] = True
     _stopping.set()
     for thread in _workers:
         thread.join(timeout=PEER_POLL_S + 2.0)
