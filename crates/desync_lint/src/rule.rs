@@ -18,16 +18,20 @@ pub enum Rule {
     RaggedGather,
     /// DSY006: a collective whose tensor dtype is chosen per rank.
     RankDependentDtype,
+    /// DSY007: a collective under a test of a file each rank makes on its own, for a file only
+    /// some ranks read.
+    PerRankFileTest,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 6] = [
+    pub const ALL: [Rule; 7] = [
         Rule::RankConditionalCollective,
         Rule::LocalEarlyExit,
         Rule::SwallowedException,
         Rule::RankDependentOrder,
         Rule::RaggedGather,
         Rule::RankDependentDtype,
+        Rule::PerRankFileTest,
     ];
 
     pub fn code(self) -> &'static str {
@@ -38,6 +42,7 @@ impl Rule {
             Rule::RankDependentOrder => "DSY004",
             Rule::RaggedGather => "DSY005",
             Rule::RankDependentDtype => "DSY006",
+            Rule::PerRankFileTest => "DSY007",
         }
     }
 
@@ -50,6 +55,7 @@ impl Rule {
             Rule::RankDependentOrder => "rank-dependent-order",
             Rule::RaggedGather => "ragged-gather",
             Rule::RankDependentDtype => "rank-dependent-dtype",
+            Rule::PerRankFileTest => "per-rank-file-test",
         }
     }
 
@@ -65,6 +71,10 @@ impl Rule {
             Rule::RankDependentOrder => "Collectives or process groups in a rank-dependent order",
             Rule::RaggedGather => "Gather of a tensor whose shape comes from rank-local data",
             Rule::RankDependentDtype => "Collective tensor dtype chosen per rank",
+            Rule::PerRankFileTest => {
+                "Collective under a file test each rank answers alone, for a file only some \
+                 ranks read"
+            }
         }
     }
 
@@ -93,6 +103,10 @@ impl Rule {
             Rule::RankDependentDtype => {
                 "choose the communication dtype once for the whole job (decide on rank 0 and \
                  broadcast it), not from per-rank state"
+            }
+            Rule::PerRankFileTest => {
+                "test the file on the rank that reads it and broadcast the answer (or what it \
+                 read, None when the file is missing), then branch on what every rank received"
             }
         }
     }
@@ -148,8 +162,8 @@ mod tests {
             parse_selectors("DSY001, dsy003").unwrap(),
             [Rule::RankConditionalCollective, Rule::SwallowedException]
         );
-        assert_eq!(parse_selectors("DSY").unwrap().len(), 6);
-        assert_eq!(parse_selectors("ALL,DSY002").unwrap().len(), 6);
+        assert_eq!(parse_selectors("DSY").unwrap().len(), 7);
+        assert_eq!(parse_selectors("ALL,DSY002").unwrap().len(), 7);
         assert_eq!(parse_selectors("").unwrap(), []);
         assert_eq!(parse_selectors("E501"), Err(UnknownRule("E501".into())));
     }

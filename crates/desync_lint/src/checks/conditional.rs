@@ -219,7 +219,7 @@ fn entered_only_when_uniform_part_fails(
 }
 
 /// The collective sites of each clause (non-p2p), plus an empty one for a missing `else`.
-fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<Vec<&'c Site<'c>>> {
+pub(super) fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<Vec<&'c Site<'c>>> {
     let mut clauses: Vec<Vec<&Site<'_>>> = cond
         .clauses
         .iter()
@@ -305,7 +305,7 @@ fn leaders_add_their_own_group(clauses: &[Vec<&Site<'_>>]) -> bool {
 
 /// The first test of the chain that depends on the rank id: (its clause's index, text, line,
 /// dependence).
-fn rank_test(
+pub(super) fn rank_test(
     ctx: &Context<'_>,
     cond: &Conditional,
 ) -> Option<(usize, String, u32, Vec<desync_python::Dependence>)> {

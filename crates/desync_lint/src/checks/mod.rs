@@ -5,6 +5,7 @@
 mod conditional;
 mod decorated;
 mod except;
+mod file_probe;
 mod jumps;
 mod loops;
 mod metadata;
@@ -59,6 +60,9 @@ pub(crate) fn run(ctx: &Context<'_>, file: &Path, enabled: &dyn Fn(Rule) -> bool
     }
     if enabled(Rule::SwallowedException) {
         raw.extend(except::check(ctx));
+    }
+    if enabled(Rule::PerRankFileTest) {
+        raw.extend(file_probe::check(ctx));
     }
     if enabled(Rule::RankDependentOrder) {
         raw.extend(order::check(ctx));

@@ -93,3 +93,31 @@ def step(stop):
     assert!(kinds(src, "# <use>", "stop").is_empty());
     assert_eq!(kinds(src, "# <use>", "RANK == 0"), [RankId]);
 }
+
+#[test]
+fn file_probes_and_reads_are_matched_by_the_path_they_name() {
+    let src = "\
+from os.path import isfile as have
+import torch as T
+
+def exists(p):
+    return True
+
+def load(p, q):
+    if have(p) and q.exists() and exists(q):
+        if T.load(q) is None:
+            pass
+        state = T.load(p)
+        text = q.read_text()
+";
+    let m = Module::parse(src);
+    let analysis = Analysis::default();
+    let probes = analysis.file_probes(&m, 8, "have(p) and q.exists() and exists(q)");
+    let paths: Vec<&str> = probes.iter().map(|p| p.path.as_str()).collect();
+    // The project's own `exists` is not the library's probe.
+    assert_eq!(paths, ["p", "q"]);
+    assert_eq!(probes[0].probe, "have(p)");
+    assert_eq!(analysis.file_read(&m, 9, 12, "p"), Some((11, "T.load(p)".to_owned())));
+    assert_eq!(analysis.file_read(&m, 9, 12, "q"), Some((9, "T.load(q)".to_owned())));
+    assert_eq!(analysis.file_read(&m, 11, 11, "q"), None);
+}

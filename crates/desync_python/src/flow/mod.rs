@@ -23,6 +23,7 @@
 
 mod condition;
 mod length;
+mod probe;
 mod project;
 mod property;
 mod resolve;
@@ -44,6 +45,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
+pub use probe::FileProbe;
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;

@@ -234,6 +234,10 @@ struct Raw {
     #[serde(default)]
     error_handoffs: Option<NameList>,
     #[serde(default)]
+    file_probes: Option<FileCalls>,
+    #[serde(default)]
+    file_reads: Option<FileCalls>,
+    #[serde(default)]
     copy: Vec<CopyCall>,
 }
 
@@ -265,6 +269,30 @@ struct NameList {
     names: Vec<String>,
     #[allow(dead_code)]
     source: String,
+}
+
+/// Calls about a file named by a path: functions that take the path first, methods called on
+/// the path.
+#[derive(Debug, Default, Deserialize)]
+pub struct FileCalls {
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    methods: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+impl FileCalls {
+    /// Whether `qualified` names a function of this kind (its first argument is the path).
+    pub fn is_function(&self, qualified: &str) -> bool {
+        self.names.iter().any(|n| n == qualified)
+    }
+
+    /// Whether `method`, called on a path, is a call of this kind.
+    pub fn is_method(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
 }
 
 /// The table, indexed.
@@ -302,6 +330,10 @@ pub struct Knowledge {
     not_collective_failures: HashSet<String>,
     /// Methods that hand an exception object to another thread or process (`send`, `put`).
     error_handoffs: HashSet<String>,
+    /// Calls that ask whether a file exists, from the asking rank's view (`os.path.exists`).
+    pub file_probes: FileCalls,
+    /// Calls that read a file's contents (`torch.load`, `open`).
+    pub file_reads: FileCalls,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
 }
@@ -415,6 +447,8 @@ impl Knowledge {
                 .error_handoffs
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
+            file_probes: raw.file_probes.unwrap_or_default(),
+            file_reads: raw.file_reads.unwrap_or_default(),
             copies: raw
                 .copy
                 .into_iter()

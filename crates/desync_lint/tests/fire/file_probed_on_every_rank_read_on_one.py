@@ -1,0 +1,54 @@
+# expect: DSY007 at line 25
+# expect: DSY007 at line 34
+# expect: DSY007 at line 46
+"""Resume code that asks every rank whether a file exists, but reads it on one rank only and
+broadcasts what it read: a rank whose view of the file system differs (a node-local disk, a
+shared file system's cached attributes, a file rank 0 wrote a moment ago) takes the other way
+and its peers wait in the broadcast."""
+import json
+import os
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+class Resumer:
+    def __init__(self, run_dir):
+        self.run_dir = Path(run_dir)
+
+    def latest(self):
+        return self.run_dir / "checkpoints" / "latest"
+
+    def restore_scheduler(self, scheduler):
+        state_path = os.path.join(str(self.latest()), "scheduler.pt")
+        if os.path.isfile(state_path):
+            box = [None]
+            if dist.get_rank() == 0:
+                box[0] = torch.load(state_path, map_location="cpu")
+            dist.broadcast_object_list(box, src=0)
+            scheduler.load_state_dict(box[0])
+
+    def restore_counters(self):
+        counters = self.latest() / "counters.json"
+        if not counters.exists():
+            return {"step": 0}
+        else:
+            payload = [None]
+            if dist.get_rank() == 0:
+                payload[0] = json.loads(counters.read_text())
+            dist.broadcast_object_list(payload, src=0)
+            return payload[0]
+
+    def restore_rng(self, src=0):
+        rng_file = self.latest() / "rng.pt"
+        rank = dist.get_rank()
+        if not rng_file.is_file():
+            torch.manual_seed(1234)
+        elif rng_file.exists():
+            state = torch.empty(5056, dtype=torch.uint8)
+            if rank == src:
+                with open(rng_file, "rb") as f:
+                    state = torch.load(f)
+            dist.broadcast(state, src=src)
+            torch.set_rng_state(state)

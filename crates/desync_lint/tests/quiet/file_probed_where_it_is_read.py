@@ -1,0 +1,44 @@
+"""File tests that every rank can make alike, or that only the reading rank makes."""
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def restore_on_the_reading_rank(path):
+    # Only rank 0 looks at the file system; the broadcast carries its answer.
+    box = [None]
+    if dist.get_rank() == 0 and os.path.exists(path):
+        box[0] = torch.load(path)
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def every_rank_reads_its_own_copy(path, model):
+    # Every rank that sees the file loads it itself: the job already needs each rank to see it.
+    if os.path.exists(path):
+        model.load_state_dict(torch.load(path))
+        dist.barrier()
+
+
+def both_ways_broadcast(path):
+    if os.path.exists(path):
+        box = [None]
+        if dist.get_rank() == 0:
+            box[0] = torch.load(path)
+        dist.broadcast_object_list(box, src=0)
+    else:
+        box = [None]
+        dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def another_file_is_read(path, other):
+    # The file rank 0 reads is not the one every rank tested.
+    if os.path.exists(path):
+        box = [None]
+        if dist.get_rank() == 0:
+            box[0] = torch.load(other)
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+    return None

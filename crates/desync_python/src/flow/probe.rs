@@ -1,0 +1,118 @@
+//! Files each rank asks about on its own, and who reads them (DSY007).
+//!
+//! `if train_state_path.exists():` is answered by each rank from its own view of the file
+//! system: a node-local disk, a shared file system's cached attributes, a write another rank
+//! has not flushed yet. Whether a path names a file is shown, not guessed from its spelling:
+//! a probe of the table's `file_probes` (`os.path.exists(p)`, `p.exists()`) asks about it, and
+//! a read of the table's `file_reads` (`torch.load(p)`, `open(p)`, `p.read_text()`) opens it.
+
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::{Ranged, TextSize};
+
+use super::resolve::Sym;
+use super::value::Eval;
+use super::{Analysis, Deps};
+use crate::Module;
+use crate::dependence::bindings::Scope;
+use crate::knowledge::{FileCalls, knowledge};
+use crate::tree::{header_exprs, lines_of, walk_all};
+
+/// A file-system probe in a test: the call as written and the path it asks about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProbe {
+    pub probe: String,
+    pub path: String,
+}
+
+impl Analysis<'_> {
+    /// The file-system probes of the test `expr_source` at `line` of `module` (`os.path.exists(p)`,
+    /// `p.is_file()`), each with the path it asks about as written.
+    pub fn file_probes(&self, module: &Module, line: u32, expr_source: &str) -> Vec<FileProbe> {
+        let probes = &knowledge().file_probes;
+        let mut out = Vec::new();
+        self.parsed(module, line, expr_source, |e, expr, at| {
+            crate::expr::walk(expr, &mut |x| {
+                let Expr::Call(c) = x else { return };
+                if let Some(path) = path_of(e, c, at, probes) {
+                    let probe =
+                        FileProbe { probe: e.text(x).to_owned(), path: normal(e.text(path)) };
+                    out.push(probe);
+                }
+            });
+            Deps::default()
+        });
+        out
+    }
+
+    /// The first read of the file `path` (as written) on lines `first..=last` of `module`
+    /// (`torch.load(path)`, `open(path)`, `path.read_text()`): its line and the call as written.
+    pub fn file_read(
+        &self,
+        module: &Module,
+        first: u32,
+        last: u32,
+        path: &str,
+    ) -> Option<(u32, String)> {
+        let scope = Scope::at(module, first);
+        let suite = scope.suite;
+        let mut eval = Eval::new(self, module, scope, 0);
+        let reads = &knowledge().file_reads;
+        let mut found = None;
+        walk_all(suite, &mut |stmt: &Stmt| {
+            if found.is_some() {
+                return;
+            }
+            let (start, _) = lines_of(module, stmt);
+            if !(first..=last).contains(&start) {
+                return;
+            }
+            for header in header_exprs(stmt) {
+                crate::expr::walk(header, &mut |x| {
+                    let Expr::Call(c) = x else { return };
+                    if found.is_none()
+                        && path_of(&mut eval, c, c.start(), reads)
+                            .is_some_and(|p| normal(eval.text(p)) == path)
+                    {
+                        found = Some((module.line_of(c.start()), eval.text(x).to_owned()));
+                    }
+                });
+            }
+        });
+        found
+    }
+}
+
+/// The path `c` asks about or opens, when it is one of `calls`: the first argument of a
+/// function of the table (resolved through the file's imports), or the object a method of the
+/// table is called on (`p.exists()`: a method of that name on a path; the caller shows it is
+/// one when it needs to).
+fn path_of<'a>(
+    e: &mut Eval<'_, '_>,
+    c: &'a ExprCall,
+    at: TextSize,
+    calls: &FileCalls,
+) -> Option<&'a Expr> {
+    let method = match &*c.func {
+        Expr::Attribute(a) => Some((a.attr.id.as_str(), &*a.value)),
+        _ => None,
+    };
+    match e.resolve(&c.func, at) {
+        Sym::Path(p) if calls.is_function(&p) => c.arguments.args.first(),
+        // `pathlib.Path(...).exists()`: the table's method of a value of known type.
+        Sym::Path(p) => {
+            let (name, on) = method?;
+            (p.ends_with(&format!(".{name}")) && calls.is_method(name)).then_some(on)
+        }
+        // A function or method of the project is not the library's.
+        Sym::Function(_) => None,
+        _ => {
+            let (name, on) = method?;
+            calls.is_method(name).then_some(on)
+        }
+    }
+}
+
+/// A path expression as written, without the spaces that do not change it.
+fn normal(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
