@@ -16,7 +16,7 @@
 //! own copy) is left alone: the job already needs every rank to see that file, and a
 //! configuration or checkpoint layout tested alike everywhere is the usual case.
 
-use desync_python::{Conditional, LineRange};
+use desync_python::{Conditional, Construct, LineRange};
 
 use super::Raw;
 use super::conditional::{clause_sites, rank_test};
@@ -37,53 +37,70 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     out
 }
 
-/// The finding on `cond`, when a clause's test probes a file that a clause it chooses reads
-/// on some ranks only, around a collective the other clauses do not issue.
+/// The finding on `cond`, when a clause's test probes a file that some ranks read under a test
+/// of the rank, around a collective not every outcome of the test leads to: in a clause the
+/// test chooses (the other clauses issue other collectives), or after the `if` when the clause
+/// leaves (`if not path.exists(): return`).
 fn probed_collective(ctx: &Context<'_>, cond: &Conditional) -> Option<Raw> {
     let clauses = clause_sites(ctx, cond);
-    if clauses.iter().all(Vec::is_empty) {
-        return None;
-    }
+    let end = cond.clauses.last().map_or(cond.line, |c| c.body.last);
     for (i, clause) in cond.clauses.iter().enumerate() {
         let Some(test) = &clause.test else { continue };
         let test_line = clause.test_line.unwrap_or(clause.line);
-        let probes = ctx.analysis().file_probes(ctx.module, test_line, test);
-        if probes.is_empty() {
-            continue;
-        }
-        // The clauses this test chooses between: its own and every later one (the implicit
-        // `else` included). Their collectives must differ for a wrong answer to matter.
+        // Where the test's outcome leads: the clauses it chooses between (its own and every
+        // later one, the implicit `else` included) when their collectives differ, and the
+        // code its clause's exit skips when the clause issues none itself.
         let chosen = &clauses[i..];
-        if chosen.iter().all(|c| ops(c) == ops(&chosen[0])) {
+        let mut regions: Vec<(LineRange, Outcome)> = Vec::new();
+        if chosen.iter().any(|c| ops(c) != ops(&chosen[0])) {
+            regions.extend(
+                cond.clauses[i..]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (c.body, if k == 0 { Outcome::Holds } else { Outcome::Fails })),
+            );
+        }
+        if clauses[i].is_empty()
+            && let Some((jump, skipped)) = skipped_by_exit(ctx, cond, clause.body, end)
+        {
+            regions.push((skipped, Outcome::Leaves(jump)));
+        }
+        if regions.is_empty() {
             continue;
         }
-        let bodies = cond.clauses[i..].iter().map(|c| c.body);
+        let probes = ctx.analysis().file_probes(ctx.module, test_line, test);
         for probe in &probes {
-            for (k, body) in bodies.clone().enumerate() {
-                let Some(read) = read_on_some_ranks(ctx, cond.function, body, &probe.path) else {
+            for &(region, outcome) in &regions {
+                let Some(read) = read_on_some_ranks(ctx, cond.function, region, &probe.path) else {
                     continue;
                 };
                 let Some(site) = ctx
-                    .sites_in(cond.function, body.first, body.last)
+                    .sites_in(cond.function, region.first, region.last)
                     .find(|s| !s.is_point_to_point() && !read.guard.contains(s.line()))
                 else {
                     continue;
                 };
-                let keyword = if clause.line == cond.line { "if" } else { "elif" };
-                let outcome = if k == 0 { "holds" } else { "fails" };
+                let test = super::short(test);
+                let taken = match outcome {
+                    Outcome::Holds => format!("where `{test}` holds (line {test_line})"),
+                    Outcome::Fails => format!("where `{test}` fails (line {test_line})"),
+                    Outcome::Leaves(jump) => format!(
+                        "where `{test}` fails (line {test_line}; the others leave at line {jump})"
+                    ),
+                };
                 let message = format!(
-                    "{} runs only on the ranks where `{}` {outcome} (line {test_line}), a test \
-                     each rank answers from its own view of the file system (`{}`), yet only \
-                     the ranks where `{}` read the file (`{}` at line {}): a rank that does not \
-                     see it (a node-local disk, a shared file system's cached attributes, a \
-                     write not yet visible) takes the other way and its peers wait",
+                    "{} runs only on the ranks {taken}, a test each rank answers from its own \
+                     view of the file system (`{}`), yet only the ranks where `{}` read the \
+                     file (`{}` at line {}): a rank that does not see it (a node-local disk, a \
+                     shared file system's cached attributes, a write not yet visible) takes the \
+                     other way and its peers wait",
                     site.describe(),
-                    super::short(test),
                     super::short(&probe.probe),
                     super::short(&read.rank_test),
                     super::short(&read.call),
                     read.line,
                 );
+                let keyword = if clause.line == cond.line { "if" } else { "elif" };
                 return Some(Raw {
                     rule: Rule::PerRankFileTest,
                     line: clause.line,
@@ -96,6 +113,38 @@ fn probed_collective(ctx: &Context<'_>, cond: &Conditional) -> Option<Raw> {
         }
     }
     None
+}
+
+/// Which way a test's outcome leads to the collective.
+#[derive(Clone, Copy)]
+enum Outcome {
+    /// Into the clause of the test.
+    Holds,
+    /// Into a later clause.
+    Fails,
+    /// Past the `if`: the test's clause leaves at this line.
+    Leaves(u32),
+}
+
+/// The exit in `body` (a clause of `cond`, whose clauses end at `end`) and the lines it skips:
+/// the rest of the function for a `return`, the rest of the innermost loop's body for a
+/// `continue` or `break`.
+fn skipped_by_exit(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+    body: LineRange,
+    end: u32,
+) -> Option<(u32, LineRange)> {
+    let jump =
+        ctx.outline.jumps.iter().find(|j| j.function == cond.function && body.contains(j.line))?;
+    let last = match jump.construct {
+        Construct::Return => ctx.function(cond.function?)?.end_line,
+        Construct::Continue | Construct::Break => {
+            ctx.innermost_loop(cond.function, cond.line)?.body.last
+        }
+        _ => return None,
+    };
+    (last > end).then_some((jump.line, LineRange { first: end + 1, last }))
 }
 
 /// A read of a file under a test of the rank: where, what, and the `if` that guards it.

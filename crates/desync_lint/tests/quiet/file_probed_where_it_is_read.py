@@ -42,3 +42,24 @@ def another_file_is_read(path, other):
         dist.broadcast_object_list(box, src=0)
         return box[0]
     return None
+
+
+def leave_when_missing_then_every_rank_reads(path):
+    # An exit on the file's absence, but every rank that stays reads the file itself.
+    if not os.path.exists(path):
+        return None
+    state = torch.load(path)
+    dist.barrier()
+    return state
+
+
+def leave_after_joining(path):
+    # The leaving clause issues the collective itself before it goes.
+    if not os.path.exists(path):
+        dist.broadcast_object_list([None], src=0)
+        return None
+    box = [None]
+    if dist.get_rank() == 0:
+        box[0] = torch.load(path)
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
