@@ -59,7 +59,7 @@ pub use dependence::{ClassifyOptions, classify_expression, classify_expression_w
 pub use expr::has_word;
 pub use flow::{
     Analysis, Argument, CollectiveSite, Collectives, FileProbe, FileProject, Finding,
-    MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia, merge_groups,
+    MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia, file_probe_spellings, merge_groups,
 };
 pub use module::Module;
 pub use nesting::MAX_NESTING;

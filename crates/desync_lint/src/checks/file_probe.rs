@@ -25,12 +25,24 @@ use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
+    let spellings = desync_python::file_probe_spellings(ctx.module);
     for cond in &ctx.outline.conditionals {
-        // An `if` the rank decides is DSY001's.
-        if rank_test(ctx, cond).is_some() {
+        // Most `if`s neither hold a collective nor leave before one.
+        let end = cond.clauses.last().map_or(cond.line, |c| c.body.last);
+        let holds_site = ctx.sites_in(cond.function, cond.line, end).next().is_some();
+        let leaves = || {
+            ctx.outline
+                .jumps
+                .iter()
+                .any(|j| j.function == cond.function && (cond.line..=end).contains(&j.line))
+        };
+        if !holds_site && !leaves() {
             continue;
         }
-        if let Some(raw) = probed_collective(ctx, cond) {
+        // An `if` the rank decides is DSY001's (asked last: it is the costly question).
+        if let Some(raw) = probed_collective(ctx, cond, &spellings)
+            && rank_test(ctx, cond).is_none()
+        {
             out.push(raw);
         }
     }
@@ -41,12 +53,21 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
 /// of the rank, around a collective not every outcome of the test leads to: in a clause the
 /// test chooses (the other clauses issue other collectives), or after the `if` when the clause
 /// leaves (`if not path.exists(): return`).
-fn probed_collective(ctx: &Context<'_>, cond: &Conditional) -> Option<Raw> {
-    let clauses = clause_sites(ctx, cond);
+fn probed_collective(ctx: &Context<'_>, cond: &Conditional, spellings: &[String]) -> Option<Raw> {
+    let mut clauses = None;
     let end = cond.clauses.last().map_or(cond.line, |c| c.body.last);
     for (i, clause) in cond.clauses.iter().enumerate() {
         let Some(test) = &clause.test else { continue };
         let test_line = clause.test_line.unwrap_or(clause.line);
+        // Asked first: most tests probe no file, and say so from their text.
+        if !spellings.iter().any(|w| desync_python::has_word(test, w)) {
+            continue;
+        }
+        let probes = ctx.analysis().file_probes(ctx.module, test_line, test);
+        if probes.is_empty() {
+            continue;
+        }
+        let clauses = clauses.get_or_insert_with(|| clause_sites(ctx, cond));
         // Where the test's outcome leads: the clauses it chooses between (its own and every
         // later one, the implicit `else` included) when their collectives differ, and the
         // code its clause's exit skips when the clause issues none itself.
@@ -65,10 +86,6 @@ fn probed_collective(ctx: &Context<'_>, cond: &Conditional) -> Option<Raw> {
         {
             regions.push((skipped, Outcome::Leaves(jump)));
         }
-        if regions.is_empty() {
-            continue;
-        }
-        let probes = ctx.analysis().file_probes(ctx.module, test_line, test);
         for probe in &probes {
             for &(region, outcome) in &regions {
                 let Some(read) = read_on_some_ranks(ctx, cond.function, region, &probe.path) else {

@@ -45,7 +45,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
-pub use probe::FileProbe;
+pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;

@@ -82,6 +82,24 @@ impl Analysis<'_> {
     }
 }
 
+/// The names a file-system probe can be spelled with in `module`: the table's own, and the
+/// names its top-level imports bind them to (`from os.path import isfile as have`). A test that
+/// spells none of them calls no probe (a cheap question before [`Analysis::file_probes`]).
+pub fn file_probe_spellings(module: &Module) -> Vec<String> {
+    let probes = &knowledge().file_probes;
+    let aliases = module.body().iter().flat_map(|stmt| match stmt {
+        Stmt::ImportFrom(i) => i.names.as_slice(),
+        Stmt::Import(i) => i.names.as_slice(),
+        _ => &[],
+    });
+    let renamed = aliases.filter_map(|alias| {
+        let asname = alias.asname.as_ref()?;
+        let last = alias.name.id.rsplit('.').next()?;
+        probes.words().any(|w| w == last).then_some(asname.id.as_str())
+    });
+    probes.words().chain(renamed).map(str::to_owned).collect()
+}
+
 /// The path `c` asks about or opens, when it is one of `calls`: the first argument of a
 /// function of the table (resolved through the file's imports), or the object a method of the
 /// table is called on (`p.exists()`: a method of that name on a path; the caller shows it is

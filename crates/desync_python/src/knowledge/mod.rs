@@ -293,6 +293,15 @@ impl FileCalls {
     pub fn is_method(&self, method: &str) -> bool {
         self.methods.iter().any(|m| m == method)
     }
+
+    /// The names a call of this kind is spelled with in source that imports or calls it
+    /// (`exists` for `os.path.exists`, the methods).
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        fn last(name: &str) -> &str {
+            name.rsplit('.').next().unwrap_or(name)
+        }
+        self.names.iter().map(|n| last(n)).chain(self.methods.iter().map(String::as_str))
+    }
 }
 
 /// The table, indexed.
