@@ -412,3 +412,28 @@ fn the_tables_collectives_win_over_the_frameworks_own_source() {
     assert_eq!(findings_in(&root, Path::new(".")), expected, "relative path");
     assert_eq!(findings_in(&root, &root), expected, "absolute path");
 }
+
+/// DSY007 through the binary: the real-bug corpus' resume case (every rank tests the file, only
+/// rank 0 reads it before the broadcast) in SARIF, and its fixed version clean; `--ignore
+/// DSY007` turns it off.
+#[test]
+fn a_file_every_rank_tests_but_one_reads_is_reported_in_sarif() {
+    let case = repo().join("crates/desync_lint/tests/real_bugs/resume_exists_broadcast");
+    let out = lint().arg(case.join("buggy.py")).args(["--format", "sarif"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &sarif["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let rule = rules.iter().find(|r| r["id"] == "DSY007").expect("DSY007 in the rules");
+    assert_eq!(rule["name"], "per-rank-file-test");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["ruleId"], "DSY007");
+    let text = results[0]["message"]["text"].as_str().unwrap();
+    assert!(text.contains("`train_state_path.exists()`") && text.contains("torch.load"), "{text}");
+    assert_eq!(results[0]["locations"][0]["physicalLocation"]["region"]["startLine"], 31);
+    let fixed = lint().arg(case.join("fixed.py")).output().unwrap();
+    assert_eq!(fixed.status.code(), Some(0), "{}", stdout(&fixed));
+    let ignored = lint().arg(case.join("buggy.py")).args(["--ignore", "DSY007"]).output().unwrap();
+    assert_eq!(ignored.status.code(), Some(0), "{}", stdout(&ignored));
+}
