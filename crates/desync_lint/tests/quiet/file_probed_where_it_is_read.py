@@ -63,3 +63,15 @@ def leave_after_joining(path):
         box[0] = torch.load(path)
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def _announce(p):
+    print(f"resuming from {p}")
+
+
+def a_helper_that_only_names_the_file(path):
+    # Rank 0 passes the path to a helper that never opens it.
+    if os.path.exists(path):
+        if dist.get_rank() == 0:
+            _announce(path)
+        dist.barrier()

@@ -9,8 +9,8 @@
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
-use super::resolve::Sym;
-use super::value::Eval;
+use super::resolve::{Sym, def_at};
+use super::value::{Eval, argument_for};
 use super::{Analysis, Deps};
 use crate::Module;
 use crate::dependence::bindings::Scope;
@@ -45,13 +45,26 @@ impl Analysis<'_> {
     }
 
     /// The first read of the file `path` (as written) on lines `first..=last` of `module`
-    /// (`torch.load(path)`, `open(path)`, `path.read_text()`): its line and the call as written.
+    /// (`torch.load(path)`, `open(path)`, `path.read_text()`, or a call of a project function
+    /// that reads the file its argument names, [`MAX_READ_DEPTH`] calls deep): its line and the
+    /// call as written.
     pub fn file_read(
         &self,
         module: &Module,
         first: u32,
         last: u32,
         path: &str,
+    ) -> Option<(u32, String)> {
+        self.file_read_within(module, first, last, path, 0)
+    }
+
+    fn file_read_within(
+        &self,
+        module: &Module,
+        first: u32,
+        last: u32,
+        path: &str,
+        depth: usize,
     ) -> Option<(u32, String)> {
         let scope = Scope::at(module, first);
         let suite = scope.suite;
@@ -69,10 +82,13 @@ impl Analysis<'_> {
             for header in header_exprs(stmt) {
                 crate::expr::walk(header, &mut |x| {
                     let Expr::Call(c) = x else { return };
-                    if found.is_none()
-                        && path_of(&mut eval, c, c.start(), reads)
-                            .is_some_and(|p| normal(eval.text(p)) == path)
-                    {
+                    if found.is_some() {
+                        return;
+                    }
+                    let reads_path = path_of(&mut eval, c, c.start(), reads)
+                        .is_some_and(|p| normal(eval.text(p)) == path)
+                        || self.helper_reads(&mut eval, c, path, depth);
+                    if reads_path {
                         found = Some((module.line_of(c.start()), eval.text(x).to_owned()));
                     }
                 });
@@ -80,7 +96,44 @@ impl Analysis<'_> {
         });
         found
     }
+
+    /// Whether `c` calls a project function that reads the file named by the argument `c`
+    /// passes as `path` (`load_state(path)` where `def load_state(p): return torch.load(p)`).
+    fn helper_reads(&self, e: &mut Eval<'_, '_>, c: &ExprCall, path: &str, depth: usize) -> bool {
+        if depth >= MAX_READ_DEPTH
+            || !c
+                .arguments
+                .args
+                .iter()
+                .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                .any(|a| normal(e.text(a)) == path)
+        {
+            return false;
+        }
+        let Sym::Function(f) = e.resolve(&c.func, c.start()) else { return false };
+        let home: &Module = f.module.as_deref().unwrap_or(e.module);
+        let Some(def) = def_at(home, f.def) else { return false };
+        let (Some(body_first), Some(body_last)) = (def.body.first(), def.body.last()) else {
+            return false;
+        };
+        let (first, _) = lines_of(home, body_first);
+        let (_, last) = lines_of(home, body_last);
+        let through_instance = f.is_method && matches!(&*c.func, Expr::Attribute(_));
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        parameters.iter().any(|p| {
+            argument_for(&parameters, through_instance, c, p)
+                .is_some_and(|a| normal(e.text(a)) == path)
+                && self.file_read_within(home, first, last, p, depth + 1).is_some()
+        })
+    }
 }
+
+/// How many project calls deep a read of a probed file is followed.
+const MAX_READ_DEPTH: usize = 2;
 
 /// The names a file-system probe can be spelled with in `module`: the table's own, and the
 /// names its top-level imports bind them to (`from os.path import isfile as have`). A test that
