@@ -1,9 +1,10 @@
-# expect: DSY007 at line 29
-# expect: DSY007 at line 38
-# expect: DSY007 at line 50
-# expect: DSY007 at line 63
-# expect: DSY007 at line 76
-# expect: DSY007 at line 96
+# expect: DSY007 at line 30
+# expect: DSY007 at line 39
+# expect: DSY007 at line 51
+# expect: DSY007 at line 64
+# expect: DSY007 at line 77
+# expect: DSY007 at line 97
+# expect: DSY007 at line 109
 """Resume code that asks every rank whether a file exists, but reads it on one rank only and
 broadcasts what it read: a rank whose view of the file system differs (a node-local disk, a
 shared file system's cached attributes, a file rank 0 wrote a moment ago) takes the other way
@@ -100,3 +101,14 @@ class Loader:
             dist.broadcast_object_list(obj, src=0)
             return obj[0]
         return None
+
+
+def restore_optimizer(optimizer, root):
+    # The same file spelled through wrappers: `Path(root) / ...`, `.resolve()`, `os.fspath`.
+    state_file = Path(root) / "optimizer.pt"
+    if state_file.resolve().is_file():
+        box = [None]
+        if dist.get_rank() == 0:
+            box[0] = torch.load(os.fspath(state_file), map_location="cpu")
+        dist.broadcast_object_list(box, src=0)
+        optimizer.load_state_dict(box[0])

@@ -121,3 +121,24 @@ def load(p, q):
     assert_eq!(analysis.file_read(&m, 9, 12, "q"), Some((9, "T.load(q)".to_owned())));
     assert_eq!(analysis.file_read(&m, 11, 11, "q"), None);
 }
+
+#[test]
+fn a_path_read_through_wrappers_is_the_path_probed() {
+    let src = "\
+import os
+from pathlib import Path
+import torch
+
+def load(p):
+    if Path(p).resolve().exists():
+        state = torch.load(str(Path(p)))
+        other = torch.load(Path(p) / 'x')
+";
+    let m = Module::parse(src);
+    let analysis = Analysis::default();
+    let probes = analysis.file_probes(&m, 6, "Path(p).resolve().exists()");
+    assert_eq!(probes.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(), ["p"]);
+    // `Path(p) / 'x'` is another file.
+    assert_eq!(analysis.file_read(&m, 7, 8, "p"), Some((7, "torch.load(str(Path(p)))".to_owned())));
+    assert_eq!(analysis.file_read(&m, 8, 8, "p"), None);
+}

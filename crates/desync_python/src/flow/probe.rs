@@ -125,9 +125,10 @@ impl Analysis<'_> {
             .map(|p| p.parameter.name.id.to_string())
             .collect();
         parameters.iter().any(|p| {
-            argument_for(&parameters, through_instance, c, p)
-                .is_some_and(|a| normal(e.text(a)) == path)
-                && self.file_read_within(home, first, last, p, depth + 1).is_some()
+            argument_for(&parameters, through_instance, c, p).is_some_and(|a| {
+                let a = same_file(e, a, c.start());
+                normal(e.text(a)) == path
+            }) && self.file_read_within(home, first, last, p, depth + 1).is_some()
         })
     }
 }
@@ -153,11 +154,41 @@ pub fn file_probe_spellings(module: &Module) -> Vec<String> {
     probes.words().chain(renamed).map(str::to_owned).collect()
 }
 
-/// The path `c` asks about or opens, when it is one of `calls`: the first argument of a
-/// function of the table (resolved through the file's imports), or the object a method of the
-/// table is called on (`p.exists()`: a method of that name on a path; the caller shows it is
-/// one when it needs to).
+/// The path `c` asks about or opens, when it is one of `calls`, through any wrapper that names
+/// the same file (`torch.load(Path(p))` opens `p`).
 fn path_of<'a>(
+    e: &mut Eval<'_, '_>,
+    c: &'a ExprCall,
+    at: TextSize,
+    calls: &FileCalls,
+) -> Option<&'a Expr> {
+    called_on(e, c, at, calls).map(|p| same_file(e, p, at))
+}
+
+/// What `path` names the file of, through the table's `path_wrappers` (`Path(p)`, `str(p)`,
+/// `p.resolve()` name the file `p` names).
+fn same_file<'a>(e: &mut Eval<'_, '_>, path: &'a Expr, at: TextSize) -> &'a Expr {
+    let wrappers = &knowledge().path_wrappers;
+    let mut path = path;
+    for _ in 0..MAX_WRAPPERS {
+        let Expr::Call(c) = path else { break };
+        let single = c.arguments.keywords.is_empty() && c.arguments.args.len() <= 1;
+        match called_on(e, c, at, wrappers) {
+            Some(inner) if single => path = inner,
+            _ => break,
+        }
+    }
+    path
+}
+
+/// How many wrappers deep a path is unwrapped (`str(Path(p).resolve())`).
+const MAX_WRAPPERS: usize = 4;
+
+/// What `c` is called on, when it is one of `calls`: the first argument of a function of the
+/// table (resolved through the file's imports), or the object a method of the table is called
+/// on (`p.exists()`: a method of that name on a path; the caller shows it is one when it needs
+/// to).
+fn called_on<'a>(
     e: &mut Eval<'_, '_>,
     c: &'a ExprCall,
     at: TextSize,

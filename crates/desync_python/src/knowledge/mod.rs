@@ -238,6 +238,8 @@ struct Raw {
     #[serde(default)]
     file_reads: Option<FileCalls>,
     #[serde(default)]
+    path_wrappers: Option<FileCalls>,
+    #[serde(default)]
     copy: Vec<CopyCall>,
 }
 
@@ -343,6 +345,8 @@ pub struct Knowledge {
     pub file_probes: FileCalls,
     /// Calls that read a file's contents (`torch.load`, `open`).
     pub file_reads: FileCalls,
+    /// Calls that name the same file as their argument (`Path(p)`, `str(p)`, `p.resolve()`).
+    pub path_wrappers: FileCalls,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
 }
@@ -458,6 +462,7 @@ impl Knowledge {
                 .unwrap_or_default(),
             file_probes: raw.file_probes.unwrap_or_default(),
             file_reads: raw.file_reads.unwrap_or_default(),
+            path_wrappers: raw.path_wrappers.unwrap_or_default(),
             copies: raw
                 .copy
                 .into_iter()
