@@ -107,15 +107,15 @@ fn probed_collective(ctx: &Context<'_>, cond: &Conditional, spellings: &[String]
                 };
                 let message = format!(
                     "{} runs only on the ranks {taken}, a test each rank answers from its own \
-                     view of the file system (`{}`), yet only the ranks where `{}` read the \
-                     file (`{}` at line {}): a rank that does not see it (a node-local disk, a \
-                     shared file system's cached attributes, a write not yet visible) takes the \
-                     other way and its peers wait",
+                     view of the file system (`{}`), yet only some ranks read the file (`{}` \
+                     at line {}, under `{}`): a rank that does not see it (a node-local disk, \
+                     a shared file system's cached attributes, a write not yet visible) takes \
+                     the other way and its peers wait",
                     site.describe(),
                     super::short(&probe.probe),
-                    super::short(&read.rank_test),
                     super::short(&read.call),
                     read.line,
+                    super::short(&read.rank_test),
                 );
                 let keyword = if clause.line == cond.line { "if" } else { "elif" };
                 return Some(Raw {
@@ -152,12 +152,23 @@ fn skipped_by_exit(
     body: LineRange,
     end: u32,
 ) -> Option<(u32, LineRange)> {
-    let jump =
-        ctx.outline.jumps.iter().find(|j| j.function == cond.function && body.contains(j.line))?;
+    // The clause's last exit: the one it ends with when it ends with one.
+    let jump = ctx
+        .outline
+        .jumps
+        .iter()
+        .filter(|j| j.function == cond.function && body.contains(j.line))
+        .max_by_key(|j| j.line)?;
     let last = match jump.construct {
         Construct::Return => ctx.function(cond.function?)?.end_line,
         Construct::Continue | Construct::Break => {
-            ctx.innermost_loop(cond.function, cond.line)?.body.last
+            let around = ctx.innermost_loop(cond.function, cond.line)?;
+            // A `continue` of a loop inside the clause leaves only that loop.
+            let own = ctx.innermost_loop(cond.function, jump.line)?;
+            if own.line != around.line {
+                return None;
+            }
+            around.body.last
         }
         _ => return None,
     };

@@ -75,3 +75,17 @@ def a_helper_that_only_names_the_file(path):
         if dist.get_rank() == 0:
             _announce(path)
         dist.barrier()
+
+
+def an_inner_loop_skips_its_own_items(path, shards):
+    # The `continue` belongs to the loop inside the clause, not to the loop around the `if`.
+    for shard in shards:
+        if not os.path.exists(path):
+            for piece in shard:
+                if piece is None:
+                    continue
+                print(piece)
+        box = [None]
+        if dist.get_rank() == 0:
+            box[0] = torch.load(path)
+        dist.broadcast_object_list(box, src=0)
