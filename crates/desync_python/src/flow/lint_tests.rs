@@ -129,16 +129,25 @@ import os
 from pathlib import Path
 import torch
 
+def read(where):
+    return torch.load(where)
+
 def load(p):
     if Path(p).resolve().exists():
         state = torch.load(str(Path(p)))
         other = torch.load(Path(p) / 'x')
+        again = read(Path(p))
 ";
     let m = Module::parse(src);
     let analysis = Analysis::default();
-    let probes = analysis.file_probes(&m, 6, "Path(p).resolve().exists()");
+    let probes = analysis.file_probes(&m, 9, "Path(p).resolve().exists()");
     assert_eq!(probes.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(), ["p"]);
     // `Path(p) / 'x'` is another file.
-    assert_eq!(analysis.file_read(&m, 7, 8, "p"), Some((7, "torch.load(str(Path(p)))".to_owned())));
-    assert_eq!(analysis.file_read(&m, 8, 8, "p"), None);
+    assert_eq!(
+        analysis.file_read(&m, 10, 11, "p"),
+        Some((10, "torch.load(str(Path(p)))".to_owned()))
+    );
+    assert_eq!(analysis.file_read(&m, 11, 11, "p"), None);
+    // A project function handed `Path(p)` reads `p`.
+    assert_eq!(analysis.file_read(&m, 12, 12, "p"), Some((12, "read(Path(p))".to_owned())));
 }

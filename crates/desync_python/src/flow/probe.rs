@@ -101,12 +101,12 @@ impl Analysis<'_> {
     /// passes as `path` (`load_state(path)` where `def load_state(p): return torch.load(p)`).
     fn helper_reads(&self, e: &mut Eval<'_, '_>, c: &ExprCall, path: &str, depth: usize) -> bool {
         if depth >= MAX_READ_DEPTH
-            || !c
-                .arguments
-                .args
-                .iter()
-                .chain(c.arguments.keywords.iter().map(|k| &k.value))
-                .any(|a| normal(e.text(a)) == path)
+            || !c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value)).any(
+                |a| {
+                    let a = same_file(e, a, c.start());
+                    normal(e.text(a)) == path
+                },
+            )
         {
             return false;
         }
