@@ -101,12 +101,12 @@ impl Analysis<'_> {
     /// passes as `path` (`load_state(path)` where `def load_state(p): return torch.load(p)`).
     fn helper_reads(&self, e: &mut Eval<'_, '_>, c: &ExprCall, path: &str, depth: usize) -> bool {
         if depth >= MAX_READ_DEPTH
-            || !c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value)).any(
-                |a| {
-                    let a = same_file(e, a, c.start());
-                    normal(e.text(a)) == path
-                },
-            )
+            || !c
+                .arguments
+                .args
+                .iter()
+                .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                .any(|a| names_file(e, a, c.start(), path))
         {
             return false;
         }
@@ -125,10 +125,9 @@ impl Analysis<'_> {
             .map(|p| p.parameter.name.id.to_string())
             .collect();
         parameters.iter().any(|p| {
-            argument_for(&parameters, through_instance, c, p).is_some_and(|a| {
-                let a = same_file(e, a, c.start());
-                normal(e.text(a)) == path
-            }) && self.file_read_within(home, first, last, p, depth + 1).is_some()
+            argument_for(&parameters, through_instance, c, p)
+                .is_some_and(|a| names_file(e, a, c.start(), path))
+                && self.file_read_within(home, first, last, p, depth + 1).is_some()
         })
     }
 }
@@ -179,6 +178,12 @@ fn same_file<'a>(e: &mut Eval<'_, '_>, path: &'a Expr, at: TextSize) -> &'a Expr
         }
     }
     path
+}
+
+/// Whether `expr` names the file `path` (as [`normal`] writes it), through wrappers.
+fn names_file(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, path: &str) -> bool {
+    let expr = same_file(e, expr, at);
+    normal(e.text(expr)) == path
 }
 
 /// How many wrappers deep a path is unwrapped (`str(Path(p).resolve())`).
