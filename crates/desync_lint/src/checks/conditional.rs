@@ -114,17 +114,12 @@ fn judge_if(ctx: &Context<'_>, cond: &Conditional, turns: &super::turns::Memo) -
     if super::turns::same_on_every_rank(ctx, cond, turns) {
         return None;
     }
-    let ops = |c: &Vec<&Site<'_>>| {
-        let mut v: Vec<String> = c.iter().map(|s| s.op.clone()).collect();
-        v.sort_unstable();
-        v
-    };
     let keyed = |c: &Vec<&Site<'_>>| -> Vec<(String, Option<String>)> {
         c.iter().map(|s| (s.op.clone(), s.group().map(str::to_owned))).collect()
     };
-    let first_ops = ops(&clauses[0]);
+    let first_ops = clause_ops(&clauses[0]);
     let first_keys = keyed(&clauses[0]);
-    let differs = clauses.iter().position(|c| ops(c) != first_ops);
+    let differs = clauses.iter().position(|c| clause_ops(c) != first_ops);
     let reordered = clauses.iter().position(|c| keyed(c) != first_keys);
     let condition = format!("`{}` ({})", short(&test), explain(&deps));
     let rank_evidence_indirect = indirect(deps.iter().filter(|d| d.kind == DependenceKind::RankId));
@@ -179,6 +174,13 @@ fn judge_if(ctx: &Context<'_>, cond: &Conditional, turns: &super::turns::Memo) -
         }));
     }
     None
+}
+
+/// The ops a clause issues, as a multiset (sorted).
+pub(super) fn clause_ops(clause: &[&Site<'_>]) -> Vec<String> {
+    let mut v: Vec<String> = clause.iter().map(|s| s.op.clone()).collect();
+    v.sort_unstable();
+    v
 }
 
 /// The collectives of `x` that `y` has no counterpart for (by op, each counterpart used once).

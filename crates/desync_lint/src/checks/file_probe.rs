@@ -19,8 +19,8 @@
 use desync_python::{Conditional, Construct, LineRange};
 
 use super::Raw;
-use super::conditional::{clause_sites, rank_test};
-use crate::context::{Context, Site};
+use super::conditional::{clause_ops, clause_sites, rank_test};
+use crate::context::Context;
 use crate::rule::Rule;
 
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
@@ -28,7 +28,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let spellings = desync_python::file_probe_spellings(ctx.module);
     for cond in &ctx.outline.conditionals {
         // Most `if`s neither hold a collective nor leave before one.
-        let end = cond.clauses.last().map_or(cond.line, |c| c.body.last);
+        let end = cond.last_line();
         let holds_site = ctx.sites_in(cond.function, cond.line, end).next().is_some();
         let leaves = || {
             ctx.outline
@@ -40,7 +40,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             continue;
         }
         // An `if` the rank decides is DSY001's (asked last: it is the costly question).
-        if let Some(raw) = probed_collective(ctx, cond, &spellings)
+        if let Some(raw) = probed_collective(ctx, cond, end, &spellings)
             && rank_test(ctx, cond).is_none()
         {
             out.push(raw);
@@ -53,9 +53,13 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
 /// of the rank, around a collective not every outcome of the test leads to: in a clause the
 /// test chooses (the other clauses issue other collectives), or after the `if` when the clause
 /// leaves (`if not path.exists(): return`).
-fn probed_collective(ctx: &Context<'_>, cond: &Conditional, spellings: &[String]) -> Option<Raw> {
+fn probed_collective(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+    end: u32,
+    spellings: &[String],
+) -> Option<Raw> {
     let mut clauses = None;
-    let end = cond.clauses.last().map_or(cond.line, |c| c.body.last);
     for (i, clause) in cond.clauses.iter().enumerate() {
         let Some(test) = &clause.test else { continue };
         let test_line = clause.test_line.unwrap_or(clause.line);
@@ -73,7 +77,7 @@ fn probed_collective(ctx: &Context<'_>, cond: &Conditional, spellings: &[String]
         // code its clause's exit skips when the clause issues none itself.
         let chosen = &clauses[i..];
         let mut regions: Vec<(LineRange, Outcome)> = Vec::new();
-        if chosen.iter().any(|c| ops(c) != ops(&chosen[0])) {
+        if chosen.iter().any(|c| clause_ops(c) != clause_ops(&chosen[0])) {
             regions.extend(
                 cond.clauses[i..]
                     .iter()
@@ -198,7 +202,7 @@ fn read_on_some_ranks(
         .filter(|c| c.function == function && body.contains(c.line))
         .find_map(|guard| {
             let (_, rank_test, ..) = rank_test(ctx, guard)?;
-            let last = guard.clauses.last().map_or(guard.line, |c| c.body.last);
+            let last = guard.last_line();
             let (line, call) = guard.clauses.iter().find_map(|c| {
                 ctx.analysis().file_read(ctx.module, c.body.first, c.body.last, path)
             })?;
@@ -209,11 +213,4 @@ fn read_on_some_ranks(
                 guard: LineRange { first: guard.line, last },
             })
         })
-}
-
-/// The ops a clause issues, as a multiset.
-fn ops(clause: &[&Site<'_>]) -> Vec<String> {
-    let mut v: Vec<String> = clause.iter().map(|s| s.op.clone()).collect();
-    v.sort_unstable();
-    v
 }

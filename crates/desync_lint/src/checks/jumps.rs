@@ -188,7 +188,7 @@ fn exits_paired_across_roles(
         })
     };
     ctx.outline.conditionals.iter().filter(|c| c.function == function && c.has_else()).any(|c| {
-        let last = c.clauses.last().map_or(c.line, |clause| clause.body.last);
+        let last = c.last_line();
         let holds_jump = c.clauses.iter().any(|clause| clause.body.contains(jump_line));
         // The test's dependence is asked last: it follows the data, the rest reads the outline.
         let role_test = || {

@@ -70,7 +70,7 @@ impl Index {
         let mut open: Vec<usize> = Vec::new();
         for &i in &order {
             let c = &conds[i];
-            while open.last().is_some_and(|&t| last_line(&conds[t]) < c.line) {
+            while open.last().is_some_and(|&t| conds[t].last_line() < c.line) {
                 open.pop();
             }
             if let Some(&t) = open.last()
@@ -90,11 +90,6 @@ impl Index {
         let at = conds.iter().enumerate().map(|(i, c)| (c.line, i)).collect();
         Index { at, parent, children, jumps, loops }
     }
-}
-
-/// The last line of an `if` statement (its last clause's body).
-fn last_line(c: &Conditional) -> u32 {
-    c.clauses.last().map_or(c.line, |k| k.body.last)
 }
 
 /// The entries of a list sorted by line whose line is in `first..=last`.
@@ -297,7 +292,7 @@ fn body_paths(
     let mut steps: Vec<(u32, Step<'_, '_>)> = ctx
         .sites_in(cond.function, first, last)
         .filter(|s| !s.is_point_to_point())
-        .filter(|s| !direct.iter().any(|c| (c.line..=last_line(c)).contains(&s.line())))
+        .filter(|s| !direct.iter().any(|c| (c.line..=c.last_line()).contains(&s.line())))
         .map(|s| (s.line(), Step::Site(s)))
         .chain(direct.iter().map(|c| (c.line, Step::If(c))))
         .collect();

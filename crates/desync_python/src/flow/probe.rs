@@ -10,6 +10,7 @@ use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::{Sym, def_at};
+use super::sites::parameter_names;
 use super::value::{Eval, argument_for};
 use super::{Analysis, Deps};
 use crate::Module;
@@ -119,11 +120,7 @@ impl Analysis<'_> {
         let (first, _) = lines_of(home, body_first);
         let (_, last) = lines_of(home, body_last);
         let through_instance = f.is_method && matches!(&*c.func, Expr::Attribute(_));
-        let parameters: Vec<String> = def
-            .parameters
-            .iter_non_variadic_params()
-            .map(|p| p.parameter.name.id.to_string())
-            .collect();
+        let parameters = parameter_names(def);
         parameters.iter().any(|p| {
             argument_for(&parameters, through_instance, c, p)
                 .is_some_and(|a| names_file(e, a, c.start(), path))

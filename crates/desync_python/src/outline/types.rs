@@ -99,6 +99,11 @@ impl Conditional {
     pub fn has_else(&self) -> bool {
         self.clauses.len() > 1 && self.clauses.last().is_some_and(|c| c.test.is_none())
     }
+
+    /// The last line of the statement (its last clause's body).
+    pub fn last_line(&self) -> u32 {
+        self.clauses.last().map_or(self.line, |c| c.body.last)
+    }
 }
 
 /// One clause of a [`Conditional`].

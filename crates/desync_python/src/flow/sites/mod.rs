@@ -967,7 +967,7 @@ fn through_own_object(c: &ExprCall, caller: &StmtFunctionDef) -> bool {
 }
 
 /// The names of `def`'s parameters, in order (`self` included for a method).
-fn parameter_names(def: &StmtFunctionDef) -> Vec<String> {
+pub(crate) fn parameter_names(def: &StmtFunctionDef) -> Vec<String> {
     def.parameters.iter_non_variadic_params().map(|p| p.parameter.name.id.to_string()).collect()
 }
 
