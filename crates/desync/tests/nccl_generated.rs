@@ -92,3 +92,33 @@ fn crash_of_one_rank() {
 fn straggler_rank() {
     check("straggler:rank=7,ms=60", "straggler", &[7]);
 }
+
+#[test]
+fn a_job_dumped_half_at_a_time_names_the_ranks_that_wait_for_the_others() {
+    // Ranks 0-7 dumped five collectives before ranks 8-15 (a job read while it runs, one half
+    // after the other): each half is still in its own newest collective, so the ranks blamed
+    // are themselves stuck, and the headline must say the *other* ranks wait, where they wait.
+    let dumped = |history: u64| {
+        let mut spec = Spec::new(WORLD, 400);
+        spec.history = Some(history);
+        spec.seed = 7;
+        let dir = tempfile::tempdir().unwrap();
+        write_dir(&Plan::new(&spec).unwrap(), dir.path(), "nccl_trace_rank_", Format::Pickle)
+            .unwrap();
+        dir
+    };
+    let (early, late) = (dumped(600), dumped(605));
+    let mixed = tempfile::tempdir().unwrap();
+    for rank in 0..WORLD {
+        let from = if rank < WORLD / 2 { &early } else { &late };
+        let name = format!("nccl_trace_rank_{rank}");
+        std::fs::copy(from.path().join(&name), mixed.path().join(&name)).unwrap();
+    }
+    let (_, json) = analyze(mixed.path());
+    let verdict = &json["verdict"];
+    assert_eq!(verdict["category"], "stall", "{verdict}");
+    assert_eq!(verdict["culprit_ranks"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+    let headline = verdict["headline"].as_str().unwrap();
+    assert!(headline.starts_with("rank(s) 8-15 wait in "), "{headline}");
+    assert!(headline.contains("seq 605 "), "where the later half waits: {headline}");
+}

@@ -497,8 +497,22 @@ fn stall(
         d.process_group = Some(pg);
         d.collective_seq_id = Some(seq);
     }
-    let waiting =
-        d.groups.iter().find(|g| g.stuck).map(|g| describe_wait(trace, g)).unwrap_or_default();
+    // Who waits, and where: the stuck ranks that are not culprits themselves, at the place of
+    // a group that waits for a culprit. (When every rank waited for is stuck too, the culprits
+    // are among the stuck, at their own earlier place.)
+    let waiters: RankSet =
+        stuck.as_slice().iter().copied().filter(|&r| !culprits.contains(r)).collect();
+    let waiters = if waiters.is_empty() { stuck.clone() } else { waiters };
+    let waits_for_culprit =
+        |g: &&BehaviourGroup| g.waiting_for.as_slice().iter().any(|&r| culprits.contains(r));
+    let waiting = d
+        .groups
+        .iter()
+        .filter(|g| g.stuck)
+        .find(waits_for_culprit)
+        .or_else(|| d.groups.iter().find(|g| g.stuck))
+        .map(|g| describe_wait(trace, g))
+        .unwrap_or_default();
     let last: Vec<String> = d
         .groups
         .iter()
@@ -517,7 +531,7 @@ fn stall(
         .collect();
     d.headline = format!(
         "rank(s) {} wait in {waiting}, which rank(s) {} never issued; they issued nothing conflicting (CPU-side stuck or slow: data loading, I/O, a host-side lock)",
-        stuck.brief(),
+        waiters.brief(),
         culprits.brief()
     );
     d.evidence.extend(last);
