@@ -1,7 +1,7 @@
 //! Where snapshots come from: a live job's debug-server workers (found through its `TCPStore`,
 //! or listed by hand), or a directory of dumps that a job rewrites.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -48,6 +48,10 @@ pub enum Snapshot {
         confirmed: Option<usize>,
         /// Bytes fetched or read for this snapshot.
         bytes: u64,
+        /// When each rank's recorder was written, where ranks were read far apart in time: a
+        /// directory's files, each written at its own moment (per-node agents, a job's own
+        /// dumps). Empty for a poll, which fetches every rank at once.
+        written_at: BTreeMap<u32, SystemTime>,
     },
 }
 
@@ -287,6 +291,7 @@ impl Live {
             active_only: fetch.active_only,
             confirmed,
             bytes: fetch.bytes,
+            written_at: BTreeMap::new(),
         })
     }
 }
@@ -435,6 +440,21 @@ fn decode_all(loader: &Loader, bodies: &BTreeMap<u32, (PathBuf, Vec<u8>)>) {
     });
 }
 
+/// Each rank's newest file time, by the rank its file's name carries.
+fn written_at(files: &[(PathBuf, SystemTime, u64)]) -> BTreeMap<u32, SystemTime> {
+    let mut times = BTreeMap::new();
+    for (path, modified, _) in files {
+        let Some((_, rank)) =
+            path.file_name().and_then(|n| desync_core::load::split_rank(n.to_str()?))
+        else {
+            continue;
+        };
+        let newest = times.entry(rank).or_insert(*modified);
+        *newest = (*newest).max(*modified);
+    }
+    times
+}
+
 /// A directory a job rewrites with fresh dumps (FR's pipe trigger, or
 /// `python -m desync_jobs.periodic_dump`). Reloaded when any file in it changes.
 pub struct Directory {
@@ -448,16 +468,22 @@ impl Directory {
         Self { dir, load, seen: None }
     }
 
-    /// Names, modification times and sizes of the files the loader would read (the same
-    /// recursive listing): cheap to take, and any rewrite changes it.
+    /// Names, modification times and sizes of the dumps the loader would read (the same
+    /// listing and selection: a writer's temporary files are not dumps): cheap to take, and
+    /// any rewrite changes it. A file gone between the listing and this look (renamed over,
+    /// removed with its rank) is left out; the next poll sees the directory as it is then.
     fn fingerprint(&self) -> std::io::Result<Vec<(PathBuf, SystemTime, u64)>> {
-        desync_core::load::walk(&self.dir)?
-            .into_iter()
-            .map(|path| {
-                let meta = std::fs::metadata(&path)?;
-                Ok((path, meta.modified()?, meta.len()))
-            })
-            .collect()
+        let listing = desync_core::load::walk(&self.dir)?;
+        let dumps = desync_core::load::classify(listing, self.load.prefix.as_deref()).candidates;
+        let mut files = Vec::with_capacity(dumps.len());
+        for dump in dumps {
+            match std::fs::metadata(&dump.path) {
+                Ok(meta) => files.push((dump.path, meta.modified()?, meta.len())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(files)
     }
 }
 
@@ -467,13 +493,19 @@ impl Source for Directory {
     }
 
     fn snapshot(&mut self, _: Detail) -> Result<Snapshot, SourceError> {
-        let fingerprint = self.fingerprint().map_err(|source| {
-            SourceError::Load(desync_core::Error::Io { path: self.dir.clone(), source })
-        })?;
+        let listing =
+            |source| SourceError::Load(desync_core::Error::Io { path: self.dir.clone(), source });
+        let fingerprint = self.fingerprint().map_err(listing)?;
         if self.seen.as_ref() == Some(&fingerprint) {
             return Ok(Snapshot::Unchanged);
         }
         let trace = desync_core::load::load(&self.dir, &self.load, &desync_core::NoProgress)?;
+        // A file rewritten while the directory was read has no known time for what was read
+        // (and the next poll reads the directory again: it differs from `fingerprint`).
+        let after = self.fingerprint().map_err(listing)?;
+        let before: HashSet<_> = fingerprint.iter().collect();
+        let unchanged: Vec<_> = after.iter().filter(|f| before.contains(f)).cloned().collect();
+        let written_at = written_at(&unchanged);
         let bytes = fingerprint.iter().map(|(_, _, len)| len).sum();
         self.seen = Some(fingerprint);
         let expected = trace.ranks.len() + trace.missing_ranks.len();
@@ -485,6 +517,7 @@ impl Source for Directory {
             active_only: false,
             confirmed: None,
             bytes,
+            written_at,
         })
     }
 

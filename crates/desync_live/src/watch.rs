@@ -20,10 +20,12 @@
 //! Polls ask for active entries only where the source can give them (NCCL workers), and an
 //! alert is always decided on whole recorders: see [`take`] and docs/watch.md.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use desync_core::diagnose::Category;
+use desync_core::model::RankSet;
 use desync_core::{Analysis, bridge::SourceOptions};
 
 use crate::source::{Snapshot, Source};
@@ -329,7 +331,7 @@ pub fn watch(
                 status.active_only = active_only;
                 status.confirmed = confirmed;
                 status.bytes = bytes;
-                if let Some(headline) = finding.waiting_on_slow {
+                if let Some(headline) = finding.instead {
                     status.observed = Category::Inconclusive;
                     status.headline = headline;
                 }
@@ -399,6 +401,7 @@ struct Taken {
     active_only: bool,
     confirmed: Option<usize>,
     bytes: u64,
+    written_at: BTreeMap<u32, SystemTime>,
 }
 
 /// One snapshot with at most `detail`, analysed; `None`: nothing changed since the last.
@@ -416,13 +419,30 @@ fn analysed(
     snapshot: Result<Snapshot, crate::SourceError>,
     options: &WatchOptions,
 ) -> Result<Option<Taken>, crate::SourceError> {
-    let Snapshot::Taken { trace, expected, unreachable, slow, active_only, confirmed, bytes } =
-        snapshot?
+    let Snapshot::Taken {
+        trace,
+        expected,
+        unreachable,
+        slow,
+        active_only,
+        confirmed,
+        bytes,
+        written_at,
+    } = snapshot?
     else {
         return Ok(None);
     };
     let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
-    Ok(Some(Taken { analysis, expected, unreachable, slow, active_only, confirmed, bytes }))
+    Ok(Some(Taken {
+        analysis,
+        expected,
+        unreachable,
+        slow,
+        active_only,
+        confirmed,
+        bytes,
+        written_at,
+    }))
 }
 
 /// Ranks confirmed alone at most; a finding about more is confirmed from every rank.
@@ -448,23 +468,62 @@ struct Finding {
     urgency: Urgency,
     key: FindingKey,
     judgement: Judgement,
-    /// Set when the finding is only that slow workers did not answer: the status line instead.
-    waiting_on_slow: Option<String>,
+    /// Set when this snapshot alone cannot tell the finding from how it was read (slow workers
+    /// that did not answer, ranks read at different moments): what the status says instead.
+    instead: Option<String>,
 }
 
 impl Finding {
     fn of(taken: &Taken, judge: &mut Judge, now: Instant, lag: Duration) -> Self {
         let mut urgency = urgency(&taken.analysis);
         let mut key = FindingKey::of(&taken.analysis);
-        let waiting_on_slow = waits_only_on(&taken.analysis, &taken.slow);
-        if waiting_on_slow.is_some() {
+        let mut instead = waits_only_on(&taken.analysis, &taken.slow);
+        if instead.is_some() {
             // A worker too slow to answer is not a dead rank: nothing to judge yet.
             urgency = Urgency::None;
             key.category = Category::Inconclusive;
+        } else if urgency == Urgency::Progress {
+            // The judge's clock runs on: a finding that holds alerts after `lag` as before,
+            // whatever order the files happen to be written in.
+            instead = read_apart(&taken.analysis, &taken.written_at, lag);
         }
         let judgement = judge.judge(urgency, &key, now, lag);
-        Self { urgency, key, judgement, waiting_on_slow }
+        Self { urgency, key, judgement, instead }
     }
+}
+
+/// When a progress finding is what reading ranks at different moments shows (per-node agents
+/// rewriting one directory, each at its own time): every rank it blames was written before
+/// every rank waiting for it, and less than `lag` before. The blamed ranks may have moved on
+/// since, so this snapshot alone cannot tell; what to say instead. A recorder older than
+/// `lag` has stopped being refreshed, which is no reading artefact.
+fn read_apart(
+    a: &Analysis,
+    written_at: &BTreeMap<u32, SystemTime>,
+    lag: Duration,
+) -> Option<String> {
+    let d = &a.diagnosis;
+    let waiting: RankSet = d
+        .groups
+        .iter()
+        .filter(|g| g.waiting_for.as_slice().iter().any(|&r| d.culprit_ranks.contains(r)))
+        .flat_map(|g| g.ranks.as_slice().iter().copied())
+        .filter(|&r| !d.culprit_ranks.contains(r))
+        .collect();
+    let times = |ranks: &RankSet| -> Option<Vec<SystemTime>> {
+        ranks.as_slice().iter().map(|r| written_at.get(r).copied()).collect()
+    };
+    let culprits_newest = times(&d.culprit_ranks)?.into_iter().max()?;
+    let waiting_oldest = times(&waiting)?.into_iter().min()?;
+    let apart = waiting_oldest.duration_since(culprits_newest).ok()?;
+    (!apart.is_zero() && apart < lag).then(|| {
+        format!(
+            "rank(s) {} were written {} ms before rank(s) {} that wait for them: read at different moments, they may have moved on since; the next reading tells",
+            d.culprit_ranks.brief(),
+            apart.as_millis(),
+            waiting.brief()
+        )
+    })
 }
 
 /// When the snapshot reads as a crash only because some workers did not answer in time,

@@ -38,6 +38,7 @@ fn taken(trace: Trace, active_only: bool) -> Snapshot {
         active_only,
         confirmed: None,
         bytes: 1,
+        written_at: BTreeMap::new(),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::Progress;
 use crate::error::{DumpError, Error};
 use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 
-pub use discover::{Candidate, split_rank, walk};
+pub use discover::{Candidate, classify, split_rank, walk};
 pub use limits::{FileError, read_regular};
 pub use ownership::Ownership;
 
