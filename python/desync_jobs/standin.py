@@ -49,7 +49,9 @@ def synth_state(synth: Path, out: Path, ranks: int, fault: str, groups: str = ""
 def healthy_states(synth: Path, out: Path, ranks: int, groups: str = "",
                    count: int = 3) -> list[dict[str, Path]]:
     """A healthy job at `count` moments a few steps apart. One frozen snapshot of a job with a
-    collective in flight is what a hang looks like; a live job moves on between polls."""
+    collective in flight is what a hang looks like; a live job moves on between polls. The
+    stand-ins serve them in order, one per `step_s`, and then start over (a job that went back
+    in time): `count * step_s` should cover the healthy part of a run."""
     return [synth_state(synth, out / f"healthy-{i}", ranks, "none", groups,
                         history=2988 + 5 * i) for i in range(count)]
 
@@ -72,8 +74,8 @@ class Counters:
 
 
 class StandIns:
-    """`ranks` workers serving the `healthy` states in turn (a new one every `step_s`) until
-    `switch()`, then `fault`. `refuse_params`: answer 400 to any query parameter (a handler
+    """`ranks` workers serving the `healthy` states in turn (a new one every `step_s`, counted
+    from `start()`) until `switch()`, then `fault`. `refuse_params`: answer 400 to any query parameter (a handler
     that takes none)."""
 
     def __init__(self, ranks: int, healthy: list[dict[str, Path]], fault: dict[str, Path],
@@ -90,8 +92,10 @@ class StandIns:
         self._loop = asyncio.new_event_loop()
         self._servers: list[asyncio.base_events.Server] = []
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._started = time.monotonic()
 
     def start(self) -> "StandIns":
+        self._started = time.monotonic()
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(timeout=120)
         return self
@@ -169,7 +173,8 @@ class StandIns:
         if self.state == "fault":
             dirs = self.fault
         else:
-            dirs = self.healthy[int(time.monotonic() / self.step_s) % len(self.healthy)]
+            moment = int((time.monotonic() - self._started) / self.step_s)
+            dirs = self.healthy[moment % len(self.healthy)]
         file = dirs[variant] / f"{PREFIX}{rank}"
         if not file.exists():  # a crashed rank: its worker is gone with it
             return 503, b"rank is gone", "other"

@@ -35,7 +35,8 @@ STALLED = 5
 @pytest.fixture(scope="module")
 def states(tmp_path_factory):
     out = tmp_path_factory.mktemp("standin")
-    healthy = healthy_states(synth_bin(), out, RANKS)
+    # 12 s of a job moving forward (8 states, 1.5 s apart): more than any test's healthy part.
+    healthy = healthy_states(synth_bin(), out, RANKS, count=8)
     fault = synth_state(synth_bin(), out / "fault", RANKS, f"stall:ranks={STALLED},seq=2300")
     return healthy, fault
 
