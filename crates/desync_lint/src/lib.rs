@@ -27,7 +27,8 @@
 //! table (the same ones `desync analyze` uses): a test depends on the rank only when the
 //! data shows it (`dist.get_rank()`, `LOCAL_RANK`, a framework's rank property, the process
 //! index a launcher passes, rank-local batches, caught exceptions...), parameters are decided
-//! by the calls of their function in the file, and configuration reads (`args.x`, `cfg.y`)
+//! by the calls of their function in the file (and, where the analysis would otherwise guess,
+//! by calls in the other linted files found by its name), and configuration reads (`args.x`, `cfg.y`)
 //! are assumed identical on every rank.
 
 mod checks;
@@ -233,7 +234,8 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
         .collect();
     // One project for every worker thread: the modules it parsed (linted or imported) and the
     // summaries of their helpers are shared by every file that imports them.
-    let project = desync_python::FileProject::new(roots);
+    // It knows its files: a function's callers in other files can be found by its name.
+    let project = desync_python::FileProject::new(roots).with_files(files.clone());
     let results: Vec<Result<Linted, LintError>> = files
         .par_iter()
         .map(|path| {

@@ -58,8 +58,9 @@ pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
 pub use expr::has_word;
 pub use flow::{
-    Analysis, Argument, CollectiveSite, Collectives, FileProbe, FileProject, Finding,
-    MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia, file_probe_spellings, merge_groups,
+    Analysis, Argument, ArgumentElsewhere, CollectiveSite, Collectives, FileProbe, FileProject,
+    Finding, MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia, file_probe_spellings,
+    merge_groups,
 };
 pub use module::Module;
 pub use nesting::MAX_NESTING;

@@ -7,7 +7,11 @@
 //! 2. **Process launchers of the table** (`torch.multiprocessing.spawn(worker, ...)` runs
 //!    `worker(i, ...)` in process `i`): the parameter they fill with the process index is the
 //!    rank.
-//! 3. **Data sources**: a parameter no call in view decides, that its function iterates
+//! 3. **Calls elsewhere in the tree**, found by the function's name where its own file does
+//!    not resolve them (`self.engine.generate(requests)` in another file), when the linted
+//!    tree has at most a few ([`Collectives::arguments_by_name`]): what each passes is
+//!    analysed at the call, one call out. Asked only where rule 4 would guess.
+//! 4. **Data sources**: a parameter no call in view decides, that its function iterates
 //!    (`for batch in loader:`, `for i, (x, y) in enumerate(loader)`, the entries of a mapping,
 //!    `for dtype, tensors in by_dtype.items()`, or a comprehension over it) in a function that
 //!    issues collectives, is taken as the rank's own data (a loader over its shard), as the
@@ -18,6 +22,7 @@
 //! Anything else a parameter could be stays unknown and decides nothing.
 //!
 //! [`Collectives::arguments_for`]: desync_python::Collectives::arguments_for
+//! [`Collectives::arguments_by_name`]: desync_python::Collectives::arguments_by_name
 
 use desync_python::{Dependence, DependenceKind, Finding, Function, has_word};
 
@@ -142,11 +147,16 @@ fn parameter_uncached(
         // A plain attribute of an item of what was only guessed to be a loader
         // (`p.requires_grad`, `info.world_size`) is more often a setting of a parameter or
         // state object than the rank's data: shown only as indirect evidence.
+        let Some(guess) = data_source(ctx, function, p) else { return Vec::new() };
+        // Callers the tree names decide instead of the guess (the function is no entry point),
+        // when what they pass is decided at the call.
+        if let Some(calls) = ctx.collectives.arguments_by_name(ctx.module, function.def_line, p)
+            && let Some(passed) = passed_elsewhere(ctx, p, &calls, asked)
+        {
+            return passed;
+        }
         let field = *asked == Asked::Field;
-        return data_source(ctx, function, p)
-            .map(|d| Dependence { indirect: d.indirect || field, ..d })
-            .into_iter()
-            .collect();
+        return vec![Dependence { indirect: guess.indirect || field, ..guess }];
     }
     let mut out = Vec::new();
     for arg in args {
@@ -165,27 +175,7 @@ fn parameter_uncached(
         if depth >= MAX_CALLER_DEPTH {
             continue;
         }
-        let analysis = ctx.analysis();
-        let found = match asked {
-            Asked::Structure => {
-                vec![analysis.structure_dependence(ctx.module, arg.line, &arg.text)]
-            }
-            Asked::Read => vec![analysis.read_dependence(ctx.module, arg.line, &arg.text)],
-            Asked::Field => vec![analysis.field_dependence(ctx.module, arg.line, &arg.text)],
-            Asked::Value => vec![analysis.dependence(ctx.module, arg.line, &arg.text)],
-            // `(arg)["iter_num"]` at the caller: the entry when `arg` is a dict written out
-            // with that key, a read of what it holds otherwise.
-            Asked::Entries(keys) => keys
-                .iter()
-                .map(|k| {
-                    analysis.read_dependence(
-                        ctx.module,
-                        arg.line,
-                        &format!("({})[{k:?}]", arg.text),
-                    )
-                })
-                .collect(),
-        };
+        let found = asked_of(ctx, ctx.module, arg.line, &arg.text, asked);
         for d in found.into_iter().flat_map(|f| resolve(ctx, arg.line, f, depth + 1)) {
             let evidence = format!(
                 "`{p}` = `{}` (passed by `{}` at line {}) ← {}",
@@ -195,6 +185,75 @@ fn parameter_uncached(
         }
     }
     out
+}
+
+/// What `text` at `line` of `module` (an argument a caller passes) depends on, as `asked`.
+fn asked_of(
+    ctx: &Context<'_>,
+    module: &desync_python::Module,
+    line: u32,
+    text: &str,
+    asked: &Asked,
+) -> Vec<Finding> {
+    let analysis = ctx.analysis();
+    match asked {
+        Asked::Structure => vec![analysis.structure_dependence(module, line, text)],
+        Asked::Read => vec![analysis.read_dependence(module, line, text)],
+        Asked::Field => vec![analysis.field_dependence(module, line, text)],
+        Asked::Value => vec![analysis.dependence(module, line, text)],
+        // `(arg)["iter_num"]` at the caller: the entry when `arg` is a dict written out with
+        // that key, a read of what it holds otherwise.
+        Asked::Entries(keys) => keys
+            .iter()
+            .map(|k| analysis.read_dependence(module, line, &format!("({text})[{k:?}]")))
+            .collect(),
+    }
+}
+
+/// What the calls found by name elsewhere pass for `p`, one call out; `None` when there are
+/// none, or when one forwards a parameter of its own function (`f(tensors)` inside
+/// `def g(self, tensors)`): the same data then comes from one call further out, which is not
+/// followed from another file, so the question stays open and the guess stands. A value a
+/// caller builds is decided at the call; what it depends on through the caller's own
+/// parameters decides nothing, as past the last caller followed in the file.
+fn passed_elsewhere(
+    ctx: &Context<'_>,
+    p: &str,
+    calls: &[desync_python::ArgumentElsewhere],
+    asked: &Asked,
+) -> Option<Vec<Dependence>> {
+    if calls.is_empty() {
+        return None;
+    }
+    let forwards = |arg: &desync_python::ArgumentElsewhere| {
+        let function = arg.module.function_at(arg.line);
+        function.is_some_and(|f| f.parameters.iter().any(|q| q == arg.text.trim()))
+    };
+    if calls.iter().any(forwards) {
+        return None;
+    }
+    let mut found = Vec::new();
+    for arg in calls {
+        let file = arg
+            .module
+            .file_path()
+            .and_then(|f| f.file_name())
+            .map_or_else(|| "another file".to_owned(), |name| name.to_string_lossy().into_owned());
+        for f in asked_of(ctx, &arg.module, arg.line, &arg.text, asked) {
+            found.push((arg, file.clone(), f));
+        }
+    }
+    let mut out = Vec::new();
+    for (arg, file, f) in found {
+        for d in f.dependence {
+            let evidence = format!(
+                "`{p}` = `{}` (passed by `{}` at line {} of {file}) ← {}",
+                arg.text, arg.call, arg.line, d.evidence
+            );
+            push(&mut out, Dependence { evidence, groups: Vec::new(), ..d });
+        }
+    }
+    Some(out)
 }
 
 /// A parameter its function iterates, in a function that issues collectives: the rank's own

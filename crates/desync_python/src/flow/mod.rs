@@ -50,7 +50,7 @@ pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
 pub(crate) use resolve::Sym;
 pub(crate) use sites::Gate;
-pub use sites::{Argument, CollectiveSite, Collectives, RankOnly, SiteVia};
+pub use sites::{Argument, ArgumentElsewhere, CollectiveSite, Collectives, RankOnly, SiteVia};
 pub(crate) use summary::Summary;
 
 /// How many bindings deep a value is followed before it is left opaque.

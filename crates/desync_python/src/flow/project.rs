@@ -5,7 +5,7 @@
 //! only through the knowledge table.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -23,6 +23,13 @@ pub trait Project {
 
     /// Where what the project's functions issue is kept across analyses, if anywhere.
     fn helper_memo(&self) -> Option<&HelperMemo> {
+        None
+    }
+
+    /// The project's files whose text calls `name` (`name(` or `.name(`, as a word), when the
+    /// project knows which files it is made of (a linted tree); `None` where it does not.
+    fn files_calling(&self, name: &str) -> Option<Vec<PathBuf>> {
+        let _ = name;
         None
     }
 }
@@ -65,6 +72,12 @@ pub struct FileProject {
     /// What each folder an import candidate was looked for in holds, read once
     /// ([`FileProject::is_file`]); empty for a folder that cannot be read.
     listings: Mutex<HashMap<PathBuf, Arc<Listing>>>,
+    /// The files the project is made of, when the caller listed them
+    /// ([`FileProject::with_files`]).
+    listed: Vec<PathBuf>,
+    /// For each name some listed file calls, which files (indices into `listed`): built on
+    /// the first question ([`Project::files_calling`]), one read of the tree.
+    called: OnceLock<HashMap<Box<str>, Vec<u32>>>,
 }
 
 /// Larger files are not training code worth following (and would slow every analysis).
@@ -92,7 +105,37 @@ impl FileProject {
             files: Mutex::default(),
             probed: Mutex::default(),
             listings: Mutex::default(),
+            listed: Vec::new(),
+            called: OnceLock::new(),
         }
+    }
+
+    /// The same project, told which files it is made of (`desync lint`'s files): calls of a
+    /// function from any of them can then be found by its name ([`Project::files_calling`]).
+    #[must_use]
+    pub fn with_files(mut self, files: Vec<PathBuf>) -> FileProject {
+        self.listed = files;
+        self
+    }
+
+    /// [`FileProject::called`], built: each listed file read once, the names it calls noted.
+    fn called_index(&self) -> HashMap<Box<str>, Vec<u32>> {
+        let mut index: HashMap<Box<str>, Vec<u32>> = HashMap::default();
+        for (i, path) in self.listed.iter().enumerate() {
+            let Some(text) = read_python(path) else { continue };
+            let i = i as u32;
+            for name in called_names(&text) {
+                // Files are visited in order: a file already noted for a name is its last.
+                match index.get_mut(name) {
+                    Some(files) if files.last() == Some(&i) => {}
+                    Some(files) => files.push(i),
+                    None => {
+                        index.insert(name.into(), vec![i]);
+                    }
+                }
+            }
+        }
+        index
     }
 
     pub fn roots(&self) -> &[PathBuf] {
@@ -305,6 +348,27 @@ impl Project for FileProject {
     fn helper_memo(&self) -> Option<&HelperMemo> {
         Some(&self.helpers)
     }
+
+    fn files_calling(&self, name: &str) -> Option<Vec<PathBuf>> {
+        if self.listed.is_empty() {
+            return None;
+        }
+        let index = self.called.get_or_init(|| self.called_index());
+        let files = index.get(name).map(Vec::as_slice).unwrap_or_default();
+        Some(files.iter().map(|&i| self.listed[i as usize].clone()).collect())
+    }
+}
+
+/// The names `text` calls: each identifier followed at once by `(`, comments and strings
+/// included (a name found there only costs a look at the file's calls).
+fn called_names(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let word = |b: u8| b == b'_' || b.is_ascii_alphanumeric();
+    memchr::memchr_iter(b'(', bytes).filter_map(move |paren| {
+        let start = bytes[..paren].iter().rposition(|&b| !word(b)).map_or(0, |i| i + 1);
+        // A run that starts with a digit is a number (`2e5(`), not a name.
+        (start < paren && !bytes[start].is_ascii_digit()).then(|| &text[start..paren])
+    })
 }
 
 /// The folder above the outermost package holding `root` (each folder from `root` up holds an
@@ -353,6 +417,14 @@ mod tests {
 
     /// A linted file's parse is reused by a later import of it, and an imported file's by a
     /// later lint of it, each labelled with its own path; a changed text is parsed anew.
+    #[test]
+    fn called_names_are_words_followed_by_a_parenthesis() {
+        let text =
+            "x = self.engine.generate(batch)\nprint (y)\n# see run_step(\n2e5(\nf(g(h), k)\n";
+        let names: Vec<&str> = called_names(text).collect();
+        assert_eq!(names, ["generate", "run_step", "f", "g"]);
+    }
+
     #[test]
     fn linted_and_imported_files_share_one_parse() {
         let dir = tempfile::tempdir().unwrap();

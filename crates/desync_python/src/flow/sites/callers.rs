@@ -6,6 +6,7 @@
 //! `@accelerator.on_main_process`): their bodies run on some ranks only.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
@@ -34,6 +35,24 @@ pub struct Argument {
     /// The parameter receives the process index from a launcher of the table: it is the rank.
     pub process_index: bool,
 }
+
+/// What one call found by the function's name elsewhere in the project passes for a parameter
+/// ([`Collectives::arguments_by_name`]).
+#[derive(Debug, Clone)]
+pub struct ArgumentElsewhere {
+    /// The module holding the call.
+    pub module: Arc<Module>,
+    /// 1-based line where the argument's expression starts, in `module`.
+    pub line: u32,
+    /// Source text of the argument.
+    pub text: String,
+    /// The call, shortened.
+    pub call: String,
+}
+
+/// Calls found by a function's name at most: a name called from more places than this is too
+/// common (`step`, `update`) to tell its own callers from those of its namesakes.
+const MAX_CALLS_BY_NAME: usize = 16;
 
 /// A function whose body runs on some ranks only, because of a decorator of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +138,67 @@ impl Collectives<'_, '_> {
             }
         }
         out
+    }
+
+    /// What the calls of the function whose `def` is on `def_line` that its own module does
+    /// not resolve pass for `parameter`, found by the function's name across the project
+    /// (`self.controller.generate(requests)` in another file calls the method `generate`;
+    /// a method is called on an attribute, a function by its name or a module's): one entry
+    /// per call that passes it (a call that leaves it to its default passes nothing to
+    /// follow). `None` when the project does not know its files, or when more than
+    /// [`MAX_CALLS_BY_NAME`] calls spell the name. The function's calls of itself are not
+    /// its callers.
+    pub fn arguments_by_name(
+        &self,
+        module: &Module,
+        def_line: u32,
+        parameter: &str,
+    ) -> Option<Vec<ArgumentElsewhere>> {
+        let project = self.cx.project?;
+        let def = def_on_line(module, def_line)?;
+        let name = def.name.id.as_str();
+        let parameters: Vec<String> = def
+            .parameters
+            .iter_non_variadic_params()
+            .map(|p| p.parameter.name.id.to_string())
+            .collect();
+        // A method is bound where it is called: its first parameter is the object.
+        let is_method = module.class_at(def_line).is_some()
+            && parameters.first().is_some_and(|p| p == "self" || p == "cls");
+        let own = (module.file_path(), tree::lines_of(module, def));
+        let mut calls = 0;
+        let mut out = Vec::new();
+        for path in project.files_calling(name)? {
+            let Some(other) = project.load(&path) else { continue };
+            let index = other.calls().get_or_init(|| call_index(&other));
+            for &(_, start) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
+                let Some(call) = tree::call_starting_at(other.body(), start) else { continue };
+                let spelled = match &*call.func {
+                    Expr::Attribute(a) => a.attr.id.as_str() == name,
+                    Expr::Name(n) => !is_method && n.id.as_str() == name,
+                    _ => false,
+                };
+                let line = other.line_of(call.start());
+                let in_itself =
+                    same_file(other.file_path(), own.0) && (own.1.0..=own.1.1).contains(&line);
+                if !spelled || in_itself || !fits(def, is_method, call) {
+                    continue;
+                }
+                calls += 1;
+                if calls > MAX_CALLS_BY_NAME {
+                    return None;
+                }
+                if let Some(arg) = argument_for(&parameters, is_method, call, parameter) {
+                    out.push(ArgumentElsewhere {
+                        module: Arc::clone(&other),
+                        line: other.line_of(arg.start()),
+                        text: other.text(arg.range()).to_owned(),
+                        call: crate::expr::snippet(other.text(call.range())),
+                    });
+                }
+            }
+        }
+        Some(out)
     }
 
     /// Where the function whose `def` is on `def_line` passes `parameter` as this process's
@@ -338,6 +418,42 @@ fn call_index(module: &Module) -> CallIndex {
         }
     });
     index
+}
+
+/// Whether `call` could be a call of `def` by its arguments: every keyword names one of its
+/// parameters and the positional ones fit, unless it takes `**kwargs` or `*args`. Namesakes
+/// (an engine's `allreduce_no_retain(bucket, dp_group=g)` beside an optimizer's
+/// `allreduce_no_retain(bucket, group=g)`) mostly differ there.
+fn fits(def: &StmtFunctionDef, is_method: bool, call: &ExprCall) -> bool {
+    let parameters = &def.parameters;
+    let named = |name: &str| {
+        parameters.iter_non_variadic_params().any(|p| p.parameter.name.id.as_str() == name)
+    };
+    let keywords_fit = parameters.kwarg.is_some()
+        || call
+            .arguments
+            .keywords
+            .iter()
+            .all(|k| k.arg.as_ref().is_none_or(|a| named(a.id.as_str())));
+    let positional = (parameters.posonlyargs.len() + parameters.args.len())
+        .saturating_sub(usize::from(is_method));
+    let positional_fit = parameters.vararg.is_some() || call.arguments.args.len() <= positional;
+    keywords_fit && positional_fit
+}
+
+/// Whether two modules' paths name one file (the project's loads are canonical, a linted
+/// file's path is as given).
+fn same_file(a: Option<&std::path::Path>, b: Option<&std::path::Path>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            a == b
+                || std::fs::canonicalize(a)
+                    .ok()
+                    .zip(std::fs::canonicalize(b).ok())
+                    .is_some_and(|(a, b)| a == b)
+        }
+        _ => false,
+    }
 }
 
 /// The `def` whose name is on `line`.

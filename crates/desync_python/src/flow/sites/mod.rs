@@ -28,7 +28,7 @@ use smallvec::SmallVec;
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
-pub use callers::{Argument, RankOnly};
+pub use callers::{Argument, ArgumentElsewhere, RankOnly};
 use facts::Facts;
 
 use super::resolve::{FnRef, Sym, def_at};
