@@ -144,9 +144,6 @@ fn parameter_uncached(
         if structural {
             return Vec::new();
         }
-        // A plain attribute of an item of what was only guessed to be a loader
-        // (`p.requires_grad`, `info.world_size`) is more often a setting of a parameter or
-        // state object than the rank's data: shown only as indirect evidence.
         let Some(guess) = data_source(ctx, function, p) else { return Vec::new() };
         // Callers the tree names decide instead of the guess (the function is no entry point),
         // when what they pass is decided at the call.
@@ -155,6 +152,9 @@ fn parameter_uncached(
         {
             return passed;
         }
+        // A plain attribute of an item of what was only guessed to be a loader
+        // (`p.requires_grad`, `info.world_size`) is more often a setting of a parameter or
+        // state object than the rank's data: shown only as indirect evidence.
         let field = *asked == Asked::Field;
         return vec![Dependence { indirect: guess.indirect || field, ..guess }];
     }
