@@ -444,7 +444,8 @@ fn a_file_every_rank_tests_but_one_reads_is_reported_in_sarif() {
 /// own file cannot resolve), the caller decides instead: a value it builds from its own state
 /// carries no rank dependence; a caller that forwards its own parameter moves the question one
 /// call out, where it is not followed, so the guess stands; a namesake whose arguments do not fit
-/// the method (`model.generate(prompt, temperature=0.7)`) is no caller.
+/// the method (`model.generate(prompt, temperature=0.7)`), or a call the analysis resolves to
+/// another class's method, is no caller.
 #[test]
 fn callers_in_other_files_decide_what_a_method_iterates() {
     let dir = tempfile::tempdir().unwrap();
@@ -465,6 +466,13 @@ fn callers_in_other_files_decide_what_a_method_iterates() {
     )
     .unwrap();
     assert_eq!(findings_in(&root, Path::new(".")), guessed, "a namesake is no caller");
+    std::fs::write(
+        root.join("sampler.py"),
+        "class Sampler:\n    def generate(self, batches):\n        return batches\n\n\n\
+         def draw(pending):\n    return Sampler().generate(pending.snapshot())\n",
+    )
+    .unwrap();
+    assert_eq!(findings_in(&root, Path::new(".")), guessed, "a call resolved to another method");
 
     std::fs::write(
         root.join("relay.py"),

@@ -28,8 +28,8 @@
 //! data shows it (`dist.get_rank()`, `LOCAL_RANK`, a framework's rank property, the process
 //! index a launcher passes, rank-local batches, caught exceptions...), parameters are decided
 //! by the calls of their function in the file (and, where the analysis would otherwise guess,
-//! by calls in the other linted files found by its name), and configuration reads (`args.x`, `cfg.y`)
-//! are assumed identical on every rank.
+//! by calls in the other linted files found by its name), and configuration reads
+//! (`args.x`, `cfg.y`) are assumed identical on every rank.
 
 mod checks;
 mod context;

@@ -415,8 +415,6 @@ fn read_python(path: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A linted file's parse is reused by a later import of it, and an imported file's by a
-    /// later lint of it, each labelled with its own path; a changed text is parsed anew.
     #[test]
     fn called_names_are_words_followed_by_a_parenthesis() {
         let text =
@@ -425,6 +423,8 @@ mod tests {
         assert_eq!(names, ["generate", "run_step", "f", "g"]);
     }
 
+    /// A linted file's parse is reused by a later import of it, and an imported file's by a
+    /// later lint of it, each labelled with its own path; a changed text is parsed anew.
     #[test]
     fn linted_and_imported_files_share_one_parse() {
         let dir = tempfile::tempdir().unwrap();

@@ -171,7 +171,7 @@ impl Collectives<'_, '_> {
         for path in project.files_calling(name)? {
             let Some(other) = project.load(&path) else { continue };
             let index = other.calls().get_or_init(|| call_index(&other));
-            for &(_, start) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
+            for &(scope, start) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
                 let Some(call) = tree::call_starting_at(other.body(), start) else { continue };
                 let spelled = match &*call.func {
                     Expr::Attribute(a) => a.attr.id.as_str() == name,
@@ -183,6 +183,21 @@ impl Collectives<'_, '_> {
                     same_file(other.file_path(), own.0) && (own.1.0..=own.1.1).contains(&line);
                 if !spelled || in_itself || !fits(def, is_method, call) {
                     continue;
+                }
+                // A call the analysis resolves to another function is that function's.
+                let scope = match scope {
+                    Some(at) => match def_at(&other, at) {
+                        Some(d) => function_scope(d),
+                        None => continue,
+                    },
+                    None => Scope::module(&other),
+                };
+                let mut eval = Eval::new(self.cx, &other, scope, 0);
+                if let Sym::Function(f) = eval.resolve(&call.func, call.start()) {
+                    let holder = f.module.as_ref().map_or(other.file_path(), |m| m.file_path());
+                    if f.def != def.start() || !same_file(holder, own.0) {
+                        continue;
+                    }
                 }
                 calls += 1;
                 if calls > MAX_CALLS_BY_NAME {
