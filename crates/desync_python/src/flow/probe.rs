@@ -47,7 +47,7 @@ impl Analysis<'_> {
 
     /// The first read of the file `path` (as written) on lines `first..=last` of `module`
     /// (`torch.load(path)`, `open(path)`, `path.read_text()`, or a call of a project function
-    /// that reads the file its argument names, [`MAX_READ_DEPTH`] calls deep): its line and the
+    /// that reads the file its argument names, `MAX_READ_DEPTH` calls deep): its line and the
     /// call as written.
     pub fn file_read(
         &self,

@@ -146,7 +146,7 @@ impl Collectives<'_, '_> {
     /// a method is called on an attribute, a function by its name or a module's): one entry
     /// per call that passes it (a call that leaves it to its default passes nothing to
     /// follow). `None` when the project does not know its files, or when more than
-    /// [`MAX_CALLS_BY_NAME`] calls spell the name. The function's calls of itself are not
+    /// `MAX_CALLS_BY_NAME` (16) calls spell the name. The function's calls of itself are not
     /// its callers.
     pub fn arguments_by_name(
         &self,
