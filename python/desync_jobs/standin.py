@@ -75,8 +75,8 @@ class Counters:
 
 class StandIns:
     """`ranks` workers serving the `healthy` states in turn (a new one every `step_s`, counted
-    from `start()`) until `switch()`, then `fault`. `refuse_params`: answer 400 to any query parameter (a handler
-    that takes none)."""
+    from `start()`) until `switch()`, then `fault`. `refuse_params`: answer 400 to any query
+    parameter (a handler that takes none)."""
 
     def __init__(self, ranks: int, healthy: list[dict[str, Path]], fault: dict[str, Path],
                  refuse_params: bool = False, step_s: float = 1.5):
