@@ -440,17 +440,23 @@ fn decode_all(loader: &Loader, bodies: &BTreeMap<u32, (PathBuf, Vec<u8>)>) {
     });
 }
 
-/// Each rank's newest file time, by the rank its file's name carries.
-fn written_at(files: &[(PathBuf, SystemTime, u64)]) -> BTreeMap<u32, SystemTime> {
+/// One dump file of a [`Directory`], as listed: any rewrite changes one of these.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct DumpFile {
+    path: PathBuf,
+    modified: SystemTime,
+    len: u64,
+    /// The rank its name carries.
+    rank: Option<u32>,
+}
+
+/// Each rank's newest file time.
+fn written_at<'f>(files: impl Iterator<Item = &'f DumpFile>) -> BTreeMap<u32, SystemTime> {
     let mut times = BTreeMap::new();
-    for (path, modified, _) in files {
-        let Some((_, rank)) =
-            path.file_name().and_then(|n| desync_core::load::split_rank(n.to_str()?))
-        else {
-            continue;
-        };
-        let newest = times.entry(rank).or_insert(*modified);
-        *newest = (*newest).max(*modified);
+    for file in files {
+        let Some(rank) = file.rank else { continue };
+        let newest = times.entry(rank).or_insert(file.modified);
+        *newest = (*newest).max(file.modified);
     }
     times
 }
@@ -460,7 +466,7 @@ fn written_at(files: &[(PathBuf, SystemTime, u64)]) -> BTreeMap<u32, SystemTime>
 pub struct Directory {
     dir: PathBuf,
     load: LoadOptions,
-    seen: Option<Vec<(PathBuf, SystemTime, u64)>>,
+    seen: Option<Vec<DumpFile>>,
 }
 
 impl Directory {
@@ -472,13 +478,18 @@ impl Directory {
     /// listing and selection: a writer's temporary files are not dumps): cheap to take, and
     /// any rewrite changes it. A file gone between the listing and this look (renamed over,
     /// removed with its rank) is left out; the next poll sees the directory as it is then.
-    fn fingerprint(&self) -> std::io::Result<Vec<(PathBuf, SystemTime, u64)>> {
+    fn fingerprint(&self) -> std::io::Result<Vec<DumpFile>> {
         let listing = desync_core::load::walk(&self.dir)?;
         let dumps = desync_core::load::classify(listing, self.load.prefix.as_deref()).candidates;
         let mut files = Vec::with_capacity(dumps.len());
         for dump in dumps {
             match std::fs::metadata(&dump.path) {
-                Ok(meta) => files.push((dump.path, meta.modified()?, meta.len())),
+                Ok(meta) => files.push(DumpFile {
+                    path: dump.path,
+                    modified: meta.modified()?,
+                    len: meta.len(),
+                    rank: dump.rank,
+                }),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
@@ -504,9 +515,8 @@ impl Source for Directory {
         // (and the next poll reads the directory again: it differs from `fingerprint`).
         let after = self.fingerprint().map_err(listing)?;
         let before: HashSet<_> = fingerprint.iter().collect();
-        let unchanged: Vec<_> = after.iter().filter(|f| before.contains(f)).cloned().collect();
-        let written_at = written_at(&unchanged);
-        let bytes = fingerprint.iter().map(|(_, _, len)| len).sum();
+        let written_at = written_at(after.iter().filter(|f| before.contains(f)));
+        let bytes = fingerprint.iter().map(|f| f.len).sum();
         self.seen = Some(fingerprint);
         let expected = trace.ranks.len() + trace.missing_ranks.len();
         Ok(Snapshot::Taken {
@@ -529,11 +539,10 @@ impl Source for Directory {
         let Ok(files) = self.fingerprint() else { return Vec::new() };
         files
             .into_iter()
-            .filter_map(|(path, ..)| {
-                let name = path.file_name()?.to_str()?.to_owned();
-                let (_, rank) = desync_core::load::split_rank(&name)?;
+            .filter_map(|file| {
+                let name = file.path.file_name()?.to_str()?.to_owned();
                 let limit = desync_core::load::limits::MAX_DUMP_BYTES;
-                Some((rank, name, desync_core::load::read_regular(&path, limit).ok()?))
+                Some((file.rank?, name, desync_core::load::read_regular(&file.path, limit).ok()?))
             })
             .collect()
     }

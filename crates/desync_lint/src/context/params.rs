@@ -232,20 +232,15 @@ fn passed_elsewhere(
     if calls.iter().any(forwards) {
         return None;
     }
-    let mut found = Vec::new();
+    let mut out = Vec::new();
     for arg in calls {
         let file = arg
             .module
             .file_path()
             .and_then(|f| f.file_name())
             .map_or_else(|| "another file".to_owned(), |name| name.to_string_lossy().into_owned());
-        for f in asked_of(ctx, &arg.module, arg.line, &arg.text, asked) {
-            found.push((arg, file.clone(), f));
-        }
-    }
-    let mut out = Vec::new();
-    for (arg, file, f) in found {
-        for d in f.dependence {
+        let found = asked_of(ctx, &arg.module, arg.line, &arg.text, asked);
+        for d in found.into_iter().flat_map(|f| f.dependence) {
             let evidence = format!(
                 "`{p}` = `{}` (passed by `{}` at line {} of {file}) ← {}",
                 arg.text, arg.call, arg.line, d.evidence

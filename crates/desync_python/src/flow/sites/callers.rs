@@ -11,7 +11,7 @@ use std::sync::Arc;
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
-use super::{Collectives, walk_scopes};
+use super::{Collectives, parameter_names, walk_scopes};
 use crate::dependence::bindings::Scope;
 use crate::expr::{self, last_segment};
 use crate::flow::key_of;
@@ -157,19 +157,16 @@ impl Collectives<'_, '_> {
         let project = self.cx.project?;
         let def = def_on_line(module, def_line)?;
         let name = def.name.id.as_str();
-        let parameters: Vec<String> = def
-            .parameters
-            .iter_non_variadic_params()
-            .map(|p| p.parameter.name.id.to_string())
-            .collect();
+        let parameters = parameter_names(def);
         // A method is bound where it is called: its first parameter is the object.
         let is_method = module.class_at(def_line).is_some()
             && parameters.first().is_some_and(|p| p == "self" || p == "cls");
-        let own = (module.file_path(), tree::lines_of(module, def));
+        let (first, last) = tree::lines_of(module, def);
         let mut calls = 0;
         let mut out = Vec::new();
         for path in project.files_calling(name)? {
             let Some(other) = project.load(&path) else { continue };
+            let in_own_file = same_file(other.file_path(), module.file_path());
             let index = other.calls().get_or_init(|| call_index(&other));
             for &(scope, start) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
                 let Some(call) = tree::call_starting_at(other.body(), start) else { continue };
@@ -178,9 +175,8 @@ impl Collectives<'_, '_> {
                     Expr::Name(n) => !is_method && n.id.as_str() == name,
                     _ => false,
                 };
-                let line = other.line_of(call.start());
                 let in_itself =
-                    same_file(other.file_path(), own.0) && (own.1.0..=own.1.1).contains(&line);
+                    in_own_file && (first..=last).contains(&other.line_of(call.start()));
                 if !spelled || in_itself || !fits(def, is_method, call) {
                     continue;
                 }
@@ -194,8 +190,11 @@ impl Collectives<'_, '_> {
                 };
                 let mut eval = Eval::new(self.cx, &other, scope, 0);
                 if let Sym::Function(f) = eval.resolve(&call.func, call.start()) {
-                    let holder = f.module.as_ref().map_or(other.file_path(), |m| m.file_path());
-                    if f.def != def.start() || !same_file(holder, own.0) {
+                    let ours = match &f.module {
+                        None => in_own_file,
+                        Some(m) => same_file(m.file_path(), module.file_path()),
+                    };
+                    if f.def != def.start() || !ours {
                         continue;
                     }
                 }
@@ -280,11 +279,7 @@ impl Collectives<'_, '_> {
             self.calls_found.borrow_mut().insert(key, Rc::clone(&found));
             found
         });
-        let parameters: Vec<String> = def
-            .parameters
-            .iter_non_variadic_params()
-            .map(|p| p.parameter.name.id.to_string())
-            .collect();
+        let parameters = parameter_names(def);
         found
             .iter()
             .filter_map(|f| {
