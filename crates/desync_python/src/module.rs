@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use ruff_python_ast::{PySourceType, Stmt};
+use ruff_python_ast::{Expr, PySourceType, Stmt};
 use ruff_python_parser::parse_unchecked_source;
 use ruff_source_file::{LineIndex, OneIndexed};
 use ruff_text_size::{Ranged, TextRange, TextSize};
@@ -222,6 +222,21 @@ impl Module {
         })
     }
 
+    /// Whether the `def` on `def_line` is a method: a statement of a class body, whose first
+    /// parameter receives the instance (or the class), not a caller's argument.
+    pub fn is_method(&self, def_line: u32) -> bool {
+        let Some(path) = self.path(def_line) else { return false };
+        let Some(level) = path.function_level(self) else { return false };
+        let decorated_static = match path.levels[level].stmt() {
+            Stmt::FunctionDef(def) => def
+                .decorator_list
+                .iter()
+                .any(|d| matches!(&d.expression, Expr::Name(n) if n.id.as_str() == "staticmethod")),
+            _ => false,
+        };
+        level > 0 && matches!(path.levels[level - 1].stmt(), Stmt::ClassDef(_)) && !decorated_static
+    }
+
     /// Syntax errors the parser recovered from, as `line N: message`.
     pub fn syntax_errors(&self) -> &[String] {
         &self.errors
@@ -377,6 +392,70 @@ impl Module {
         out
     }
 
+    /// The expressions the statements starting on lines `first..=last` evaluate, each with the
+    /// line it starts on: every simple statement's values (assignment targets only where they
+    /// are read too: `d[k] += 1`) and compound statements' headers (`if` tests, `for`
+    /// iterables, `with` contexts), at any depth of nesting, and within them what every call
+    /// is given (its arguments, and the object a method is called on): a call's result can be
+    /// agreed (`all_gather`) where what it read on the way (`path`) is not.
+    pub fn evaluated_in(&self, first: u32, last: u32) -> Vec<(u32, &str)> {
+        let (Some(from), Some(to)) = (self.line_range(first), self.line_range(last)) else {
+            return Vec::new();
+        };
+        let lines = TextRange::new(from.start(), to.end());
+        let mut out = Vec::new();
+        self.collect_evaluated(self.body(), lines, 0, &mut out);
+        out
+    }
+
+    fn collect_evaluated<'s>(
+        &'s self,
+        suite: &'s [Stmt],
+        lines: TextRange,
+        depth: usize,
+        out: &mut Vec<(u32, &'s str)>,
+    ) {
+        if depth > tree::MAX_DEPTH {
+            return;
+        }
+        for stmt in suite.iter().filter(|s| s.range().intersect(lines).is_some()) {
+            if lines.contains(stmt.start()) {
+                // Plain names are written, not read; an item or attribute target reads what
+                // holds it (`d[k] = v` reads `d` and `k`, `d[k] += 1` reads `d[k]`).
+                let read: tree::HeaderExprs<'_> = match stmt {
+                    Stmt::Assign(a) => a
+                        .targets
+                        .iter()
+                        .filter(|t| matches!(t, Expr::Subscript(_) | Expr::Attribute(_)))
+                        .chain([&*a.value])
+                        .collect(),
+                    Stmt::AnnAssign(a) => a.value.as_deref().into_iter().collect(),
+                    Stmt::For(f) => smallvec::smallvec![&*f.iter],
+                    Stmt::With(w) => w.items.iter().map(|i| &i.context_expr).collect(),
+                    Stmt::Delete(_) => tree::HeaderExprs::new(),
+                    _ => tree::header_exprs(stmt),
+                };
+                for e in read {
+                    out.push((self.line_of(e.start()), self.text(e.range())));
+                    crate::expr::walk(e, &mut |sub| {
+                        let Expr::Call(call) = sub else { return };
+                        let receiver = match &*call.func {
+                            Expr::Attribute(method) => Some(&*method.value),
+                            _ => None,
+                        };
+                        let given = call.arguments.args.iter().chain(receiver);
+                        for g in given.chain(call.arguments.keywords.iter().map(|k| &k.value)) {
+                            out.push((self.line_of(g.start()), self.text(g.range())));
+                        }
+                    });
+                }
+            }
+            for block in tree::blocks(stmt) {
+                self.collect_evaluated(block.suite, lines, depth + 1, out);
+            }
+        }
+    }
+
     /// Where the value of `expr_source`, written at `line`, comes from: the expression, then
     /// the bindings its names are read from (breadth first, a few levels deep, within the
     /// function and module globals), each with the facts that decide a tensor's shape or
@@ -526,6 +605,72 @@ def f(self, pairs):
         assert!(m.bound_in(3, 3).is_empty());
         assert_eq!(m.bound_in(1, 2), ["to", "f"]);
         assert!(m.bound_in(30, 40).is_empty());
+    }
+
+    #[test]
+    fn evaluated_in_lists_values_headers_and_what_calls_are_given() {
+        let m = Module::parse(
+            "\
+def f(self, path, shard):
+    try:
+        rows = read(path)[\"rows\"]
+        self.total += rows
+        seen[path] = rows
+        if rows < 0:
+            out = shard.pop(name, None)
+        for x in xs:
+            pass
+    except ValueError:
+        pass
+",
+        );
+        let texts: Vec<&str> = m.evaluated_in(3, 9).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            texts,
+            [
+                "read(path)[\"rows\"]",
+                "path",
+                "self.total",
+                "rows",
+                "seen[path]",
+                "rows",
+                "rows < 0",
+                "shard.pop(name, None)",
+                "name",
+                "None",
+                "shard",
+                "xs",
+            ]
+        );
+        // Plain assignment targets (`rows`, `out`) and loop targets (`x`) are written, not
+        // read; the handler's lines are outside the range.
+        assert!(!texts.contains(&"out") && !texts.contains(&"x"));
+        assert!(m.evaluated_in(10, 11).is_empty());
+        assert_eq!(m.evaluated_in(6, 6), [(6, "rows < 0")]);
+    }
+
+    #[test]
+    fn methods_take_their_receiver_first() {
+        let m = Module::parse(
+            "\
+class A:
+    def run(self, x):
+        def inner(y):
+            return y
+        return inner(x)
+
+    @staticmethod
+    def make(x):
+        return x
+
+def free(x):
+    return x
+",
+        );
+        assert!(m.is_method(2));
+        assert!(!m.is_method(3), "a function nested in a method");
+        assert!(!m.is_method(8), "a static method");
+        assert!(!m.is_method(11));
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 continue;
             }
             let Some(site) = after.or(around) else { continue };
+            if raised_alike(ctx, block, handler) {
+                continue;
+            }
             let clause = handler.exception.as_deref().map_or_else(
                 || "a bare `except`".to_owned(),
                 |e| format!("`except {}`", super::short(e)),
@@ -152,4 +155,36 @@ fn keyword(construct: Construct) -> &'static str {
         Construct::Return => "return",
         _ => "raise",
     }
+}
+
+/// Whether every rank raises what the handler catches alike: it catches only classes raised
+/// from the values an operation works on (the table's `value_errors`: `ValueError`,
+/// `KeyError`...), and nothing the `try` body evaluates can differ across ranks as far as the
+/// flow analysis follows it (the same evidence a rank-dependent test needs) — no input of the
+/// function left open either: a parameter no call in view passes can be the rank's own
+/// (`state_dict.pop(fqn)` on the rank's shard of a checkpoint). Megatron's text server
+/// (`send_do_generate()` then `run_mcore_engine(self.engine, prompts, ...)` under
+/// `except ValueError`) validates settings every rank receives by broadcast.
+fn raised_alike(ctx: &Context<'_>, block: &TryBlock, handler: &Handler) -> bool {
+    let Some(names) = &handler.caught else { return false };
+    if names.is_empty() || !names.iter().all(|n| knowledge().is_raised_from_values(n)) {
+        return false;
+    }
+    let function = block.function.and_then(|line| ctx.function(line));
+    // The receiver of a method (`self`, `cls`) is the object every rank built alike; its
+    // fields are followed by the analysis.
+    let inputs = function.map_or(&[][..], |f| {
+        let receiver = usize::from(ctx.module.is_method(f.def_line));
+        f.parameters.get(receiver..).unwrap_or(&[])
+    });
+    ctx.module.evaluated_in(block.body.first, block.body.last).into_iter().all(|(line, text)| {
+        let finding = ctx.analysis().condition(ctx.module, line, text);
+        let open = finding.parameters.iter().any(|p| {
+            inputs.contains(p)
+                && function.is_some_and(|f| {
+                    ctx.collectives.arguments_for(ctx.module, f.def_line, p).is_empty()
+                })
+        });
+        !open && ctx.dependence(line, text).is_empty()
+    })
 }

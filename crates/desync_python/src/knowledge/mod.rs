@@ -232,6 +232,8 @@ struct Raw {
     #[serde(default)]
     not_collective_failures: Option<NameList>,
     #[serde(default)]
+    value_errors: Option<NameList>,
+    #[serde(default)]
     error_handoffs: Option<NameList>,
     #[serde(default)]
     file_probes: Option<FileCalls>,
@@ -339,6 +341,8 @@ pub struct Knowledge {
     /// Built-in exception classes that signal the program's structure (`TypeError`).
     structural_exceptions: HashSet<String>,
     not_collective_failures: HashSet<String>,
+    /// Built-in exception classes raised from the values an operation works on (`KeyError`).
+    value_errors: HashSet<String>,
     /// Methods that hand an exception object to another thread or process (`send`, `put`).
     error_handoffs: HashSet<String>,
     /// Calls that ask whether a file exists, from the asking rank's view (`os.path.exists`).
@@ -454,6 +458,10 @@ impl Knowledge {
                 .unwrap_or_default(),
             not_collective_failures: raw
                 .not_collective_failures
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            value_errors: raw
+                .value_errors
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             error_handoffs: raw
@@ -591,6 +599,12 @@ impl Knowledge {
     /// did not catch a collective's own failure.
     pub fn is_not_a_collective_failure(&self, name: &str) -> bool {
         self.not_collective_failures.contains(name)
+    }
+
+    /// Whether `name` is a built-in exception class raised only from the values an operation
+    /// works on (`ValueError`, `KeyError`): ranks that work on the same values raise it alike.
+    pub fn is_raised_from_values(&self, name: &str) -> bool {
+        self.value_errors.contains(name)
     }
 
     /// Whether `method` (a call's last name) hands an exception object passed to it to another
