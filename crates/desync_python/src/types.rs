@@ -115,12 +115,15 @@ pub struct Dependence {
     /// written into a container in place, a field of an object whose fields could not be kept
     /// apart, or what is read of an item picked by the source (`groups[rank].size()`).
     pub indirect: bool,
+    /// Assumed rather than shown: a parameter no call in view passes, taken as the rank's own
+    /// data because its function iterates it (the lint's last resort for entry points).
+    pub guessed: bool,
 }
 
 impl Dependence {
     /// A dependence that is not a rank within a named group (any kind, or the world rank).
     pub fn new(kind: DependenceKind, evidence: String) -> Self {
-        Dependence { kind, evidence, groups: Vec::new(), indirect: false }
+        Dependence { kind, evidence, groups: Vec::new(), indirect: false, guessed: false }
     }
 }
 

@@ -1,7 +1,8 @@
 //! DSY002 (and DSY001 for the rank id): a `continue`/`break`/`return` under an `if`
 //! whose test is rank-local, in a loop, that makes some ranks skip a collective their peers
 //! issue — the rest of this iteration (`continue`), every later iteration (`break`), or the
-//! rest of the function. Also a `while` loop whose test is rank-local around a collective:
+//! rest of the function; outside a loop, a `return` only where the test is shown to read what
+//! the rank computed from its own data, clock or random draws. Also a `while` loop whose test is rank-local around a collective:
 //! ranks run different numbers of iterations.
 //!
 //! Quiet when the decision was agreed on first: the flow analysis leaves a value that went
@@ -92,8 +93,12 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
         (false, true) => Rule::LocalEarlyExit,
         // Outside a loop a rank-local early return is usually input validation, unless
         // the rank decides it too (`local_rank` read by a helper that also asks
-        // whether the variable is set at all).
+        // whether the variable is set at all), or the test reads what the rank computed
+        // from its own data, clock or random draws, shown directly (`if not preds: return`
+        // before gathering them): a guess about a parameter, a container's writes or a caught
+        // exception there is far more often a helper's argument check.
         (false, false) if crate::context::has_rank_id(&deps) => Rule::RankConditionalCollective,
+        (false, false) if deps.iter().any(shown_per_rank_values) => Rule::LocalEarlyExit,
         (false, false) => return Judged::Quiet,
     };
     let effect = match guard.construct {
@@ -116,6 +121,17 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
         ),
         indirect: decision_indirect(&deps),
     })
+}
+
+/// Whether `d` shows directly that the value is what this rank computed from its own data,
+/// clock or random draws (not a guess about a parameter, not through a container's writes).
+fn shown_per_rank_values(d: &desync_python::Dependence) -> bool {
+    !d.indirect
+        && !d.guessed
+        && matches!(
+            d.kind,
+            DependenceKind::LocalData | DependenceKind::Time | DependenceKind::Randomness
+        )
 }
 
 /// `if not self.use_zero and dp_rank != 0: return`: the part of the test no rank decides

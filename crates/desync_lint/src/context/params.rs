@@ -265,7 +265,7 @@ fn data_source(ctx: &Context<'_>, function: &Function, p: &str) -> Option<Depend
          passes (taken as the rank's own data)",
         function.name
     );
-    Some(Dependence::new(DependenceKind::LocalData, evidence))
+    Some(Dependence { guessed: true, ..Dependence::new(DependenceKind::LocalData, evidence) })
 }
 
 /// Whether a line iterates `p` itself: `for x in p`, `for i, x in enumerate(p)`, or the same
@@ -308,7 +308,8 @@ fn push(out: &mut Vec<Dependence>, d: Dependence) {
     match out.iter_mut().find(|o| o.kind == d.kind) {
         Some(o) => {
             let groups = desync_python::merge_groups(&o.groups, &d.groups);
-            if o.indirect && !d.indirect {
+            // Shown evidence wins over indirect evidence, and direct evidence over a guess.
+            if (o.indirect, o.guessed) > (d.indirect, d.guessed) {
                 *o = d;
             }
             o.groups = groups;

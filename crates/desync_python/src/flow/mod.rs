@@ -385,6 +385,7 @@ impl Deps {
                 evidence: r.evidence(),
                 groups: r.groups.clone(),
                 indirect: r.via & via::INDIRECT != 0,
+                guessed: false,
             })
             .collect();
         out.sort_by_key(|d| d.kind);
