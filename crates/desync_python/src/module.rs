@@ -393,11 +393,12 @@ impl Module {
     }
 
     /// The expressions the statements starting on lines `first..=last` evaluate, each with the
-    /// line it starts on: every simple statement's values (assignment targets only where they
-    /// are read too: `d[k] += 1`) and compound statements' headers (`if` tests, `for`
-    /// iterables, `with` contexts), at any depth of nesting, and within them what every call
-    /// is given (its arguments, and the object a method is called on): a call's result can be
-    /// agreed (`all_gather`) where what it read on the way (`path`) is not.
+    /// line it starts on: every simple statement's values (targets only where they read what
+    /// holds them: `d[k] = v`, `d[k] += 1`, `del d[k]`) and compound statements' headers (`if`
+    /// tests, `for` iterables, `with` contexts), at any depth of nesting (a nested `def`'s body
+    /// too: more than runs, never less), and within them what every call is given (its
+    /// arguments, and the object a method is called on): a call's result can be agreed
+    /// (`all_gather`) where what it read on the way (`path`) is not.
     pub fn evaluated_in(&self, first: u32, last: u32) -> Vec<(u32, &str)> {
         let (Some(from), Some(to)) = (self.line_range(first), self.line_range(last)) else {
             return Vec::new();
@@ -421,7 +422,7 @@ impl Module {
         for stmt in suite.iter().filter(|s| s.range().intersect(lines).is_some()) {
             if lines.contains(stmt.start()) {
                 // Plain names are written, not read; an item or attribute target reads what
-                // holds it (`d[k] = v` reads `d` and `k`, `d[k] += 1` reads `d[k]`).
+                // holds it (`d[k] = v` reads `d` and `k`; `d[k] += 1` and `del d[k]`, `d[k]`).
                 let read: tree::HeaderExprs<'_> = match stmt {
                     Stmt::Assign(a) => a
                         .targets
@@ -432,7 +433,7 @@ impl Module {
                     Stmt::AnnAssign(a) => a.value.as_deref().into_iter().collect(),
                     Stmt::For(f) => smallvec::smallvec![&*f.iter],
                     Stmt::With(w) => w.items.iter().map(|i| &i.context_expr).collect(),
-                    Stmt::Delete(_) => tree::HeaderExprs::new(),
+                    Stmt::Delete(d) => d.targets.iter().filter(|t| !t.is_name_expr()).collect(),
                     _ => tree::header_exprs(stmt),
                 };
                 for e in read {
@@ -616,6 +617,7 @@ def f(self, path, shard):
         rows = read(path)[\"rows\"]
         self.total += rows
         seen[path] = rows
+        del cache[path], old
         if rows < 0:
             out = shard.pop(name, None)
         for x in xs:
@@ -624,7 +626,7 @@ def f(self, path, shard):
         pass
 ",
         );
-        let texts: Vec<&str> = m.evaluated_in(3, 9).into_iter().map(|(_, t)| t).collect();
+        let texts: Vec<&str> = m.evaluated_in(3, 10).into_iter().map(|(_, t)| t).collect();
         assert_eq!(
             texts,
             [
@@ -634,6 +636,7 @@ def f(self, path, shard):
                 "rows",
                 "seen[path]",
                 "rows",
+                "cache[path]",
                 "rows < 0",
                 "shard.pop(name, None)",
                 "name",
@@ -645,8 +648,8 @@ def f(self, path, shard):
         // Plain assignment targets (`rows`, `out`) and loop targets (`x`) are written, not
         // read; the handler's lines are outside the range.
         assert!(!texts.contains(&"out") && !texts.contains(&"x"));
-        assert!(m.evaluated_in(10, 11).is_empty());
-        assert_eq!(m.evaluated_in(6, 6), [(6, "rows < 0")]);
+        assert!(m.evaluated_in(11, 12).is_empty());
+        assert_eq!(m.evaluated_in(7, 7), [(7, "rows < 0")]);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! whose test is rank-local, in a loop, that makes some ranks skip a collective their peers
 //! issue — the rest of this iteration (`continue`), every later iteration (`break`), or the
 //! rest of the function; outside a loop, a `return` only where the test is shown to read what
-//! the rank computed from its own data, clock or random draws. Also a `while` loop whose test is rank-local around a collective:
-//! ranks run different numbers of iterations.
+//! the rank computed from its own data, clock or random draws. Also a `while` loop whose test
+//! is rank-local around a collective: ranks run different numbers of iterations.
 //!
 //! Quiet when the decision was agreed on first: the flow analysis leaves a value that went
 //! through an agreeing collective (directly or in a helper) with no dependence. A jump that only
