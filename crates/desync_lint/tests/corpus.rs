@@ -210,3 +210,26 @@ fn names_that_refer_to_themselves_terminate() {
         [(Rule::LocalEarlyExit, 14)]
     );
 }
+
+/// A handler of value errors around a `try` body every rank evaluates alike is quiet
+/// (`quiet/key_error_from_settings_every_rank_shares.py`), but the values are followed back
+/// only for a body of a bounded size: thousands of chained statements (generated code) keep
+/// the finding rather than cost seconds (quadratic in the statements followed back).
+#[test]
+fn value_errors_of_a_huge_try_body_keep_their_finding() {
+    let source = |statements: usize| {
+        let mut s = String::from(
+            "import torch\nimport torch.distributed as dist\nCFG = {}\nX = torch.zeros(3)\n\
+             def g(a, b):\n    return a\ndef f():\n    try:\n        v0 = 0\n",
+        );
+        for i in 1..statements {
+            s.push_str(&format!("        v{i} = g(CFG['k{i}'], v{})\n", i - 1));
+        }
+        s.push_str("        dist.all_reduce(X)\n    except ValueError:\n        return None\n");
+        s
+    };
+    let small = lint_source(Path::new("small.py"), &source(20), &Options::default());
+    assert!(small.is_empty(), "{small:#?}");
+    let huge = lint_source(Path::new("huge.py"), &source(5000), &Options::default());
+    assert_eq!(huge.iter().map(|f| f.rule).collect::<Vec<_>>(), [Rule::SwallowedException]);
+}

@@ -157,6 +157,10 @@ fn keyword(construct: Construct) -> &'static str {
     }
 }
 
+/// The most values of a `try` body [`raised_alike`] follows (real handlers of value errors
+/// guard a few statements: a lookup, a parse, a call).
+const MAX_VALUES_READ: usize = 256;
+
 /// Whether every rank raises what the handler catches alike: it catches only classes raised
 /// from the values an operation works on (the table's `value_errors`: `ValueError`,
 /// `KeyError`...), and nothing the `try` body evaluates can differ across ranks as far as the
@@ -177,7 +181,13 @@ fn raised_alike(ctx: &Context<'_>, block: &TryBlock, handler: &Handler) -> bool 
         let receiver = usize::from(ctx.module.is_method(f.def_line));
         f.parameters.get(receiver..).unwrap_or(&[])
     });
-    ctx.module.evaluated_in(block.body.first, block.body.last).into_iter().all(|(line, text)| {
+    let read = ctx.module.evaluated_in(block.body.first, block.body.last);
+    // Each value is followed back through its assignments; a `try` around thousands of
+    // statements (generated code) keeps its finding rather than cost seconds.
+    if read.len() > MAX_VALUES_READ {
+        return false;
+    }
+    read.into_iter().all(|(line, text)| {
         let finding = ctx.analysis().condition(ctx.module, line, text);
         let open = finding.parameters.iter().any(|p| {
             inputs.contains(p)
