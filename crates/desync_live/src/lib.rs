@@ -17,6 +17,6 @@ pub mod traceback;
 pub mod watch;
 pub mod workers;
 
-pub use source::{Directory, Live, Snapshot, Source, SourceError};
+pub use source::{Directory, Live, Reading, Snapshot, Source, SourceError};
 pub use watch::{Alert, Event, Flow, Status, WatchOptions, watch};
 pub use workers::Detail;

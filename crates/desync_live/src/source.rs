@@ -27,6 +27,29 @@ pub enum SourceError {
     Load(#[from] desync_core::Error),
 }
 
+/// How a snapshot was read, beside the trace itself: what the watch needs to weigh it.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// Ranks the source knows of (registered workers, files).
+    pub expected: usize,
+    /// Ranks that did not answer, with why.
+    pub unreachable: Vec<(u32, String)>,
+    /// Among them, the ranks whose worker was reached but did not answer in time: busy or
+    /// slow, not gone, so their missing dump is no evidence of a crash.
+    pub slow: Vec<u32>,
+    /// Whether some ranks answered with their active entries only ([`Detail::Active`]).
+    pub active_only: bool,
+    /// For a confirmation ([`Source::confirm`]) that read only some ranks whole: how many.
+    /// The others kept what the poll before it read.
+    pub confirmed: Option<usize>,
+    /// Bytes fetched or read for this snapshot.
+    pub bytes: u64,
+    /// When each rank's recorder was written, where ranks were read far apart in time: a
+    /// directory's files, each written at its own moment (per-node agents, a job's own
+    /// dumps). Empty for a poll, which fetches every rank at once.
+    pub written_at: BTreeMap<u32, SystemTime>,
+}
+
 // One snapshot exists per poll and is consumed at once; boxing the trace would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Snapshot {
@@ -34,24 +57,7 @@ pub enum Snapshot {
     Unchanged,
     Taken {
         trace: Trace,
-        /// Ranks the source knows of (registered workers, files).
-        expected: usize,
-        /// Ranks that did not answer, with why.
-        unreachable: Vec<(u32, String)>,
-        /// Among them, the ranks whose worker was reached but did not answer in time: busy or
-        /// slow, not gone, so their missing dump is no evidence of a crash.
-        slow: Vec<u32>,
-        /// Whether some ranks answered with their active entries only ([`Detail::Active`]).
-        active_only: bool,
-        /// For a confirmation ([`Source::confirm`]) that read only some ranks whole: how many.
-        /// The others kept what the poll before it read.
-        confirmed: Option<usize>,
-        /// Bytes fetched or read for this snapshot.
-        bytes: u64,
-        /// When each rank's recorder was written, where ranks were read far apart in time: a
-        /// directory's files, each written at its own moment (per-node agents, a job's own
-        /// dumps). Empty for a poll, which fetches every rank at once.
-        written_at: BTreeMap<u32, SystemTime>,
+        reading: Reading,
     },
 }
 
@@ -283,8 +289,7 @@ impl Live {
         // with no worker have not registered yet, or died before they could.
         let world = trace.world_size as usize;
         self.complete = world <= self.workers.len();
-        Ok(Snapshot::Taken {
-            trace,
+        let reading = Reading {
             expected: world.max(self.workers.len()),
             unreachable: fetch.unreachable,
             slow: fetch.slow,
@@ -292,7 +297,8 @@ impl Live {
             confirmed,
             bytes: fetch.bytes,
             written_at: BTreeMap::new(),
-        })
+        };
+        Ok(Snapshot::Taken { trace, reading })
     }
 }
 
@@ -521,13 +527,7 @@ impl Source for Directory {
         let expected = trace.ranks.len() + trace.missing_ranks.len();
         Ok(Snapshot::Taken {
             trace,
-            expected,
-            unreachable: Vec::new(),
-            slow: Vec::new(),
-            active_only: false,
-            confirmed: None,
-            bytes,
-            written_at,
+            reading: Reading { expected, bytes, written_at, ..Reading::default() },
         })
     }
 

@@ -28,7 +28,7 @@ use desync_core::diagnose::Category;
 use desync_core::model::RankSet;
 use desync_core::{Analysis, bridge::SourceOptions};
 
-use crate::source::{Snapshot, Source};
+use crate::source::{Reading, Snapshot, Source};
 use crate::workers::Detail;
 
 #[derive(Debug, Clone)]
@@ -304,7 +304,8 @@ pub fn watch(
                 // An alert is decided on whole recorders: an active-only poll that would alert
                 // is taken again, the ranks it is about whole, and judged in its place from
                 // the judge's state before.
-                if taken.active_only && matches!(finding.judgement, Judgement::Alert { .. }) {
+                if taken.reading.active_only && matches!(finding.judgement, Judgement::Alert { .. })
+                {
                     let involved = involved_ranks(&taken.analysis);
                     let again = if (1..=CONFIRM_AT_MOST).contains(&involved.len()) {
                         source.confirm(&involved)
@@ -313,9 +314,9 @@ pub fn watch(
                     };
                     judge = before;
                     if let Ok(Some(confirmed)) = analysed(source, again, options) {
-                        let polled = taken.bytes;
+                        let polled = taken.reading.bytes;
                         taken = confirmed;
-                        taken.bytes += polled;
+                        taken.reading.bytes += polled;
                         finding = Finding::of(&taken, &mut judge, cycle, options.lag);
                     } else {
                         // Gone in between: the next poll says so; no alert on half the data.
@@ -323,14 +324,13 @@ pub fn watch(
                         finding.judgement = Judgement::Suspect { key, held: Duration::ZERO };
                     }
                 }
-                let Taken {
-                    analysis, expected, unreachable, active_only, confirmed, bytes, ..
-                } = taken;
+                let Taken { analysis, reading } = taken;
                 let at = SystemTime::now();
+                let (expected, unreachable) = (reading.expected, reading.unreachable);
                 let mut status = status(&analysis, expected, unreachable, finding.judgement, at);
-                status.active_only = active_only;
-                status.confirmed = confirmed;
-                status.bytes = bytes;
+                status.active_only = reading.active_only;
+                status.confirmed = reading.confirmed;
+                status.bytes = reading.bytes;
                 if let Some(headline) = finding.instead {
                     status.observed = Category::Inconclusive;
                     status.headline = headline;
@@ -392,16 +392,10 @@ impl Gone {
     }
 }
 
-/// One snapshot, analysed.
+/// One snapshot, analysed, and how it was read.
 struct Taken {
     analysis: Analysis,
-    expected: usize,
-    unreachable: Vec<(u32, String)>,
-    slow: Vec<u32>,
-    active_only: bool,
-    confirmed: Option<usize>,
-    bytes: u64,
-    written_at: BTreeMap<u32, SystemTime>,
+    reading: Reading,
 }
 
 /// One snapshot with at most `detail`, analysed; `None`: nothing changed since the last.
@@ -419,30 +413,11 @@ fn analysed(
     snapshot: Result<Snapshot, crate::SourceError>,
     options: &WatchOptions,
 ) -> Result<Option<Taken>, crate::SourceError> {
-    let Snapshot::Taken {
-        trace,
-        expected,
-        unreachable,
-        slow,
-        active_only,
-        confirmed,
-        bytes,
-        written_at,
-    } = snapshot?
-    else {
+    let Snapshot::Taken { trace, reading } = snapshot? else {
         return Ok(None);
     };
     let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
-    Ok(Some(Taken {
-        analysis,
-        expected,
-        unreachable,
-        slow,
-        active_only,
-        confirmed,
-        bytes,
-        written_at,
-    }))
+    Ok(Some(Taken { analysis, reading }))
 }
 
 /// Ranks confirmed alone at most; a finding about more is confirmed from every rank.
@@ -477,7 +452,7 @@ impl Finding {
     fn of(taken: &Taken, judge: &mut Judge, now: Instant, lag: Duration) -> Self {
         let mut urgency = urgency(&taken.analysis);
         let mut key = FindingKey::of(&taken.analysis);
-        let mut instead = waits_only_on(&taken.analysis, &taken.slow);
+        let mut instead = waits_only_on(&taken.analysis, &taken.reading.slow);
         if instead.is_some() {
             // A worker too slow to answer is not a dead rank: nothing to judge yet.
             urgency = Urgency::None;
@@ -485,7 +460,7 @@ impl Finding {
         } else if urgency == Urgency::Progress {
             // The judge's clock runs on: a finding that holds alerts after `lag` as before,
             // whatever order the files happen to be written in.
-            instead = read_apart(&taken.analysis, &taken.written_at, lag);
+            instead = read_apart(&taken.analysis, &taken.reading.written_at, lag);
         }
         let judgement = judge.judge(urgency, &key, now, lag);
         Self { urgency, key, judgement, instead }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use desync_core::diagnose::Category;
 use desync_core::model::Trace;
 use desync_live::watch::{Event, Flow, WatchOptions};
-use desync_live::{Detail, Snapshot, Source, SourceError};
+use desync_live::{Detail, Reading, Snapshot, Source, SourceError};
 
 fn stalled_rank() -> Trace {
     scenario("stalled_rank")
@@ -29,16 +29,9 @@ fn scenario(name: &str) -> Trace {
 }
 
 fn taken(trace: Trace, active_only: bool) -> Snapshot {
-    let (unreachable, slow) = (Vec::new(), Vec::new());
     Snapshot::Taken {
         trace,
-        expected: 4,
-        unreachable,
-        slow,
-        active_only,
-        confirmed: None,
-        bytes: 1,
-        written_at: BTreeMap::new(),
+        reading: Reading { expected: 4, active_only, bytes: 1, ..Reading::default() },
     }
 }
 

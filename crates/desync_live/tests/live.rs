@@ -116,9 +116,9 @@ fn read_line(reader: &mut impl BufRead) -> String {
 
 fn ranks(snapshot: Snapshot) -> Vec<u32> {
     match snapshot {
-        Snapshot::Taken { trace, expected, unreachable, .. } => {
-            assert_eq!(expected, 4);
-            assert!(unreachable.is_empty(), "{unreachable:?}");
+        Snapshot::Taken { trace, reading } => {
+            assert_eq!(reading.expected, 4);
+            assert!(reading.unreachable.is_empty(), "{:?}", reading.unreachable);
             trace.ranks.iter().map(|r| r.rank).collect()
         }
         Snapshot::Unchanged => panic!("a live source always takes a snapshot"),
