@@ -159,8 +159,7 @@ impl Collectives<'_, '_> {
         let name = def.name.id.as_str();
         let parameters = parameter_names(def);
         // A method is bound where it is called: its first parameter is the object.
-        let is_method = module.class_at(def_line).is_some()
-            && parameters.first().is_some_and(|p| p == "self" || p == "cls");
+        let is_method = module.is_method(def_line);
         let (first, last) = tree::lines_of(module, def);
         let mut calls = 0;
         let mut out = Vec::new();
