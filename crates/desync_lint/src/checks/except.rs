@@ -195,6 +195,6 @@ fn raised_alike(ctx: &Context<'_>, block: &TryBlock, handler: &Handler) -> bool 
                     ctx.collectives.arguments_for(ctx.module, f.def_line, p).is_empty()
                 })
         });
-        !open && ctx.dependence(line, text).is_empty()
+        !open && ctx.resolved(line, finding).is_empty()
     })
 }

@@ -165,15 +165,19 @@ impl<'a> Context<'a> {
     /// value no rank has is the same everywhere), parameters followed into their callers;
     /// `Unknown` entries dropped.
     pub fn dependence(&self, line: u32, expr: &str) -> Vec<Dependence> {
-        let finding = self.analysis().condition(self.module, line, expr);
+        self.resolved(line, self.analysis().condition(self.module, line, expr))
+    }
+
+    /// What the flow analysis' `finding` (computed at `line`) depends on, its parameters
+    /// followed into their callers, as [`Context::dependence`] gives it.
+    pub fn resolved(&self, line: u32, finding: desync_python::Finding) -> Vec<Dependence> {
         params::resolve(self, line, finding, 0)
     }
 
     /// Why the number of items of the iterable `expr` at `line` can differ across ranks,
     /// parameters followed into their callers; `Unknown` entries dropped.
     pub fn length_dependence(&self, line: u32, expr: &str) -> Vec<Dependence> {
-        let finding = self.analysis().length_dependence(self.module, line, expr);
-        params::resolve(self, line, finding, 0)
+        self.resolved(line, self.analysis().length_dependence(self.module, line, expr))
     }
 }
 
