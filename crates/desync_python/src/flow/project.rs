@@ -72,6 +72,10 @@ pub struct FileProject {
     /// What each folder an import candidate was looked for in holds, read once
     /// ([`FileProject::is_file`]); empty for a folder that cannot be read.
     listings: Mutex<HashMap<PathBuf, Arc<Listing>>>,
+    /// Absolute imports resolved from each folder ([`FileProject::absolute`]): folder →
+    /// module → the file found. A folder's answer is its own candidates', else its parent's,
+    /// so each folder of a tree probes only itself.
+    absolute: Mutex<HashMap<PathBuf, HashMap<String, Option<PathBuf>>>>,
     /// The files the project is made of, when the caller listed them
     /// ([`FileProject::with_files`]).
     listed: Vec<PathBuf>,
@@ -105,6 +109,7 @@ impl FileProject {
             files: Mutex::default(),
             probed: Mutex::default(),
             listings: Mutex::default(),
+            absolute: Mutex::default(),
             listed: Vec::new(),
             called: OnceLock::new(),
         }
@@ -259,48 +264,85 @@ impl FileProject {
         lock(&self.cache).entry(canonical).or_insert(Some(shared));
     }
 
-    fn candidates(&self, importer: &Module, module: &str, level: u32) -> Vec<PathBuf> {
+    /// The file an import names: `module` as written, `level` leading dots.
+    fn resolve(&self, importer: &Module, module: &str, level: u32) -> Option<PathBuf> {
         let relative: PathBuf = module.split('.').filter(|s| !s.is_empty()).collect();
-        let mut bases: Vec<PathBuf> = Vec::new();
         // Canonical, as the roots are: a linted file's path is as the user wrote it
         // (`./pkg/train.py`), and its parents must be compared with the roots.
         let here = importer
             .file_path()
             .and_then(|p| self.canonical(p))
             .and_then(|p| p.parent().map(Path::to_path_buf));
-        if level > 0 {
-            let mut base = here;
-            for _ in 1..level {
-                base = base.and_then(|b| b.parent().map(Path::to_path_buf));
-            }
-            bases.extend(base);
-        } else {
-            // Absolute imports: the importer's directory (a script's own folder is on
-            // sys.path) and its parents up to a root, then the roots themselves.
-            let mut dir = here;
-            while let Some(d) = dir {
-                bases.push(d.clone());
-                if self.roots.contains(&d) {
-                    break;
-                }
-                dir = d.parent().map(Path::to_path_buf);
-                if dir.as_ref().is_some_and(|p| !self.roots.iter().any(|r| p.starts_with(r))) {
-                    break;
-                }
-            }
-            bases.extend(self.roots.iter().cloned());
-            bases.extend(self.package_parents.iter().cloned());
+        if level == 0 {
+            return match here {
+                Some(folder) => self.absolute(&folder, module, &relative),
+                None => self.outermost(module, &relative),
+            };
         }
-        let mut out = Vec::new();
-        for base in bases {
-            if module.is_empty() {
-                out.push(base.join("__init__.py"));
-            } else {
-                out.push(base.join(&relative).with_extension("py"));
-                out.push(base.join(&relative).join("__init__.py"));
-            }
+        let mut base = here?;
+        for _ in 1..level {
+            base = base.parent()?.to_path_buf();
         }
-        out
+        self.module_in(&base, module, &relative)
+    }
+
+    /// An absolute import from `folder`: the importer's folder (a script's own folder is on
+    /// `sys.path`) and its parents up to a root, then the roots themselves and the folders
+    /// above the packages they are ([`FileProject::outermost`]). Remembered per folder, so
+    /// the parents' answers are shared by every folder below them.
+    fn absolute(&self, folder: &Path, module: &str, relative: &Path) -> Option<PathBuf> {
+        if let Some(known) = lock(&self.absolute).get(folder).and_then(|m| m.get(module)) {
+            return known.clone();
+        }
+        let found = self.module_in(folder, module, relative).or_else(|| {
+            let parent = folder
+                .parent()
+                .filter(|_| !self.roots.iter().any(|r| r == folder))
+                .filter(|p| self.roots.iter().any(|r| p.starts_with(r)));
+            match parent {
+                Some(parent) => self.absolute(parent, module, relative),
+                None => self.outermost(module, relative),
+            }
+        });
+        lock(&self.absolute)
+            .entry(folder.to_path_buf())
+            .or_default()
+            .insert(module.to_owned(), found.clone());
+        found
+    }
+
+    /// An absolute import found in none of the importer's folders: under a root, or under the
+    /// folder above a root that is a package.
+    fn outermost(&self, module: &str, relative: &Path) -> Option<PathBuf> {
+        self.roots
+            .iter()
+            .chain(&self.package_parents)
+            .find_map(|base| self.module_in(base, module, relative))
+    }
+
+    /// `module` (`relative`: its segments as a path) as a file under `base`: `a/b.py` or
+    /// `a/b/__init__.py` (`base/__init__.py` for the empty module of `from . import x`).
+    fn module_in(&self, base: &Path, module: &str, relative: &Path) -> Option<PathBuf> {
+        if module.is_empty() {
+            let init = base.join("__init__.py");
+            return self.is_file(&init).then_some(init);
+        }
+        // Most candidates miss at their first segment (`torch` is in no folder of the
+        // project): the base's listing says so without building their paths.
+        let first = module.split('.').find(|s| !s.is_empty())?;
+        let listing = self.listing(base);
+        let single = module.split('.').filter(|s| !s.is_empty()).nth(1).is_none();
+        let may_be_file =
+            single && listing.files.contains(std::ffi::OsStr::new(&format!("{first}.py")));
+        if !may_be_file && !listing.folders.contains(std::ffi::OsStr::new(first)) {
+            return None;
+        }
+        let file = base.join(relative).with_extension("py");
+        if self.is_file(&file) {
+            return Some(file);
+        }
+        let init = base.join(relative).join("__init__.py");
+        self.is_file(&init).then_some(init)
     }
 }
 
@@ -315,10 +357,7 @@ impl Project for FileProject {
         if let Some(hit) = known {
             return hit;
         }
-        let found = self
-            .candidates(importer, module, level)
-            .into_iter()
-            .find_map(|path| if self.is_file(&path) { self.load(&path) } else { None });
+        let found = self.resolve(importer, module, level).and_then(|path| self.load(&path));
         // Another thread may have resolved it meanwhile: the same module either way.
         lock(&self.imports)
             .entry(folder.to_vec())
@@ -468,6 +507,34 @@ mod tests {
             "`..` out of the root"
         );
         assert!(project.load(&outside.join("secrets.py")).is_none());
+    }
+
+    /// An absolute import is looked for in the importer's folder, then each folder above it
+    /// up to the root: the nearest wins, and folders that share a parent share its answer.
+    #[test]
+    fn absolute_imports_take_the_nearest_folder_that_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for folder in ["a/b", "a/c", "d"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        std::fs::write(root.join("common.py"), "WHERE = 'root'\n").unwrap();
+        std::fs::write(root.join("a").join("common.py"), "WHERE = 'a'\n").unwrap();
+        let importer = |folder: &str| {
+            let path = root.join(folder).join("train.py");
+            std::fs::write(&path, "import common\n").unwrap();
+            path
+        };
+        let project = FileProject::new([root.clone()]);
+        let found = |folder: &str| {
+            let module = project.load(&importer(folder)).unwrap();
+            project.import(&module, "common", 0).map(|m| m.file_path().unwrap().to_path_buf())
+        };
+        assert_eq!(found("a/b"), Some(root.join("a").join("common.py")), "the parent's");
+        assert_eq!(found("a/c"), Some(root.join("a").join("common.py")), "a sibling's parent");
+        assert_eq!(found("d"), Some(root.join("common.py")), "the root's");
+        let module = project.load(&importer("d")).unwrap();
+        assert!(project.import(&module, "common.sub", 0).is_none(), "a module is no package");
     }
 
     /// Import candidates are looked up in their folder's listing: a module, a package's
