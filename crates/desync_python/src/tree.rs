@@ -46,7 +46,29 @@ pub(crate) type Blocks<'a> = SmallVec<[Block<'a>; 4]>;
 pub(crate) type HeaderExprs<'a> = SmallVec<[&'a Expr; 4]>;
 
 /// The blocks of `stmt` in source order; empty for simple statements.
+#[inline]
 pub(crate) fn blocks(stmt: &Stmt) -> Blocks<'_> {
+    // Most statements are simple: inlined, their empty answer costs the walks nothing
+    // (built and returned out of line, it was copied out on every statement of every walk).
+    if !matches!(
+        stmt,
+        Stmt::If(_)
+            | Stmt::For(_)
+            | Stmt::While(_)
+            | Stmt::Try(_)
+            | Stmt::With(_)
+            | Stmt::Match(_)
+            | Stmt::FunctionDef(_)
+            | Stmt::ClassDef(_)
+    ) {
+        return SmallVec::new();
+    }
+    compound_blocks(stmt)
+}
+
+/// [`blocks`] of a compound statement.
+#[inline(never)]
+fn compound_blocks(stmt: &Stmt) -> Blocks<'_> {
     fn block(slot: Slot, suite: &[Stmt]) -> Block<'_> {
         Block { slot, suite }
     }
