@@ -55,8 +55,24 @@ struct Derived {
 /// `None` at module level; start of the call), in source order.
 pub(crate) type CallIndex = HashMap<String, Vec<(Option<TextSize>, TextSize)>>;
 
-/// For one scope, name -> start offsets of statements, in source order.
-pub(crate) type NameIndex = HashMap<String, Vec<TextSize>>;
+/// For one scope, name -> start offsets of statements, in source order. Names are kept by
+/// their hash ([`NameIndex::of`]): two names sharing one only add statements to look at,
+/// and every reader checks what the statement does with the name it asked for. (Building the
+/// index allocated a string per name of every scope the analysis asked about.)
+#[derive(Default)]
+pub(crate) struct NameIndex(HashMap<u64, Vec<TextSize>>);
+
+impl NameIndex {
+    /// The statements noted under `name` (and under any name of the same hash).
+    pub(crate) fn of(&self, name: &str) -> &[TextSize] {
+        self.0.get(&word_hash(name.as_bytes())).map_or(&[], Vec::as_slice)
+    }
+
+    /// Notes the statement starting at `at` under `name`.
+    pub(crate) fn note(&mut self, name: &str, at: TextSize) {
+        self.0.entry(word_hash(name.as_bytes())).or_default().push(at);
+    }
+}
 
 /// What one scope's statements say about names, indexed once: looking a name up by walking
 /// its whole scope made a file with many uses of one name quadratic.
@@ -547,6 +563,7 @@ impl Module {
 }
 
 /// The key [`Module::word_count`] counts a word under.
+#[inline]
 fn word_hash(word: &[u8]) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(word)

@@ -158,7 +158,7 @@ pub(crate) fn bindings<'a>(module: &Module, scope: Scope<'a>, name: &str) -> Vec
     }
     let index = module.scope_index(scope.suite);
     let walrus = module.has_walrus();
-    for &at in index.binders.get(name).map_or(&[][..], Vec::as_slice) {
+    for &at in index.binders.of(name) {
         if let Some(stmt) = tree::stmt_starting_at(scope.suite, at) {
             stmt_bindings(stmt, name, walrus, &mut found);
         }
@@ -181,7 +181,7 @@ pub(crate) fn index(suite: &[Stmt], walrus: bool) -> crate::module::ScopeIndex {
         names.sort_unstable();
         names.dedup();
         for name in names {
-            out.binders.entry(name.to_owned()).or_default().push(stmt.start());
+            out.binders.note(name, stmt.start());
         }
         if let Stmt::Expr(s) = stmt
             && let Expr::Call(c) = awaited(&s.value)
@@ -196,10 +196,7 @@ pub(crate) fn index(suite: &[Stmt], walrus: bool) -> crate::module::ScopeIndex {
             };
             for a in passed {
                 if let Expr::Name(n) = a {
-                    out.first_argument_calls
-                        .entry(n.id.to_string())
-                        .or_default()
-                        .push(stmt.start());
+                    out.first_argument_calls.note(n.id.as_str(), stmt.start());
                 }
             }
         }

@@ -788,7 +788,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             return None;
         }
         let index = self.module.scope_index(binding.scope.suite);
-        let starts = index.first_argument_calls.get(name).map_or(&[][..], Vec::as_slice);
+        let starts = index.first_argument_calls.of(name);
         let calls: Vec<&'m ExprCall> = starts
             .iter()
             .filter(|&&at| at >= binding.effective)
