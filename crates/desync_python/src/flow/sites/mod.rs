@@ -426,7 +426,6 @@ impl<'a, 'p> Collectives<'a, 'p> {
     ) {
         let gate = Self::gate(module);
         let scope = Scope::of(module, function);
-        let function_line = function.map(|d| module.line_of(d.name.start()));
         let mut eval: Option<Eval<'_, '_>> = None;
         for e in header_exprs(stmt) {
             // Kept inline: asked of every expression of every file, most with few calls.
@@ -479,6 +478,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
                     _ => None,
                 };
                 if let Some((ops, via)) = site {
+                    // Found here, not per statement: few statements hold a site.
+                    let function_line = function.map(|d| module.line_of(d.name.start()));
                     out.push(Self::site(module, x, ops, via, function_line));
                 }
             }
