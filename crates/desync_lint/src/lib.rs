@@ -39,6 +39,7 @@ mod rule;
 mod suppress;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -232,31 +233,37 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
             |p| if p.is_dir() { Some(p.clone()) } else { p.parent().map(Path::to_path_buf) },
         )
         .collect();
+    // Every file is read first: the project's index of the names each file calls is then
+    // built from these texts, not by reading the whole tree a second time.
+    let texts: Vec<Result<Text, LintError>> =
+        files.par_iter().map(|path| read_text(path)).collect();
+    let listed = files
+        .iter()
+        .zip(&texts)
+        .map(|(path, text)| {
+            let whole = text.as_ref().ok().filter(|t| t.intact).map(|t| Arc::clone(&t.text));
+            (path.clone(), whole)
+        })
+        .collect();
     // One project for every worker thread: the modules it parsed (linted or imported) and the
     // summaries of their helpers are shared by every file that imports them.
     // It knows its files: a function's callers in other files can be found by its name.
-    let project = desync_python::FileProject::new(roots).with_files(files.clone());
+    let project = desync_python::FileProject::new(roots).with_texts(listed);
     let results: Vec<Result<Linted, LintError>> = files
         .par_iter()
-        .map(|path| {
+        .zip(texts)
+        .map(|(path, text)| {
             let project = &project;
-            let bytes = read_source(path)
-                .map_err(|source| LintError::Read { path: path.clone(), source })?;
-            // Python source is UTF-8; a stray byte should not hide the rest of the file.
-            // (Validating first is the fast path: the lossy decoder's scan is slower.)
-            let text = match std::str::from_utf8(&bytes) {
-                Ok(text) => std::borrow::Cow::Borrowed(text),
-                Err(_) => String::from_utf8_lossy(&bytes),
-            };
-            let module = project
-                .parsed(path, &text)
-                .unwrap_or_else(|| desync_python::Module::parse_file(&text, path));
+            let Text { text, intact } = text?;
+            let module = project.parsed(path, &text).unwrap_or_else(|| {
+                desync_python::Module::parse_file_shared(Arc::clone(&text), path)
+            });
             if let Some(why) = module.refusal() {
                 return Err(LintError::NotParsed { path: path.clone(), why: why.to_owned() });
             }
             // Files linted later import this one: the project reuses the parse (its
             // files are read as UTF-8, so only an intact text is the same).
-            if matches!(text, std::borrow::Cow::Borrowed(_)) {
+            if intact {
                 project.share(&module);
             }
             Ok((lint_in(project, path, &module, options), syntax_warning(path, &module)))
@@ -289,6 +296,24 @@ pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
         (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
     });
     Report { findings, files_checked, errors, indirect_hidden }
+}
+
+/// A file's text as linted, and whether it is the file's whole text (valid UTF-8) rather than
+/// one with stray bytes replaced.
+struct Text {
+    text: Arc<str>,
+    intact: bool,
+}
+
+/// `path`'s text: Python source is UTF-8, and a stray byte should not hide the rest of the
+/// file (validating first is the fast path: the lossy decoder's scan is slower).
+fn read_text(path: &Path) -> Result<Text, LintError> {
+    let bytes =
+        read_source(path).map_err(|source| LintError::Read { path: path.to_path_buf(), source })?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => Text { text: Arc::from(text), intact: true },
+        Err(e) => Text { text: Arc::from(String::from_utf8_lossy(e.as_bytes())), intact: false },
+    })
 }
 
 /// A regular file of at most [`MAX_FILE_BYTES`]: a FIFO named on the command line would block

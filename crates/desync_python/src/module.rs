@@ -102,20 +102,25 @@ impl Module {
     /// not parsed: its tree would overflow the stack of every recursive walk, drop included.
     /// It is kept as text with an empty tree, and [`Module::refusal`] says why.
     pub fn parse(source: &str) -> Module {
+        Module::parse_shared(Arc::from(source))
+    }
+
+    /// [`Module::parse`] of a text the caller holds too (shared, not copied).
+    fn parse_shared(source: Arc<str>) -> Module {
         // Ruff's offsets are u32; a file past 4 GiB is not training code, so keep an empty tree
         // rather than letting the parser's assertion fire.
         if u32::try_from(source.len()).is_err() {
-            return Module::refused(String::new(), "file is larger than 4 GiB; not parsed".into());
+            return Module::refused(Arc::from(""), "file is larger than 4 GiB; not parsed".into());
         }
-        if let Some((line, depth)) = crate::nesting::too_deep(source, crate::MAX_NESTING) {
+        if let Some((line, depth)) = crate::nesting::too_deep(&source, crate::MAX_NESTING) {
             let why = format!(
                 "nested {depth}+ levels deep at line {line}, past the limit of {} (CPython refuses such code too); not parsed",
                 crate::MAX_NESTING
             );
-            return Module::refused(source.to_owned(), why);
+            return Module::refused(source, why);
         }
-        let parsed = parse_unchecked_source(source, PySourceType::Python);
-        let index = LineIndex::from_source_text(source);
+        let parsed = parse_unchecked_source(&source, PySourceType::Python);
+        let index = LineIndex::from_source_text(&source);
         let errors = parsed
             .errors()
             .iter()
@@ -125,7 +130,7 @@ impl Module {
             })
             .collect();
         Module {
-            source: Arc::from(source),
+            source,
             index,
             body: Arc::new(parsed.into_suite().into()),
             errors,
@@ -138,7 +143,12 @@ impl Module {
     /// Parses `source`, read from `path`: the path anchors relative imports and the sibling
     /// modules a [`Project`](crate::Project) looks for.
     pub fn parse_file(source: &str, path: &std::path::Path) -> Module {
-        let mut module = Module::parse(source);
+        Module::parse_file_shared(Arc::from(source), path)
+    }
+
+    /// [`Module::parse_file`] of a text the caller holds too (shared, not copied).
+    pub fn parse_file_shared(source: Arc<str>, path: &std::path::Path) -> Module {
+        let mut module = Module::parse_shared(source);
         module.path = Some(path.to_path_buf());
         module
     }
@@ -163,10 +173,10 @@ impl Module {
         self.path.as_deref()
     }
 
-    fn refused(source: String, why: String) -> Module {
+    fn refused(source: Arc<str>, why: String) -> Module {
         Module {
             index: LineIndex::from_source_text(&source),
-            source: Arc::from(source),
+            source,
             body: Arc::default(),
             errors: vec![why.clone()],
             path: None,

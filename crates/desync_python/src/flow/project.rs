@@ -79,6 +79,9 @@ pub struct FileProject {
     /// The files the project is made of, when the caller listed them
     /// ([`FileProject::with_files`]).
     listed: Vec<PathBuf>,
+    /// Their texts, when the caller read them already ([`FileProject::with_texts`]): the
+    /// index of called names is built from them instead of reading every file again.
+    listed_texts: Vec<Option<Arc<str>>>,
     /// For each name some listed file calls, which files (indices into `listed`): built on
     /// the first question ([`Project::files_calling`]), one read of the tree.
     called: OnceLock<HashMap<Box<str>, Vec<u32>>>,
@@ -111,6 +114,7 @@ impl FileProject {
             listings: Mutex::default(),
             absolute: Mutex::default(),
             listed: Vec::new(),
+            listed_texts: Vec::new(),
             called: OnceLock::new(),
         }
     }
@@ -123,11 +127,23 @@ impl FileProject {
         self
     }
 
-    /// [`FileProject::called`], built: each listed file read once, the names it calls noted.
+    /// The same project, told its files and their texts as the caller read them (`None`
+    /// for a file that could not be read as UTF-8, which is then read again if asked).
+    #[must_use]
+    pub fn with_texts(mut self, files: Vec<(PathBuf, Option<Arc<str>>)>) -> FileProject {
+        (self.listed, self.listed_texts) = files.into_iter().unzip();
+        self
+    }
+
+    /// [`FileProject::called`], built: each listed file read once (or its text as given), the
+    /// names it calls noted.
     fn called_index(&self) -> HashMap<Box<str>, Vec<u32>> {
         let mut index: HashMap<Box<str>, Vec<u32>> = HashMap::default();
         for (i, path) in self.listed.iter().enumerate() {
-            let Some(text) = read_python(path) else { continue };
+            let given = self.listed_texts.get(i).cloned().flatten();
+            let Some(text) = given.or_else(|| read_python(path).map(Arc::from)) else {
+                continue;
+            };
             let i = i as u32;
             for name in called_names(&text) {
                 // Files are visited in order: a file already noted for a name is its last.
