@@ -52,25 +52,34 @@ struct Derived {
 
 /// Every call of a module under the last name of its callee and of each argument (`f(...)`,
 /// `self.f(...)`, `spawn(f, ...)` under `f`): (start of the innermost `def` around it, or
-/// `None` at module level; start of the call), in source order.
-pub(crate) type CallIndex = HashMap<String, Vec<(Option<TextSize>, TextSize)>>;
+/// `None` at module level; start of the call), in source order. Its readers check each
+/// call's callee (see [`NamedBy`]).
+pub(crate) type CallIndex = NamedBy<(Option<TextSize>, TextSize)>;
 
-/// For one scope, name -> start offsets of statements, in source order. Names are kept by
-/// their hash ([`NameIndex::of`]): two names sharing one only add statements to look at,
-/// and every reader checks what the statement does with the name it asked for. (Building the
-/// index allocated a string per name of every scope the analysis asked about.)
-#[derive(Default)]
-pub(crate) struct NameIndex(HashMap<u64, Vec<TextSize>>);
+/// For one scope, name -> start offsets of statements, in source order. Its readers check
+/// what each statement does with the name they asked for (see [`NamedBy`]).
+pub(crate) type NameIndex = NamedBy<TextSize>;
 
-impl NameIndex {
-    /// The statements noted under `name` (and under any name of the same hash).
-    pub(crate) fn of(&self, name: &str) -> &[TextSize] {
+/// Places in a module noted under names, kept by the names' hashes: two names that share one
+/// only add places to look at, which every reader checks anyway. (Keyed by the names
+/// themselves, building an index allocated a string per name at every place noted.)
+pub(crate) struct NamedBy<T>(HashMap<u64, Vec<T>>);
+
+impl<T> Default for NamedBy<T> {
+    fn default() -> Self {
+        NamedBy(HashMap::default())
+    }
+}
+
+impl<T> NamedBy<T> {
+    /// The places noted under `name` (and under any name of the same hash), in order noted.
+    pub(crate) fn of(&self, name: &str) -> &[T] {
         self.0.get(&word_hash(name.as_bytes())).map_or(&[], Vec::as_slice)
     }
 
-    /// Notes the statement starting at `at` under `name`.
-    pub(crate) fn note(&mut self, name: &str, at: TextSize) {
-        self.0.entry(word_hash(name.as_bytes())).or_default().push(at);
+    /// Notes `place` under `name`.
+    pub(crate) fn note(&mut self, name: &str, place: T) {
+        self.0.entry(word_hash(name.as_bytes())).or_default().push(place);
     }
 }
 

@@ -167,7 +167,7 @@ impl Collectives<'_, '_> {
             let Some(other) = project.load(&path) else { continue };
             let in_own_file = same_file(other.file_path(), module.file_path());
             let index = other.calls().get_or_init(|| call_index(&other));
-            for &(scope, start) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
+            for &(scope, start) in index.of(name) {
                 let Some(call) = tree::call_starting_at(other.body(), start) else { continue };
                 let spelled = match &*call.func {
                     Expr::Attribute(a) => a.attr.id.as_str() == name,
@@ -307,7 +307,7 @@ impl Collectives<'_, '_> {
         }
         let index = module.calls().get_or_init(|| call_index(module));
         let mut found: Vec<(Scope<'_>, &ExprCall)> = Vec::new();
-        for &(scope, call) in index.get(name).map(Vec::as_slice).unwrap_or_default() {
+        for &(scope, call) in index.of(name) {
             let scope = match scope {
                 Some(at) => match def_at(module, at) {
                     Some(d) => function_scope(d),
@@ -315,7 +315,10 @@ impl Collectives<'_, '_> {
                 },
                 None => Scope::module(module),
             };
-            if let Some(c) = tree::call_starting_at(module.body(), call) {
+            // Only the calls that name it (the index keeps names by their hash).
+            if let Some(c) = tree::call_starting_at(module.body(), call)
+                && indexed_names(c).any(|n| n == name)
+            {
                 found.push((scope, c));
             }
         }
@@ -401,6 +404,13 @@ pub(super) fn function_scope(def: &StmtFunctionDef) -> Scope<'_> {
     Scope { function: Some(def), suite: &def.body }
 }
 
+/// The names a call is indexed under in [`CallIndex`]: the last name of its callee and of
+/// each argument.
+fn indexed_names(c: &ExprCall) -> impl Iterator<Item = &str> {
+    let arguments = c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value));
+    std::iter::once(&*c.func).chain(arguments).filter_map(last_segment)
+}
+
 /// Builds [`CallIndex`] for `module`: one walk, instead of one per function whose callers
 /// are asked for.
 fn call_index(module: &Module) -> CallIndex {
@@ -410,18 +420,13 @@ fn call_index(module: &Module) -> CallIndex {
             expr::walk(e, &mut |x| {
                 let Expr::Call(c) = x else { return };
                 let mut names: SmallVec<[&str; 4]> = SmallVec::new();
-                let arguments =
-                    c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value));
-                for name in std::iter::once(&*c.func).chain(arguments).filter_map(last_segment) {
+                for name in indexed_names(c) {
                     if !names.contains(&name) {
                         names.push(name);
                     }
                 }
                 for name in names {
-                    index
-                        .entry(name.to_owned())
-                        .or_default()
-                        .push((function.map(Ranged::start), c.start()));
+                    index.note(name, (function.map(Ranged::start), c.start()));
                 }
             });
         }
@@ -467,14 +472,10 @@ fn same_file(a: Option<&std::path::Path>, b: Option<&std::path::Path>) -> bool {
 
 /// The `def` whose name is on `line`.
 pub(super) fn def_on_line(module: &Module, line: u32) -> Option<&StmtFunctionDef> {
-    let mut found = None;
-    tree::walk_all(module.body(), &mut |stmt| {
-        if let Stmt::FunctionDef(d) = stmt
-            && found.is_none()
-            && module.line_of(d.name.start()) == line
-        {
-            found = Some(d);
-        }
-    });
-    found
+    // The statements around the line include the `def` whose name is on it: a descent per
+    // question, where walking the whole module was one walk per parameter asked about.
+    module.path(line)?.levels.iter().find_map(|level| match level.stmt() {
+        Stmt::FunctionDef(d) if module.line_of(d.name.start()) == line => Some(d),
+        _ => None,
+    })
 }
