@@ -4,6 +4,7 @@
 //! the paths given to `desync lint`); an import that resolves elsewhere is a library, known
 //! only through the knowledge table.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -57,25 +58,28 @@ pub struct FileProject {
     /// `__init__.py`), the folder above its outermost package: where Python would find it, so
     /// that `from colossalai.checkpoint_io import x` inside it resolves.
     package_parents: Vec<PathBuf>,
-    cache: Mutex<HashMap<PathBuf, Option<Arc<Module>>>>,
+    /// The modules parsed, by canonical path. Every map of paths here is keyed by the path's
+    /// bytes: a `Path` hashes and compares component by component, which was most of the
+    /// cost of looking an import's folder up.
+    cache: Mutex<HashMap<OsString, Option<Arc<Module>>>>,
     /// Imports already resolved (see [`ImportCache`]): the filesystem answers once.
     imports: Mutex<ImportCache>,
     /// What the loaded modules' functions issue (each file linted calls the same helpers).
     helpers: HelperMemo,
     /// Directories already resolved to their canonical form ([`FileProject::canonical`]).
-    directories: Mutex<HashMap<PathBuf, Option<PathBuf>>>,
+    directories: Mutex<HashMap<OsString, Option<PathBuf>>>,
     /// Paths already resolved to their canonical form, by the path's bytes.
-    files: Mutex<HashMap<std::ffi::OsString, Option<PathBuf>>>,
+    files: Mutex<HashMap<OsString, Option<PathBuf>>>,
     /// Import candidates already probed: whether each is a file (by the path's bytes, which
     /// hash faster than a path's components).
-    probed: Mutex<HashMap<std::ffi::OsString, bool>>,
+    probed: Mutex<HashMap<OsString, bool>>,
     /// What each folder an import candidate was looked for in holds, read once
     /// ([`FileProject::is_file`]); empty for a folder that cannot be read.
-    listings: Mutex<HashMap<PathBuf, Arc<Listing>>>,
+    listings: Mutex<HashMap<OsString, Arc<Listing>>>,
     /// Absolute imports resolved from each folder ([`FileProject::absolute`]): folder →
     /// module → the file found. A folder's answer is its own candidates', else its parent's,
     /// so each folder of a tree probes only itself.
-    absolute: Mutex<HashMap<PathBuf, HashMap<String, Option<PathBuf>>>>,
+    absolute: Mutex<HashMap<OsString, HashMap<String, Option<PathBuf>>>>,
     /// The files the project is made of, when the caller listed them
     /// ([`FileProject::with_files`]).
     listed: Vec<PathBuf>,
@@ -191,10 +195,10 @@ impl FileProject {
             return std::fs::canonicalize(path).ok();
         }
         let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
-        let known = lock(&self.directories).get(parent).cloned();
+        let known = lock(&self.directories).get(parent.as_os_str()).cloned();
         let directory = known.unwrap_or_else(|| {
             let resolved = std::fs::canonicalize(parent).ok();
-            lock(&self.directories).insert(parent.to_path_buf(), resolved.clone());
+            lock(&self.directories).insert(parent.as_os_str().to_owned(), resolved.clone());
             resolved
         });
         Some(directory?.join(name))
@@ -222,7 +226,7 @@ impl FileProject {
     /// What `folder` holds (links count as what they lead to). A folder its parent's listing
     /// does not hold is empty without asking: most candidates' folders do not exist either.
     fn listing(&self, folder: &Path) -> Arc<Listing> {
-        if let Some(known) = lock(&self.listings).get(folder) {
+        if let Some(known) = lock(&self.listings).get(folder.as_os_str()) {
             return Arc::clone(known);
         }
         let missing = match (folder.parent(), folder.file_name()) {
@@ -249,7 +253,7 @@ impl FileProject {
             }
         }
         let listing = Arc::new(listing);
-        lock(&self.listings).insert(folder.to_path_buf(), Arc::clone(&listing));
+        lock(&self.listings).insert(folder.as_os_str().to_owned(), Arc::clone(&listing));
         listing
     }
 
@@ -259,7 +263,7 @@ impl FileProject {
     pub fn parsed(&self, path: &Path, text: &str) -> Option<Module> {
         let canonical = self.canonical(path)?;
         let cache = lock(&self.cache);
-        let module = cache.get(&canonical)?.as_ref()?;
+        let module = cache.get(canonical.as_os_str())?.as_ref()?;
         (module.source() == text).then(|| module.relabel(path))
     }
 
@@ -277,7 +281,7 @@ impl FileProject {
             return;
         }
         let shared = Arc::new(module.relabel(&canonical));
-        lock(&self.cache).entry(canonical).or_insert(Some(shared));
+        lock(&self.cache).entry(canonical.into_os_string()).or_insert(Some(shared));
     }
 
     /// The file an import names: `module` as written, `level` leading dots.
@@ -307,7 +311,9 @@ impl FileProject {
     /// above the packages they are ([`FileProject::outermost`]). Remembered per folder, so
     /// the parents' answers are shared by every folder below them.
     fn absolute(&self, folder: &Path, module: &str, relative: &Path) -> Option<PathBuf> {
-        if let Some(known) = lock(&self.absolute).get(folder).and_then(|m| m.get(module)) {
+        if let Some(known) =
+            lock(&self.absolute).get(folder.as_os_str()).and_then(|m| m.get(module))
+        {
             return known.clone();
         }
         let found = self.module_in(folder, module, relative).or_else(|| {
@@ -321,7 +327,7 @@ impl FileProject {
             }
         });
         lock(&self.absolute)
-            .entry(folder.to_path_buf())
+            .entry(folder.as_os_str().to_owned())
             .or_default()
             .insert(module.to_owned(), found.clone());
         found
@@ -390,14 +396,14 @@ impl Project for FileProject {
         if !self.roots.iter().any(|r| canonical.starts_with(r)) {
             return None;
         }
-        if let Some(hit) = lock(&self.cache).get(&canonical) {
+        if let Some(hit) = lock(&self.cache).get(canonical.as_os_str()) {
             return hit.clone();
         }
         let parsed =
             read_python(&canonical).map(|text| Arc::new(Module::parse_file(&text, &canonical)));
         // Parsed outside the lock; when another thread parsed it meanwhile, its copy stays
         // (one module per file: analyses key their caches by the module's address).
-        lock(&self.cache).entry(canonical).or_insert(parsed).clone()
+        lock(&self.cache).entry(canonical.into_os_string()).or_insert(parsed).clone()
     }
 
     fn helper_memo(&self) -> Option<&HelperMemo> {
