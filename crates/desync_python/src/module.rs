@@ -581,7 +581,7 @@ impl Module {
     }
 }
 
-/// The key [`Module::word_count`] counts a word under.
+/// The key [`Module::word_count`] counts a word under, and [`NamedBy`] notes a name under.
 #[inline]
 fn word_hash(word: &[u8]) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};

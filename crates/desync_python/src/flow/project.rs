@@ -81,7 +81,7 @@ pub struct FileProject {
     /// so each folder of a tree probes only itself.
     absolute: Mutex<HashMap<OsString, HashMap<String, Option<PathBuf>>>>,
     /// The files the project is made of, when the caller listed them
-    /// ([`FileProject::with_files`]).
+    /// ([`FileProject::with_texts`]).
     listed: Vec<PathBuf>,
     /// Their texts, when the caller read them already ([`FileProject::with_texts`]): the
     /// index of called names is built from them instead of reading every file again.
@@ -123,16 +123,10 @@ impl FileProject {
         }
     }
 
-    /// The same project, told which files it is made of (`desync lint`'s files): calls of a
-    /// function from any of them can then be found by its name ([`Project::files_calling`]).
-    #[must_use]
-    pub fn with_files(mut self, files: Vec<PathBuf>) -> FileProject {
-        self.listed = files;
-        self
-    }
-
-    /// The same project, told its files and their texts as the caller read them (`None`
-    /// for a file that could not be read as UTF-8, which is then read again if asked).
+    /// The same project, told which files it is made of (`desync lint`'s files) and their
+    /// texts as the caller read them (`None` for a file that could not be read as UTF-8,
+    /// which is then read again if asked): calls of a function from any of them can then be
+    /// found by its name ([`Project::files_calling`]).
     #[must_use]
     pub fn with_texts(mut self, files: Vec<(PathBuf, Option<Arc<str>>)>) -> FileProject {
         (self.listed, self.listed_texts) = files.into_iter().unzip();
@@ -351,11 +345,11 @@ impl FileProject {
         }
         // Most candidates miss at their first segment (`torch` is in no folder of the
         // project): the base's listing says so without building their paths.
-        let first = module.split('.').find(|s| !s.is_empty())?;
+        let mut segments = module.split('.').filter(|s| !s.is_empty());
+        let first = segments.next()?;
         let listing = self.listing(base);
-        let single = module.split('.').filter(|s| !s.is_empty()).nth(1).is_none();
-        let may_be_file =
-            single && listing.files.contains(std::ffi::OsStr::new(&format!("{first}.py")));
+        let may_be_file = segments.next().is_none()
+            && listing.files.contains(std::ffi::OsStr::new(&format!("{first}.py")));
         if !may_be_file && !listing.folders.contains(std::ffi::OsStr::new(first)) {
             return None;
         }
