@@ -43,10 +43,15 @@ pub(super) fn exit_is_balanced(
 ) -> bool {
     let Some((cond, clause)) = innermost_clause(ctx, function, jump_line) else { return false };
     let Some(end) = scope_end(ctx, function, jump_line, construct) else { return false };
-    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line), deps);
-    if leaving.is_empty() {
+    // A `return` inside a loop leaves the iterations the staying ranks go on to run, which
+    // the lines after the `if` do not show.
+    if construct == Construct::Return && ctx.innermost_loop(function, jump_line).is_some() {
         return false;
     }
+    // Leaving with nothing issued is balanced too when every path that stays leaves the
+    // function (or the iteration) without a collective as well: `if max_n == 0: if rank != 0:
+    // return None` then `return []` skips the gather below on every rank alike.
+    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line), deps);
     staying_paths(ctx, cond, function, end, deps, |i| i != clause).iter().all(|p| *p == leaving)
 }
 
