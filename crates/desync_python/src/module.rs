@@ -89,7 +89,8 @@ impl<T> NamedBy<T> {
 pub(crate) struct ScopeIndex {
     /// The statements that may bind each name.
     pub binders: NameIndex,
-    /// The expression statements `f(name, ...)` that call something with the name first.
+    /// The expression statements `f(name, ...)` that call something with the name first, or
+    /// pass it by keyword (`f(x, t=name)`).
     pub first_argument_calls: NameIndex,
     /// The `continue`, `break`, `return` and `raise` statements.
     pub jumps: Vec<TextSize>,

@@ -194,7 +194,10 @@ pub(crate) fn index(suite: &[Stmt], walrus: bool) -> crate::module::ScopeIndex {
             } else {
                 &c.arguments.args[..1.min(c.arguments.args.len())]
             };
-            for a in passed {
+            // And any name passed by keyword: a collective's agreed argument may be
+            // (`dist.broadcast(tensor=t, src=0)`).
+            let by_keyword = c.arguments.keywords.iter().map(|k| &k.value);
+            for a in passed.iter().chain(by_keyword) {
                 if let Expr::Name(n) = a {
                     out.first_argument_calls.note(n.id.as_str(), stmt.start());
                 }

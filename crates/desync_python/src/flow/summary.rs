@@ -512,13 +512,13 @@ fn agreed_parameters(
     for stmt in stmts {
         let Stmt::Expr(s) = stmt else { continue };
         let Expr::Call(c) = &*s.value else { continue };
-        let Some(Expr::Name(first)) = c.arguments.args.first() else { continue };
-        let Some(index) = parameters.iter().position(|p| p == first.id.as_str()) else { continue };
-        let agrees = match eval.resolve(&c.func, c.start()) {
-            Sym::Path(p) => knowledge().api(&p).is_some_and(|a| a.agrees == Some(Agrees::Arg0)),
-            _ => false,
+        let Sym::Path(p) = eval.resolve(&c.func, c.start()) else { continue };
+        let Some(Expr::Name(agreed)) = knowledge().api(&p).and_then(|a| a.agreed_argument(c))
+        else {
+            continue;
         };
-        if agrees && !out.contains(&index) {
+        let Some(index) = parameters.iter().position(|p| p == agreed.id.as_str()) else { continue };
+        if !out.contains(&index) {
             out.push(index);
         }
     }

@@ -773,7 +773,7 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// "`flag` agreed by `dist.all_reduce(flag, ...)` at line 14" when, between the binding
     /// and the use, a statement of the same scope passes `name` to a collective (or to a
     /// project function) that leaves it identical on every rank.
-    fn agreed_between(
+    pub(crate) fn agreed_between(
         &mut self,
         name: &str,
         binding: &Binding<'m>,
@@ -806,13 +806,17 @@ impl<'a, 'm> Eval<'a, 'm> {
             // `await asyncio.to_thread(dist.broadcast_object_list, objs, src=0)`.
             let forwarded = self.forwarded(c);
             let c = forwarded.as_ref().unwrap_or(c);
-            let Some(first) = c.arguments.args.first() else { continue };
-            if !matches!(first, Expr::Name(n) if n.id.as_str() == name) {
-                continue;
-            }
+            let is_name =
+                |e: Option<&Expr>| matches!(e, Some(Expr::Name(n)) if n.id.as_str() == name);
+            // Passed first, or by the keyword of that parameter (`broadcast(tensor=t, src=0)`).
             let agrees = match self.resolve(&c.func, c.start()) {
-                Sym::Path(p) => knowledge().api(&p).is_some_and(|a| a.agrees == Some(Agrees::Arg0)),
-                Sym::Function(f) => self.summary(&f).is_some_and(|s| s.agrees_params.contains(&0)),
+                Sym::Path(p) => knowledge().api(&p).is_some_and(|a| is_name(a.agreed_argument(c))),
+                Sym::Function(f) => self.summary(&f).is_some_and(|s| {
+                    s.agrees_params.contains(&0)
+                        && s.parameters.first().is_some_and(|first| {
+                            is_name(argument_for(&s.parameters, false, c, first))
+                        })
+                }),
                 _ => false,
             };
             if agrees {

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use ruff_python_ast::{Expr, ExprCall};
 use serde::Deserialize;
 
 const TABLE: &str = include_str!("frameworks.toml");
@@ -57,6 +58,10 @@ pub struct Api {
     /// For collectives and wrappers: what Flight Recorder records (`all_reduce`, `p2p`...).
     pub op: Option<String>,
     pub agrees: Option<Agrees>,
+    /// For `agrees = "arg0"`: the names of that parameter, for a call that passes it by
+    /// keyword (`dist.broadcast(tensor=t, src=0)`; each name of the row's own signature).
+    #[serde(default)]
+    pub agrees_keywords: Vec<String>,
     /// The call issues a collective only when this keyword argument is true (`sync_dist`).
     pub when_keyword: Option<String>,
     /// For data sources: "uniform" when the length is the same on every rank by construction.
@@ -88,6 +93,20 @@ pub struct Api {
 }
 
 impl Api {
+    /// The argument of `call` this row leaves identical on every rank in place (`agrees =
+    /// "arg0"`): the first positional one, or the one passed by one of its keywords.
+    pub fn agreed_argument<'c>(&self, call: &'c ExprCall) -> Option<&'c Expr> {
+        if self.agrees != Some(Agrees::Arg0) {
+            return None;
+        }
+        call.arguments.args.first().or_else(|| {
+            call.arguments.keywords.iter().find_map(|k| {
+                let name = k.arg.as_ref()?;
+                self.agrees_keywords.iter().any(|w| w == name.as_str()).then_some(&k.value)
+            })
+        })
+    }
+
     pub fn uniform_length(&self) -> bool {
         self.length.as_deref() == Some("uniform")
     }

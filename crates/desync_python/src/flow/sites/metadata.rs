@@ -227,6 +227,12 @@ impl Meta<'_, '_, '_> {
         let Some(binding) = bindings::lookup(eval.module, eval.scope, name, at) else {
             return Deps::default();
         };
+        // Filled in place by a collective that leaves it identical on every rank
+        // (`dist.broadcast(t, src)` after the receivers allocated it): its size and dtype are
+        // the same everywhere after it, or that collective is where the job fails.
+        if let Some(agreement) = eval.agreed_between(name, &binding, at) {
+            return Deps { agreed: vec![agreement], ..Deps::default() };
+        }
         if self.mode == Mode::Size
             && let Source::Value(v) = binding.source
             && pads_to_agreed_size(eval, name, &binding, v)
