@@ -1042,7 +1042,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         for arg in &c.arguments.args {
             let v = self.value_at(arg, at, depth + 1).whole;
             // `x.to(local_rank)` holds the same values on every rank; `x.to(dtype)` does not.
-            if placement && is_device(arg, &v) {
+            if placement && (is_device(arg, &v) || self.typed_as_placement(arg, at)) {
                 continue;
             }
             out.merge(v);
@@ -1054,6 +1054,66 @@ impl<'a, 'm> Eval<'a, 'm> {
             out.merge(self.value_at(&kw.value, at, depth + 1).whole);
         }
         Value::of(out)
+    }
+
+    /// Whether an annotation shows `arg` to be a device or a device's name rather than a dtype:
+    /// a call of a project function annotated `-> str` or `-> torch.device`, a name bound
+    /// from one (`device_name = get_device_name()`), or a parameter annotated so. What such a
+    /// value was read from (the host's accelerator, an environment variable) says where the
+    /// tensor lives, not what it holds.
+    fn typed_as_placement(&mut self, arg: &Expr, at: TextSize) -> bool {
+        let is_placement = |t: &str| matches!(t, "str" | "torch.device");
+        let call = match arg {
+            Expr::Call(c) => c,
+            Expr::Name(n) => {
+                let Some(binding) = bindings::lookup(self.module, self.scope, n.id.as_str(), at)
+                else {
+                    return false;
+                };
+                match binding.source {
+                    Source::Value(Expr::Call(c)) => c,
+                    Source::Parameter => {
+                        let Some(def) = binding.scope.function else { return false };
+                        let annotation = def
+                            .parameters
+                            .iter_non_variadic_params()
+                            .find(|p| p.parameter.name.id.as_str() == n.id.as_str())
+                            .and_then(|p| p.parameter.annotation.as_deref());
+                        return annotation
+                            .and_then(|a| self.annotated_type(a, def.start()))
+                            .is_some_and(|t| is_placement(&t));
+                    }
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        };
+        self.return_annotation(call).is_some_and(|t| is_placement(&t))
+    }
+
+    /// The type a call of a project function is annotated to return (`def f() -> str`:
+    /// `str`; `-> torch.dtype`, resolved where the function is defined), if it is.
+    pub(crate) fn return_annotation(&mut self, call: &ExprCall) -> Option<String> {
+        let Sym::Function(f) = self.resolve(&call.func, call.start()) else { return None };
+        let module = f.module.clone();
+        let target: &Module = module.as_deref().unwrap_or(self.module);
+        let def = super::resolve::def_at(target, f.def)?;
+        let returns = def.returns.as_deref()?;
+        let mut there = Eval::new(self.cx, target, Scope::module(target), self.call_depth);
+        there.annotated_type(returns, def.start())
+    }
+
+    /// The type annotation `a` names: `str` for the builtin, else the qualified name it
+    /// resolves to (`torch.device`); a string annotation is read as written.
+    fn annotated_type(&mut self, a: &Expr, at: TextSize) -> Option<String> {
+        match a {
+            Expr::Name(n) if n.id.as_str() == "str" => Some("str".to_owned()),
+            Expr::StringLiteral(s) => Some(s.value.to_str().to_owned()),
+            _ => match self.resolve(a, at) {
+                Sym::Path(p) => Some(p),
+                _ => None,
+            },
+        }
     }
 
     /// An instance of one of the project's classes, field by field: positional arguments go

@@ -677,9 +677,11 @@ impl Meta<'_, '_, '_> {
                 v => self.could_be_dtype(eval, v, at),
             },
             Expr::Dict(d) => d.items.iter().any(|it| self.could_be_dtype(eval, &it.value, at)),
+            // `DTYPES.get(name)`, or a project function annotated `-> torch.dtype`.
             Expr::Call(c) => {
-                matches!(&*c.func, Expr::Attribute(a) if a.attr.id.as_str() == "get")
-                    && matches!(&*c.func, Expr::Attribute(a) if self.could_be_dtype(eval, &a.value, at))
+                (matches!(&*c.func, Expr::Attribute(a) if a.attr.id.as_str() == "get")
+                    && matches!(&*c.func, Expr::Attribute(a) if self.could_be_dtype(eval, &a.value, at)))
+                    || eval.return_annotation(c).is_some_and(|t| t == "torch.dtype")
             }
             Expr::Name(n) => match bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) {
                 Some(b) => match b.source {
