@@ -60,7 +60,7 @@ pub use expr::has_word;
 pub use flow::{
     Analysis, Argument, ArgumentElsewhere, CollectiveSite, Collectives, FileProbe, FileProject,
     Finding, MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia, file_probe_spellings,
-    merge_groups,
+    grid_axes, grid_group, merge_groups,
 };
 pub use module::Module;
 pub use nesting::MAX_NESTING;

@@ -96,7 +96,7 @@ fn judge_if(ctx: &Context<'_>, cond: &Conditional, turns: &super::turns::Memo) -
         return None;
     }
     // Every collective of the `if` runs in a group the test is not shown to split.
-    if !clauses.iter().flatten().any(|s| splits_group(&deps, s.group())) {
+    if !clauses.iter().flatten().any(|s| splits_group(&deps, s)) {
         return None;
     }
     // A clause that leaves after issuing what the others issue later is paired with them.

@@ -83,7 +83,7 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
         return Judged::Quiet;
     }
     // A rank test of another group skips this collective on whole groups at once.
-    if !splits_group(&deps, site.group()) {
+    if !splits_group(&deps, site) {
         return Judged::NextSite;
     }
     let rank_only = deps.iter().all(|d| d.kind == DependenceKind::RankId);

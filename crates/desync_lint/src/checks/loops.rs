@@ -35,8 +35,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         // that chose it, which what decides the length may decide too: not shown.
         let chosen_per_rank =
             |s: &&Site<'_>| s.group().is_some_and(|g| has_rank_id(&ctx.dependence(s.line(), g)));
-        let Some(site) = body().find(|s| splits_group(&deps, s.group()) && !chosen_per_rank(s))
-        else {
+        let Some(site) = body().find(|s| splits_group(&deps, s) && !chosen_per_rank(s)) else {
             continue;
         };
         // Under `with model.join():` the ranks that run out shadow their peers' collectives.

@@ -45,7 +45,7 @@ fn ragged_gather(ctx: &Context<'_>, site: &Site<'_>) -> Option<Raw> {
         finding.dependence.into_iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
     // A size chosen by the rank within another group (`if dp_rank == 0:` before a gather on
     // `tp_group`) is the same across the gather's members, as for DSY001.
-    if deps.is_empty() || !splits_group(&deps, site.group()) {
+    if deps.is_empty() || !splits_group(&deps, site) {
         return None;
     }
     Some(Raw {

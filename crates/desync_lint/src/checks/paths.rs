@@ -316,7 +316,7 @@ fn scope_end(
 /// the others is a wait cycle across groups.
 fn ops<'s, 'a: 's>(sites: impl Iterator<Item = &'s Site<'a>>, deps: &[Dependence]) -> Ops {
     let mut v: Ops = sites
-        .filter(|s| !s.is_point_to_point() && splits_group(deps, s.group()))
+        .filter(|s| !s.is_point_to_point() && splits_group(deps, s))
         .map(|s| (s.op.clone(), s.group().map(str::to_owned)))
         .collect();
     v.sort_unstable();

@@ -187,7 +187,7 @@ pub(crate) fn has_rank_id(deps: &[Dependence]) -> bool {
 }
 
 /// Whether a test that depends on `deps` is shown to send the members of the collective's
-/// process group (`site_group`, as written; `None`: the world) different ways.
+/// process group (`site`'s, as written; none: the world) different ways.
 ///
 /// Not shown when the test depends on nothing but the rank *within other named groups*
 /// (`dp_rank = dist.get_rank(self.dp_group)`, then `if dp_rank != 0: return` before
@@ -196,13 +196,31 @@ pub(crate) fn has_rank_id(deps: &[Dependence]) -> bool {
 /// the others, so its members all take the same branch; whether that holds here depends on
 /// how the groups were built, which the code at the test does not show. A test on the
 /// world rank, or on the rank within the collective's own group, is shown.
-pub(crate) fn splits_group(deps: &[Dependence], site_group: Option<&str>) -> bool {
-    let Some(site_group) = site_group else { return true };
+///
+/// Where the table knows the grid (Megatron's `parallel_state`: `mpu.get_data_parallel_rank()`
+/// is the rank along `dp`, `mpu.get_model_parallel_group()` spans `tp` and `pp`), the axes
+/// decide instead of the spelling: a rank along axes the collective's group does not span is
+/// the same on all its members; one whose group's axes are not shown splits it.
+pub(crate) fn splits_group(deps: &[Dependence], site: &Site<'_>) -> bool {
+    splits(deps, site.group(), site.site.group_axes.as_deref())
+}
+
+/// [`splits_group`] of a collective on `site_group` (as written, if it is in view) spanning
+/// `site_axes` of the grid, when shown.
+fn splits(deps: &[Dependence], site_group: Option<&str>, site_axes: Option<&[String]>) -> bool {
+    if site_group.is_none() && site_axes.is_none() {
+        return true;
+    }
+    let other_group = |g: &String| match desync_python::grid_axes(g) {
+        Some(rank_axes) => site_axes
+            .is_some_and(|spanned| rank_axes.iter().all(|a| !spanned.iter().any(|s| s == a))),
+        None => site_group.is_some_and(|site_group| group_key(g) != group_key(site_group)),
+    };
     let only_ranks_in_other_groups = !deps.is_empty()
         && deps.iter().all(|d| {
             d.kind == DependenceKind::RankId
                 && !d.groups.is_empty()
-                && d.groups.iter().all(|g| group_key(g) != group_key(site_group))
+                && d.groups.iter().all(other_group)
         });
     !only_ranks_in_other_groups
 }
@@ -230,19 +248,41 @@ mod tests {
     #[test]
     fn a_rank_within_another_named_group_does_not_split_a_group() {
         let dp = [rank(Some("self.global_dp_group"))];
-        assert!(!splits_group(&dp, Some("self.pp_group")));
+        assert!(!splits(&dp, Some("self.pp_group"), None));
         // The collective's own group, however it is reached, and the world are split.
-        assert!(splits_group(&dp, Some("global_dp_group")));
-        assert!(splits_group(&[rank(Some("self._tp_group"))], Some("tp_group")));
-        assert!(splits_group(&dp, None));
+        assert!(splits(&dp, Some("global_dp_group"), None));
+        assert!(splits(&[rank(Some("self._tp_group"))], Some("tp_group"), None));
+        assert!(splits(&dp, None, None));
         // The world rank, or data beside the group's rank, is shown to split any group.
-        assert!(splits_group(&[rank(None)], Some("self.pp_group")));
+        assert!(splits(&[rank(None)], Some("self.pp_group"), None));
         let mixed = [
             rank(Some("self.global_dp_group")),
             Dependence::new(DependenceKind::LocalData, String::new()),
         ];
-        assert!(splits_group(&mixed, Some("self.pp_group")));
-        assert!(splits_group(&[rank(Some("groups[i]"))], Some("groups[i]")));
-        assert!(!splits_group(&[rank(Some("groups[i]"))], Some("groups[j]")));
+        assert!(splits(&mixed, Some("self.pp_group"), None));
+        assert!(splits(&[rank(Some("groups[i]"))], Some("groups[i]"), None));
+        assert!(!splits(&[rank(Some("groups[i]"))], Some("groups[j]"), None));
+    }
+
+    #[test]
+    fn a_rank_along_axes_the_group_does_not_span_does_not_split_it() {
+        let axes = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+        let along = |a: &[&str]| rank(Some(&desync_python::grid_group(&axes(a))));
+        let model_parallel = axes(&["tp", "pp"]);
+        // The data-parallel rank is the same across a tensor-and-pipeline group.
+        assert!(!splits(&[along(&["dp"])], Some("mp_group"), Some(&model_parallel)));
+        // The pipeline stage is not: the group spans it.
+        assert!(splits(&[along(&["pp"])], Some("mp_group"), Some(&model_parallel)));
+        assert!(splits(&[along(&["dp", "cp"])], Some("g"), Some(&axes(&["cp"]))));
+        // A group whose axes are not shown, however it is spelled, and the world are split.
+        assert!(splits(&[along(&["dp"])], Some("self.tp_group"), None));
+        assert!(splits(&[along(&["dp"])], None, None));
+        // A helper's group known by its axes only (a closure's variable): a rank within a
+        // group as written elsewhere is not shown to be another group's.
+        assert!(!splits(&[along(&["dp"])], None, Some(&model_parallel)));
+        assert!(splits(&[rank(Some("self.dp_group"))], None, Some(&model_parallel)));
+        // Data beside the rank splits any group.
+        let mixed = [along(&["dp"]), Dependence::new(DependenceKind::LocalData, String::new())];
+        assert!(splits(&mixed, Some("mp_group"), Some(&model_parallel)));
     }
 }

@@ -424,6 +424,19 @@ pub(crate) fn group_argument(call: &ExprCall, position: Option<usize>) -> Option
         .filter(|g| !matches!(g, Expr::NoneLiteral(_)))
 }
 
+/// How a group along axes of the table's grid of ranks is named among a rank's groups
+/// ([`Dependence::groups`](crate::Dependence)): a text no source can spell, so it never
+/// matches a group as written.
+pub fn grid_group(axes: &[String]) -> String {
+    format!("<grid axes {}>", axes.join(" "))
+}
+
+/// The axes of a group named by [`grid_group`]; `None` for a group as written.
+pub fn grid_axes(group: &str) -> Option<Vec<&str>> {
+    let axes = group.strip_prefix("<grid axes ")?.strip_suffix('>')?;
+    Some(axes.split(' ').filter(|a| !a.is_empty()).collect())
+}
+
 /// The process groups a rank id met in one value is a rank within: the union of both sides',
 /// or none (the world rank) when either side is the world rank.
 pub fn merge_groups(a: &[String], b: &[String]) -> Vec<String> {

@@ -3,7 +3,7 @@
 //! ([`super::resolve`]) and looked up in the knowledge table, or summarised when they are the
 //! project's own functions ([`super::summary`]).
 
-use ruff_python_ast::{CmpOp, Comprehension, Expr, ExprCall, Stmt};
+use ruff_python_ast::{CmpOp, Comprehension, Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::resolve::{ClassRef, FnRef, Sym};
@@ -94,6 +94,9 @@ pub(crate) const PLACEMENT_METHODS: &[&str] =
 /// `map_location=` of `torch.load`).
 const DEVICE_KEYWORDS: &[&str] =
     &["device", "device_ids", "output_device", "map_location", "non_blocking", "memory_format"];
+
+/// How many assignments a process group is followed through to the table's group row.
+const MAX_GROUP_HOPS: usize = 4;
 
 /// Whether a placement argument names a device: a string (`"cuda:0"`), `torch.device(...)`, or
 /// an index that depends on nothing but the rank (the local rank is the device index).
@@ -889,7 +892,8 @@ impl<'a, 'm> Eval<'a, 'm> {
             | Role::RankOnly
             | Role::Pad
             | Role::Concat
-            | Role::FromData => Deps::default(),
+            | Role::FromData
+            | Role::Group => Deps::default(),
         })
     }
 
@@ -1116,6 +1120,78 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
     }
 
+    /// The axes of the table's grid of ranks that the process group `e` spans: a call of a
+    /// `group` row (`mpu.get_data_parallel_group(with_context_parallel=True)`), or a name
+    /// every binding of which before `at` is one (or `None`, no group). `None` when not shown.
+    pub(crate) fn grid_axes_of(
+        &mut self,
+        e: &Expr,
+        at: TextSize,
+        depth: usize,
+    ) -> Option<Vec<String>> {
+        if depth > MAX_GROUP_HOPS {
+            return None;
+        }
+        match e {
+            Expr::Call(c) => match self.resolve(&c.func, at) {
+                Sym::Path(p) => knowledge()
+                    .api(&p)
+                    .filter(|a| a.role == Role::Group && !a.axes.is_empty())
+                    .map(|a| a.axes_of(c)),
+                _ => None,
+            },
+            Expr::Name(n) => {
+                let all = bindings::bindings(self.module, self.scope, n.id.as_str());
+                // A free name of a nested function (`nonlocal mp_group`): the enclosing
+                // function's variable, whatever it holds when the nested one is called.
+                if all.is_empty()
+                    && let Some(def) = self.scope.function
+                    && let Some(outer) = self.enclosing_function(def)
+                {
+                    let inner =
+                        std::mem::replace(&mut self.scope, Scope::of(self.module, Some(outer)));
+                    let axes = self.grid_axes_of(e, outer.end(), depth + 1);
+                    self.scope = inner;
+                    return axes;
+                }
+                let mut found: Option<Vec<String>> = None;
+                for b in all {
+                    if b.effective > at {
+                        continue;
+                    }
+                    let Source::Value(v) = b.source else { return None };
+                    if matches!(v, Expr::NoneLiteral(_)) {
+                        continue;
+                    }
+                    let outer = std::mem::replace(&mut self.scope, b.scope);
+                    let axes = self.grid_axes_of(v, b.at, depth + 1);
+                    self.scope = outer;
+                    let mut axes = axes?;
+                    axes.sort();
+                    match &found {
+                        Some(f) if *f != axes => return None,
+                        _ => found = Some(axes),
+                    }
+                }
+                found
+            }
+            _ => None,
+        }
+    }
+
+    /// The function `def` is nested in, if it is nested in one.
+    fn enclosing_function(&self, def: &StmtFunctionDef) -> Option<&'m StmtFunctionDef> {
+        let path = self.module.path(self.line_of(def.start()))?;
+        let own = path
+            .levels
+            .iter()
+            .position(|l| matches!(l.stmt(), Stmt::FunctionDef(d) if std::ptr::eq(d, def)))?;
+        path.levels[..own].iter().rev().find_map(|l| match l.stmt() {
+            Stmt::FunctionDef(outer) => Some(outer),
+            _ => None,
+        })
+    }
+
     /// An instance of one of the project's classes, field by field: positional arguments go
     /// to the fields (a dataclass's annotated names) or `__init__` parameters in order.
     fn construct(&mut self, class: &ClassRef, c: &ExprCall, at: TextSize, depth: usize) -> Value {
@@ -1152,10 +1228,15 @@ impl<'a, 'm> Eval<'a, 'm> {
         let deps = match api.role {
             // Padding keeps its input's values, a tensor made from data holds them, a wrapper
             // returns what it wraps: calls like any other.
-            Role::Pad | Role::Concat | Role::FromData | Role::Wrapper => return None,
+            // A group handle too (what is asked of it is asked of an object, as for any call).
+            Role::Pad | Role::Concat | Role::FromData | Role::Wrapper | Role::Group => return None,
             Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)
+            }
+            // The rank within a group along the grid's axes (`mpu.get_data_parallel_rank()`).
+            Role::Rank if !api.axes.is_empty() => {
+                Deps::rank_within(origin, super::grid_group(&api.axes_of(c)))
             }
             Role::Rank => match api.group_arg.and_then(|i| super::group_argument(c, Some(i))) {
                 Some(group) => Deps::rank_within(origin, self.text(group).to_owned()),

@@ -37,6 +37,8 @@ pub enum Role {
     /// Joins tensors end to end (`torch.cat`): as large as its pieces together.
     Concat,
     FromData,
+    /// Returns this rank's process group along the row's `axes` of a grid of ranks.
+    Group,
 }
 
 /// Which part of a collective call holds the value that is identical on every rank afterwards.
@@ -88,11 +90,39 @@ pub struct Api {
     /// its process-group parameter (`dist.barrier(self.pp_group)`: 0), when a call passes it
     /// positionally.
     pub group_arg: Option<usize>,
+    /// For a `group` row, the grid axes its group spans; for a `rank` row, those of the group
+    /// it is the rank within (Megatron's `tp`, `pp`, `dp`, `cp`): a group along some axes
+    /// holds ranks that share their coordinates on every other axis.
+    #[serde(default)]
+    pub axes: Vec<String>,
+    /// More axes when a call passes this keyword (`with_context_parallel=True`: `cp`).
+    #[serde(default)]
+    pub keyword_axes: BTreeMap<String, Vec<String>>,
     /// Where the fact comes from: a file of the package and its version.
     pub source: String,
 }
 
 impl Api {
+    /// The grid axes of what `call` of this row names (see [`Api::axes`]), with those of
+    /// each keyword in [`Api::keyword_axes`] it passes as anything but a literal false or
+    /// `None` (a value not known counts: more axes only ever make a test split more
+    /// groups); empty when the row has none.
+    pub fn axes_of(&self, call: &ExprCall) -> Vec<String> {
+        let mut axes = self.axes.clone();
+        for (keyword, extra) in &self.keyword_axes {
+            let passed = call.arguments.find_keyword(keyword).is_some_and(|k| {
+                !matches!(&k.value, Expr::NoneLiteral(_))
+                    && !matches!(&k.value, Expr::BooleanLiteral(b) if !b.value)
+            });
+            if passed {
+                axes.extend(
+                    extra.iter().filter(|a| !axes.contains(a)).cloned().collect::<Vec<_>>(),
+                );
+            }
+        }
+        axes
+    }
+
     /// The argument of `call` this row leaves identical on every rank in place (`agrees =
     /// "arg0"`): the first positional one, or the one passed by one of its keywords.
     pub fn agreed_argument<'c>(&self, call: &'c ExprCall) -> Option<&'c Expr> {

@@ -61,6 +61,10 @@ pub struct CollectiveSite {
     pub via: SiteVia,
     /// Source text of the process-group argument (`group=`, `process_group=`, `pg=`).
     pub group: Option<String>,
+    /// The axes of the table's grid of ranks that group spans, when the code shows it
+    /// (`group=mpu.get_data_parallel_group()`, directly or through assignments; for a helper,
+    /// the group its collectives all name, as its own code shows it).
+    pub group_axes: Option<Vec<String>>,
     /// For a gather: source text of the argument whose shape must agree across ranks.
     pub input: Option<String>,
     /// 1-based line where `input` starts.
@@ -81,8 +85,15 @@ pub enum SiteVia {
     /// A function of the project whose body issues `reaches`; `group`: the argument the call
     /// passes for the parameter every collective of that body names as its process group;
     /// `leads`: the body issues its first collective before anything that can raise an error
-    /// of the program's logic on some ranks only (it only builds the payload first).
-    Helper { name: String, reaches: String, group: Option<String>, leads: bool },
+    /// of the program's logic on some ranks only (it only builds the payload first);
+    /// `axes`: the grid axes of that group, when shown ([`CollectiveSite::group_axes`]).
+    Helper {
+        name: String,
+        reaches: String,
+        group: Option<String>,
+        axes: Option<Vec<String>>,
+        leads: bool,
+    },
 }
 
 impl CollectiveSite {
@@ -153,6 +164,9 @@ pub(crate) struct Reach {
     /// its process group (`dist.all_gather(parts, t, group=self.tp_group)`), if one does;
     /// a call through the caller's own object (`self.gather_shards(...)`) issues them there.
     group_field: Option<String>,
+    /// The grid axes of the group every collective of the body names, when its own code
+    /// shows them (a closure's `mp_group = mpu.get_model_parallel_group()`).
+    group_axes: Option<Vec<String>>,
     /// Whether the body issues its first collective before anything that can raise on some
     /// ranks only ([`issues_first`]).
     leads: bool,
@@ -480,7 +494,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
                 if let Some((ops, via)) = site {
                     // Found here, not per statement: few statements hold a site.
                     let function_line = function.map(|d| module.line_of(d.name.start()));
-                    out.push(Self::site(module, x, ops, via, function_line));
+                    let eval = eval.get_or_insert_with(|| Eval::new(self.cx, module, scope, 0));
+                    out.push(Self::site(module, eval, x, ops, via, function_line));
                 }
             }
         }
@@ -551,13 +566,20 @@ impl<'a, 'p> Collectives<'a, 'p> {
                     _ => reach,
                 };
                 let name = def.map(|d| d.name.id.to_string()).unwrap_or_default();
-                let group = reach.group_param.as_deref().zip(def).and_then(|(p, def)| {
+                let passed = reach.group_param.as_deref().zip(def).and_then(|(p, def)| {
                     let parameters = parameter_names(def);
                     let through_instance = f.is_method && matches!(&*c.func, Expr::Attribute(_));
                     crate::flow::value::argument_for(&parameters, through_instance, c, p)
                         .filter(|a| !matches!(a, Expr::NoneLiteral(_)))
-                        .map(|a| module.text(a.range()).to_owned())
                 });
+                let group = passed.map(|a| module.text(a.range()).to_owned());
+                // The grid axes of the group passed, where the call is; else of the group
+                // the body names itself, where the body is.
+                let axes = match passed {
+                    Some(a) => eval.grid_axes_of(a, at, 0),
+                    None if reach.group_field.is_none() => reach.group_axes.clone(),
+                    None => None,
+                };
                 // `self.gather_shards(...)` of a method whose collectives use `self.tp_group`:
                 // the caller's object is the callee's, so the group is the caller's field.
                 let group = group.or_else(|| {
@@ -573,6 +595,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         name,
                         reaches: reach.first.clone(),
                         group,
+                        axes,
                         leads: reach.leads,
                     },
                 ));
@@ -726,21 +749,26 @@ impl<'a, 'p> Collectives<'a, 'p> {
 
     fn site(
         module: &Module,
+        eval: &mut Eval<'_, '_>,
         node: &Expr,
         ops: Vec<String>,
         via: SiteVia,
         function: Option<u32>,
     ) -> CollectiveSite {
+        let mut group_axes = None;
         let (callee, group, input) = match node {
             Expr::Call(c) => {
                 let (group, input) = match &via {
                     SiteVia::Table(q) => {
                         let position = knowledge().api(q).and_then(|a| a.group_arg);
-                        let group = super::group_argument(c, position)
-                            .map(|g| module.text(g.range()).to_owned());
-                        (group, shape_input(c, q))
+                        let group = super::group_argument(c, position);
+                        group_axes = group.and_then(|g| eval.grid_axes_of(g, c.start(), 0));
+                        (group.map(|g| module.text(g.range()).to_owned()), shape_input(c, q))
                     }
-                    SiteVia::Helper { group, .. } => (group.clone(), None),
+                    SiteVia::Helper { group, axes, .. } => {
+                        group_axes.clone_from(axes);
+                        (group.clone(), None)
+                    }
                     _ => (
                         super::group_argument(c, None).map(|g| module.text(g.range()).to_owned()),
                         None,
@@ -758,6 +786,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
             ops,
             via,
             group,
+            group_axes,
             input: input.map(|i| module.text(i.range()).to_owned()),
             input_line: input.map(|i| module.line_of(i.start())),
         }
@@ -804,7 +833,11 @@ fn summarize(
                 && field.chars().all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
             plain.then(|| field.to_owned())
         });
-        Arc::new(Reach { ops, first, group_param, group_field, leads })
+        let group_axes = first_site
+            .group_axes
+            .clone()
+            .filter(|a| sites.iter().all(|s| s.group_axes.as_ref() == Some(a)));
+        Arc::new(Reach { ops, first, group_param, group_field, group_axes, leads })
     })
 }
 
