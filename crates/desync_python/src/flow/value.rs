@@ -95,6 +95,12 @@ pub(crate) const PLACEMENT_METHODS: &[&str] =
 const DEVICE_KEYWORDS: &[&str] =
     &["device", "device_ids", "output_device", "map_location", "non_blocking", "memory_format"];
 
+/// `kwargs["device"]`: an item under a key that is one of [`DEVICE_KEYWORDS`].
+fn places_on_device(target: &Expr) -> bool {
+    matches!(target, Expr::Subscript(s)
+        if matches!(&*s.slice, Expr::StringLiteral(k) if DEVICE_KEYWORDS.contains(&k.value.to_str())))
+}
+
 /// How many assignments a process group is followed through to the table's group row.
 const MAX_GROUP_HOPS: usize = 4;
 
@@ -719,7 +725,11 @@ impl<'a, 'm> Eval<'a, 'm> {
                 return;
             }
             let writes: Option<(Vec<&Expr>, bool)> = match stmt {
-                Stmt::Assign(a) if a.targets.iter().any(|t| writes_into(t, name)) => {
+                // `kwargs["device_ids"] = [local_rank]`: keyword arguments being built, whose
+                // placement entry says where a value goes, as that keyword does in a call.
+                Stmt::Assign(a)
+                    if a.targets.iter().any(|t| writes_into(t, name) && !places_on_device(t)) =>
+                {
                     Some((vec![&*a.value], true))
                 }
                 Stmt::AugAssign(a) if writes_into(&a.target, name) => Some((vec![&*a.value], true)),
