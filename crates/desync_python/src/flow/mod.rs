@@ -922,6 +922,15 @@ impl<'p> Analysis<'p> {
                 && let Some(api) = crate::knowledge::knowledge().api(&p)
                 && api.role == crate::knowledge::Role::Payload
             {
+                // `torch.set_default_dtype(saved)` of a `saved` the reader gave before a change
+                // (here or in the helper that made it): the ranks that changed the setting put
+                // it back, and every rank has its earlier one again.
+                if let Some(reader) = api.restored_by.as_deref()
+                    && let Some(first) = c.arguments.args.first()
+                    && eval.comes_from_call_of(first, c.start(), reader, 0)
+                {
+                    continue;
+                }
                 let arguments = eval.value(&Expr::Call(c.clone()), c.start()).whole;
                 out.push(SetupCall {
                     line,

@@ -1189,6 +1189,65 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
     }
 
+    /// Whether the value of `e` is what a call of `reader` (qualified) returned: the call
+    /// itself, a name every binding of which before `at` is one (or `None`), or a call of a project
+    /// function every `return` of which is one (`dtype_orig = cls._set_default_dtype(d)`
+    /// whose body returns `torch.get_default_dtype()` read before it changes the setting).
+    pub(crate) fn comes_from_call_of(
+        &mut self,
+        e: &Expr,
+        at: TextSize,
+        reader: &str,
+        depth: usize,
+    ) -> bool {
+        if depth > MAX_GROUP_HOPS {
+            return false;
+        }
+        match e {
+            Expr::Call(c) => match self.resolve(&c.func, at) {
+                Sym::Path(p) => p == reader,
+                Sym::Function(f) => {
+                    let module = f.module.clone();
+                    let target: &Module = module.as_deref().unwrap_or(self.module);
+                    let Some(def) = super::resolve::def_at(target, f.def) else { return false };
+                    let mut returns: Vec<&Expr> = Vec::new();
+                    crate::tree::walk_scope(&def.body, &mut |stmt, _| {
+                        if let Stmt::Return(r) = stmt {
+                            returns.extend(r.value.as_deref());
+                        }
+                    });
+                    let mut there =
+                        Eval::new(self.cx, target, Scope::of(target, Some(def)), self.call_depth);
+                    !returns.is_empty()
+                        && returns
+                            .iter()
+                            .all(|r| there.comes_from_call_of(r, r.start(), reader, depth + 1))
+                }
+                _ => false,
+            },
+            // (`None` first, replaced when the setting is changed: the restore is then under
+            // `if saved is not None`, and passing `None` would raise anyway.)
+            Expr::Name(n) => {
+                let all: Vec<_> = bindings::bindings(self.module, self.scope, n.id.as_str())
+                    .into_iter()
+                    .filter(|b| b.effective <= at)
+                    .filter(|b| !matches!(b.source, Source::Value(Expr::NoneLiteral(_))))
+                    .collect();
+                !all.is_empty()
+                    && all.iter().all(|b| match b.source {
+                        Source::Value(v) => {
+                            let outer = std::mem::replace(&mut self.scope, b.scope);
+                            let r = self.comes_from_call_of(v, b.at, reader, depth + 1);
+                            self.scope = outer;
+                            r
+                        }
+                        _ => false,
+                    })
+            }
+            _ => false,
+        }
+    }
+
     /// The function `def` is nested in, if it is nested in one.
     fn enclosing_function(&self, def: &StmtFunctionDef) -> Option<&'m StmtFunctionDef> {
         let path = self.module.path(self.line_of(def.start()))?;

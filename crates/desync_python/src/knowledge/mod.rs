@@ -70,6 +70,9 @@ pub struct Api {
     pub length: Option<String>,
     /// For payload setup: what it changes in later collectives (`dtype`, `size`, `group`).
     pub affects: Option<String>,
+    /// For payload setup: the reader (qualified) whose earlier answer, passed back as the
+    /// first argument, puts the setting back as it was (`torch.get_default_dtype`).
+    pub restored_by: Option<String>,
     /// For a collective: reading the member as an attribute issues it (a property such as
     /// Lightning's `Trainer.log_dir`), not only calling it.
     #[serde(default)]
