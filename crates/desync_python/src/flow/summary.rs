@@ -450,16 +450,69 @@ const DISTRIBUTED_PREDICATES: &[&str] = &[
 /// `is_initialized()`, or several distributed predicates joined by `and`: true on every rank of
 /// a distributed job.
 fn distributed_test(eval: &mut Eval<'_, '_>, test: &Expr) -> bool {
+    distributed_test_at(eval, test, 0)
+}
+
+/// How deep project functions are followed to a distributed predicate.
+const MAX_PREDICATE_DEPTH: usize = 2;
+
+fn distributed_test_at(eval: &mut Eval<'_, '_>, test: &Expr, depth: usize) -> bool {
     match test {
         Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => {
-            b.values.iter().all(|v| distributed_test(eval, v))
+            b.values.iter().all(|v| distributed_test_at(eval, v, depth))
         }
-        Expr::Call(c) => matches!(
-            eval.resolve(&c.func, c.start()),
-            Sym::Path(p) if DISTRIBUTED_PREDICATES.contains(&p.as_str())
-        ),
+        Expr::Call(c) => distributed_predicate(eval, c, depth),
         _ => false,
     }
+}
+
+/// Whether `c` calls a distributed predicate: one of the table's, or a project function that
+/// only answers one (`def is_distributed(): return dist.is_available() and
+/// dist.is_initialized()`, or the `if not dist.is_available(): return False` ... `return True`
+/// form).
+fn distributed_predicate(
+    eval: &mut Eval<'_, '_>,
+    c: &ruff_python_ast::ExprCall,
+    depth: usize,
+) -> bool {
+    match eval.resolve(&c.func, c.start()) {
+        Sym::Path(p) => DISTRIBUTED_PREDICATES.contains(&p.as_str()),
+        Sym::Function(f) if depth < MAX_PREDICATE_DEPTH && c.arguments.is_empty() => {
+            let module = f.module.clone();
+            let target: &Module = module.as_deref().unwrap_or(eval.module);
+            let Some(def) = super::resolve::def_at(target, f.def) else { return false };
+            let mut there = Eval::new(eval.cx, target, Scope::of(target, Some(def)), 0);
+            answers_distributed(&mut there, &def.body, depth + 1)
+        }
+        _ => false,
+    }
+}
+
+/// A body that answers whether the job is distributed: `return <distributed test>`, or guards
+/// `if not <distributed test>: return False` followed by `return True` (docstrings aside).
+fn answers_distributed(eval: &mut Eval<'_, '_>, body: &[Stmt], depth: usize) -> bool {
+    let is_bool = |e: Option<&Expr>, value: bool| matches!(e, Some(Expr::BooleanLiteral(b)) if b.value == value);
+    let stmts: Vec<&Stmt> = body
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Expr(e) if matches!(&*e.value, Expr::StringLiteral(_))))
+        .collect();
+    let Some((last, guards)) = stmts.split_last() else { return false };
+    let Stmt::Return(r) = last else { return false };
+    if guards.is_empty() {
+        return r.value.as_deref().is_some_and(|v| distributed_test_at(eval, v, depth));
+    }
+    is_bool(r.value.as_deref(), true)
+        && guards.iter().all(|g| match g {
+            Stmt::If(i) if i.elif_else_clauses.is_empty() => {
+                let negated = match &*i.test {
+                    Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => Some(&*u.operand),
+                    _ => None,
+                };
+                matches!(&*i.body, [Stmt::Return(ret)] if is_bool(ret.value.as_deref(), false))
+                    && negated.is_some_and(|t| distributed_test_at(eval, t, depth))
+            }
+            _ => false,
+        })
 }
 
 /// Whether `stmt` sits in the body of `if not <distributed predicate>()`.
@@ -472,7 +525,7 @@ fn single_process(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> bool
             return false;
         }
         let Expr::Call(c) = &*u.operand else { return false };
-        matches!(eval.resolve(&c.func, c.start()), Sym::Path(p) if DISTRIBUTED_PREDICATES.contains(&p.as_str()))
+        distributed_predicate(eval, c, 0)
     })
 }
 
