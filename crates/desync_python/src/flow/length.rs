@@ -226,6 +226,10 @@ impl Eval<'_, '_> {
             }
             Sym::Path(p) => match knowledge().api(&p).map(|a| (a.role, a.uniform_length())) {
                 Some((Role::Data, uniform)) => self.data_length(uniform, c, at),
+                // `tqdm(loader, disable=not is_main)`: as many items as the loader.
+                Some((Role::Progress, _)) => {
+                    first.map_or_else(Deps::default, |arg| self.length(arg, at))
+                }
                 // What a clock, a host read or the rank says is data, not a size.
                 Some((Role::Environment | Role::Time | Role::Rank | Role::Exception, _)) => {
                     self.value(e, at).whole

@@ -903,7 +903,8 @@ impl<'a, 'm> Eval<'a, 'm> {
             | Role::Pad
             | Role::Concat
             | Role::FromData
-            | Role::Group => Deps::default(),
+            | Role::Group
+            | Role::Progress => Deps::default(),
         })
     }
 
@@ -1299,6 +1300,8 @@ impl<'a, 'm> Eval<'a, 'm> {
             // returns what it wraps: calls like any other.
             // A group handle too (what is asked of it is asked of an object, as for any call).
             Role::Pad | Role::Concat | Role::FromData | Role::Wrapper | Role::Group => return None,
+            // `tqdm(loader, disable=not is_main)`: the loader's items.
+            Role::Progress => return Some(self.value(c.arguments.args.first()?, c.start())),
             Role::Environment if path == "os.environ.get" || path == "os.getenv" => {
                 let key = c.arguments.args.first()?;
                 self.environ(key, e)

@@ -39,6 +39,8 @@ pub enum Role {
     FromData,
     /// Returns this rank's process group along the row's `axes` of a grid of ranks.
     Group,
+    /// Yields the items of its first argument unchanged, showing progress (`tqdm(loader)`).
+    Progress,
 }
 
 /// Which part of a collective call holds the value that is identical on every rank afterwards.
