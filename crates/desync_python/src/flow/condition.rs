@@ -41,16 +41,7 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             out
         }
         Expr::UnaryOp(u) if u.op == UnaryOp::Not => test(e, &u.operand, at, depth + 1),
-        Expr::Compare(c) if is_sentinel(c) => {
-            let side = if is_no_rank(&c.left) { &c.comparators[0] } else { &c.left };
-            let mut deps = e.value(side, at).whole;
-            let only_rank = !deps.reasons.is_empty()
-                && deps.reasons.iter().all(|r| r.kind == DependenceKind::RankId);
-            if only_rank {
-                deps.reasons.clear();
-            }
-            deps
-        }
+        Expr::Compare(c) if is_sentinel(c) => sentinel(e, c, at),
         // `if not state[fqn]:`: whether a container is empty.
         Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => {
             container_test(e.value(expr, at).whole)
@@ -68,6 +59,29 @@ fn test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize, depth: usize) -> Deps {
             }
             _ => e.value(expr, at).whole,
         }),
+    }
+}
+
+/// A comparison of the rank with a value no rank has: what the other side depends on, less
+/// the rank itself.
+fn sentinel(e: &mut Eval<'_, '_>, c: &ExprCompare, at: TextSize) -> Deps {
+    let side = if is_no_rank(&c.left) { &c.comparators[0] } else { &c.left };
+    let mut deps = e.value(side, at).whole;
+    let only_rank =
+        !deps.reasons.is_empty() && deps.reasons.iter().all(|r| r.kind == DependenceKind::RankId);
+    if only_rank {
+        deps.reasons.clear();
+    }
+    deps
+}
+
+/// What a test kept as a value decides on, when it compares the rank with a value no rank
+/// has (`return rank >= 0 and local_rank >= 0`, `is_dist = local_rank != -1`): whether the job
+/// is distributed, the same on every rank, as in an `if`. `None` for any other expression.
+pub(super) fn sentinel_test(e: &mut Eval<'_, '_>, expr: &Expr, at: TextSize) -> Option<Deps> {
+    match expr {
+        Expr::Compare(c) if is_sentinel(c) => Some(sentinel(e, c, at)),
+        _ => None,
     }
 }
 

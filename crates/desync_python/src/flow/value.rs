@@ -356,8 +356,14 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// else is its value.
     pub(super) fn assigned(&mut self, v: &Expr, at: TextSize) -> Value {
         if let Expr::BoolOp(b) = v {
-            let tests: Vec<Option<Deps>> =
-                b.values.iter().map(|x| super::condition::structure_test(self, x, at)).collect();
+            let tests: Vec<Option<Deps>> = b
+                .values
+                .iter()
+                .map(|x| {
+                    super::condition::sentinel_test(self, x, at)
+                        .or_else(|| super::condition::structure_test(self, x, at))
+                })
+                .collect();
             if tests.iter().any(Option::is_some) {
                 let mut deps = Deps::default();
                 for (x, test) in b.values.iter().zip(tests) {
@@ -366,7 +372,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 return Value::of(deps);
             }
         }
-        match super::condition::structure_test(self, v, at) {
+        match super::condition::sentinel_test(self, v, at)
+            .or_else(|| super::condition::structure_test(self, v, at))
+        {
             Some(d) => Value::of(d),
             None => self.value(v, at),
         }
