@@ -171,6 +171,18 @@ impl Meta<'_, '_, '_> {
             Expr::Subscript(s) => self.subscript(eval, e, s, at),
             Expr::Call(c) => self.call(eval, e, c, at),
             Expr::BinOp(b) => {
+                // `ids + tp_rank * vocab_per_rank`: a tensor shifted by a number keeps the
+                // tensor's size, whatever the number's value (only a number's own value is a
+                // size, as in `torch.zeros(n + 1)`).
+                if self.mode == Mode::Size && !self.number {
+                    let left =
+                        shown_tensor(eval, &b.left, at, 0) && shown_number(eval, &b.right, at, 0);
+                    let right =
+                        shown_tensor(eval, &b.right, at, 0) && shown_number(eval, &b.left, at, 0);
+                    if left || right {
+                        return self.of(eval, if left { &b.left } else { &b.right }, at);
+                    }
+                }
                 let mut d = self.of(eval, &b.left, at);
                 d.merge(self.of(eval, &b.right, at));
                 d
@@ -1035,6 +1047,95 @@ fn selected(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
 }
 
 /// `x > 0`, `~m`, `m & n`, `t.bool()`, `torch.isfinite(t)`: an index that selects by value.
+/// How many assignments [`shown_tensor`] and [`shown_number`] follow.
+const MAX_TYPE_HOPS: usize = 4;
+
+/// Whether `e` is shown to be a tensor: what a `torch` function returns (one of the elements of
+/// `torch.topk(...)`), a tensor method's result, arithmetic with one, or a name bound to one.
+fn shown_tensor(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -> bool {
+    if depth > MAX_TYPE_HOPS {
+        return false;
+    }
+    match e {
+        Expr::Call(c) => match eval.resolve(&c.func, at) {
+            Sym::Path(p) => {
+                p.starts_with("torch.")
+                    && !p.starts_with("torch.distributed.")
+                    && knowledge().api(&p).is_none_or(|a| {
+                        !matches!(a.role, Role::Rank | Role::Uniform | Role::Config)
+                    })
+            }
+            _ => match &*c.func {
+                Expr::Attribute(a) => shown_tensor(eval, &a.value, at, depth + 1),
+                _ => false,
+            },
+        },
+        Expr::BinOp(b) => {
+            shown_tensor(eval, &b.left, at, depth + 1)
+                || shown_tensor(eval, &b.right, at, depth + 1)
+        }
+        Expr::Name(n) => {
+            let Some(binding) = bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) else {
+                return false;
+            };
+            match binding.source {
+                Source::Value(v) | Source::Augmented(v) | Source::Element(v, _) => {
+                    shown_tensor(eval, v, binding.at, depth + 1)
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Whether `e` is shown to be a plain number: a literal, a rank or size the table reads
+/// (`mpu.get_tensor_model_parallel_rank()`), a dimension read (`x.shape[-1]`, `x.size(0)`,
+/// `len(x)`, `int(...)`), arithmetic on numbers, or a name bound to one.
+fn shown_number(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -> bool {
+    if depth > MAX_TYPE_HOPS {
+        return false;
+    }
+    match e {
+        Expr::NumberLiteral(_) => true,
+        Expr::BinOp(b) => {
+            shown_number(eval, &b.left, at, depth + 1)
+                && shown_number(eval, &b.right, at, depth + 1)
+        }
+        Expr::UnaryOp(u) => shown_number(eval, &u.operand, at, depth + 1),
+        Expr::Subscript(s) => {
+            matches!(&*s.value, Expr::Attribute(a) if a.attr.id.as_str() == "shape")
+        }
+        Expr::Call(c) => {
+            if let Expr::Attribute(a) = &*c.func
+                && matches!(a.attr.id.as_str(), "size" | "numel" | "dim")
+                && c.arguments.args.len() <= 1
+            {
+                return a.attr.id.as_str() != "size" || c.arguments.args.len() == 1;
+            }
+            match eval.resolve(&c.func, at) {
+                Sym::Path(p) => {
+                    matches!(p.as_str(), "len" | "int")
+                        || knowledge()
+                            .api(&p)
+                            .is_some_and(|a| matches!(a.role, Role::Rank | Role::Uniform))
+                }
+                _ => false,
+            }
+        }
+        Expr::Name(n) => {
+            let Some(binding) = bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) else {
+                return false;
+            };
+            match binding.source {
+                Source::Value(v) => shown_number(eval, v, binding.at, depth + 1),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 fn selects(index: &Expr) -> bool {
     match index {
         Expr::Compare(_) => true,
