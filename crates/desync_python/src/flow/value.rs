@@ -101,8 +101,9 @@ fn places_on_device(target: &Expr) -> bool {
         if matches!(&*s.slice, Expr::StringLiteral(k) if DEVICE_KEYWORDS.contains(&k.value.to_str())))
 }
 
-/// How many assignments a process group is followed through to the table's group row.
-const MAX_GROUP_HOPS: usize = 4;
+/// How many assignments and calls a value's origin is followed through (a process group to
+/// the table's group row, a saved setting to the reader that gave it).
+const MAX_ORIGIN_HOPS: usize = 4;
 
 /// Whether a placement argument names a device: a string (`"cuda:0"`), `torch.device(...)`, or
 /// an index that depends on nothing but the rank (the local rank is the device index).
@@ -1148,7 +1149,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         at: TextSize,
         depth: usize,
     ) -> Option<Vec<String>> {
-        if depth > MAX_GROUP_HOPS {
+        if depth > MAX_ORIGIN_HOPS {
             return None;
         }
         match e {
@@ -1199,9 +1200,10 @@ impl<'a, 'm> Eval<'a, 'm> {
     }
 
     /// Whether the value of `e` is what a call of `reader` (qualified) returned: the call
-    /// itself, a name every binding of which before `at` is one (or `None`), or a call of a project
-    /// function every `return` of which is one (`dtype_orig = cls._set_default_dtype(d)`
-    /// whose body returns `torch.get_default_dtype()` read before it changes the setting).
+    /// itself, a name every binding of which before `at` is one (or `None`), or a call of a
+    /// project function every `return` of which is one (`dtype_orig =
+    /// cls._set_default_dtype(d)` whose body returns `torch.get_default_dtype()` read before
+    /// it changes the setting).
     pub(crate) fn comes_from_call_of(
         &mut self,
         e: &Expr,
@@ -1209,7 +1211,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         reader: &str,
         depth: usize,
     ) -> bool {
-        if depth > MAX_GROUP_HOPS {
+        if depth > MAX_ORIGIN_HOPS {
             return false;
         }
         match e {

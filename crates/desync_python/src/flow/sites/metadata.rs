@@ -1046,9 +1046,12 @@ fn selected(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize) -> Deps {
     out
 }
 
-/// `x > 0`, `~m`, `m & n`, `t.bool()`, `torch.isfinite(t)`: an index that selects by value.
 /// How many assignments [`shown_tensor`] and [`shown_number`] follow.
 const MAX_TYPE_HOPS: usize = 4;
+
+/// Tensor methods that return a plain number or list, not a tensor.
+const SCALAR_METHODS: &[&str] =
+    &["item", "tolist", "size", "numel", "nelement", "dim", "element_size", "get_device"];
 
 /// Whether `e` is shown to be a tensor: what a `torch` function returns (one of the elements of
 /// `torch.topk(...)`), a tensor method's result, arithmetic with one, or a name bound to one.
@@ -1066,7 +1069,9 @@ fn shown_tensor(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -
                     })
             }
             _ => match &*c.func {
-                Expr::Attribute(a) => shown_tensor(eval, &a.value, at, depth + 1),
+                Expr::Attribute(a) if !SCALAR_METHODS.contains(&a.attr.id.as_str()) => {
+                    shown_tensor(eval, &a.value, at, depth + 1)
+                }
                 _ => false,
             },
         },
@@ -1136,6 +1141,7 @@ fn shown_number(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -
     }
 }
 
+/// `x > 0`, `~m`, `m & n`, `t.bool()`, `torch.isfinite(t)`: an index that selects by value.
 fn selects(index: &Expr) -> bool {
     match index {
         Expr::Compare(_) => true,
