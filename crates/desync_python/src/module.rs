@@ -273,6 +273,35 @@ impl Module {
         level > 0 && matches!(path.levels[level - 1].stmt(), Stmt::ClassDef(_)) && !decorated_static
     }
 
+    /// The line of the next `return` or `raise` (with `iteration`, the next `continue`) in the
+    /// block holding the compound statement whose header is on `line`: the code that runs
+    /// after that statement and leaves the function (the iteration). What comes between may
+    /// be anything that cannot leave another way (no `break` or `continue` in it, nor, with
+    /// `iteration`, a `return`), at most [`MAX_STATEMENTS_TO_EXIT`] statements. `None`
+    /// otherwise (such a jump first, or the block ends).
+    pub fn exit_after(&self, line: u32, iteration: bool) -> Option<u32> {
+        let path = self.path(line)?;
+        let level = path.levels.last()?;
+        if self.line_of(level.stmt().start()) != line {
+            return None;
+        }
+        let after = level.suite.get(level.index + 1..)?;
+        for stmt in after.iter().take(MAX_STATEMENTS_TO_EXIT) {
+            match stmt {
+                Stmt::Return(_) | Stmt::Raise(_) if !iteration => {
+                    return Some(self.line_of(stmt.start()));
+                }
+                Stmt::Continue(_) if iteration => return Some(self.line_of(stmt.start())),
+                Stmt::Return(_) | Stmt::Raise(_) | Stmt::Continue(_) | Stmt::Break(_) => {
+                    return None;
+                }
+                _ if leaves_another_way(stmt, iteration) => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Syntax errors the parser recovered from, as `line N: message`.
     pub fn syntax_errors(&self) -> &[String] {
         &self.errors
@@ -580,6 +609,20 @@ impl Module {
         }
         tree::path_to(self, line)
     }
+}
+
+/// How far [`Module::exit_after`] looks for the exit.
+const MAX_STATEMENTS_TO_EXIT: usize = 64;
+
+/// Whether `stmt` holds a `break` or `continue` (or, for an `iteration`, a `return`) that
+/// could take a rank out of the block some other way (nested functions and classes aside).
+fn leaves_another_way(stmt: &Stmt, iteration: bool) -> bool {
+    let mut found = false;
+    tree::walk_scope(std::slice::from_ref(stmt), &mut |s, _| {
+        found |= matches!(s, Stmt::Break(_) | Stmt::Continue(_))
+            || (iteration && matches!(s, Stmt::Return(_)));
+    });
+    found
 }
 
 /// The key [`Module::word_count`] counts a word under, and [`NamedBy`] notes a name under.

@@ -43,15 +43,24 @@ pub(super) fn exit_is_balanced(
 ) -> bool {
     let Some((cond, clause)) = innermost_clause(ctx, function, jump_line) else { return false };
     let Some(end) = scope_end(ctx, function, jump_line, construct) else { return false };
+    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line), deps);
+    // Leaving with nothing issued is balanced when the ranks that stay leave the same way
+    // right after the `if`, issuing nothing first: `if max_n == 0: if rank != 0: return None`
+    // then `return []`, before the gather below. (Only that straight form is looked at: an
+    // exit issues nothing far more often than not, and following every path after each one
+    // was quadratic on a file of thousands of them.)
+    if leaving.is_empty() {
+        let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
+        return ctx
+            .module
+            .exit_after(cond.line, construct == Construct::Continue)
+            .is_some_and(|exit| ops(ctx.sites_in(function, if_end + 1, exit), deps).is_empty());
+    }
     // A `return` inside a loop leaves the iterations the staying ranks go on to run, which
     // the lines after the `if` do not show.
     if construct == Construct::Return && ctx.innermost_loop(function, jump_line).is_some() {
         return false;
     }
-    // Leaving with nothing issued is balanced too when every path that stays leaves the
-    // function (or the iteration) without a collective as well: `if max_n == 0: if rank != 0:
-    // return None` then `return []` skips the gather below on every rank alike.
-    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line), deps);
     staying_paths(ctx, cond, function, end, deps, |i| i != clause).iter().all(|p| *p == leaving)
 }
 

@@ -101,6 +101,10 @@ fn places_on_device(target: &Expr) -> bool {
         if matches!(&*s.slice, Expr::StringLiteral(k) if DEVICE_KEYWORDS.contains(&k.value.to_str())))
 }
 
+/// How many of the calls that pass a name between its binding and a use are asked whether
+/// they agree it ([`Eval::agreed_between`]).
+const MAX_AGREEING_CALLS: usize = 64;
+
 /// How many assignments and calls a value's origin is followed through (a process group to
 /// the table's group row, a saved setting to the reader that gave it).
 const MAX_ORIGIN_HOPS: usize = 4;
@@ -810,10 +814,15 @@ impl<'a, 'm> Eval<'a, 'm> {
             return None;
         }
         let index = self.module.scope_index(binding.scope.suite);
+        // The calls between the binding and the use (noted in source order), at most the last
+        // few: asked at each of thousands of calls of one name, all of them was quadratic.
         let starts = index.first_argument_calls.of(name);
-        let calls: Vec<&'m ExprCall> = starts
+        let from = starts.partition_point(|&at| at < binding.effective);
+        let to = starts.partition_point(|&at| at < use_at).max(from);
+        let window = &starts[from..to];
+        let window = &window[window.len().saturating_sub(MAX_AGREEING_CALLS)..];
+        let calls = window
             .iter()
-            .filter(|&&at| at >= binding.effective)
             .filter_map(|&at| crate::tree::stmt_starting_at(binding.scope.suite, at))
             .filter(|stmt| stmt.end() <= use_at)
             .filter_map(|stmt| match stmt {
@@ -822,8 +831,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                     _ => None,
                 },
                 _ => None,
-            })
-            .collect();
+            });
         for c in calls {
             // `await asyncio.to_thread(dist.broadcast_object_list, objs, src=0)`.
             let forwarded = self.forwarded(c);
