@@ -26,7 +26,11 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 continue;
             }
             let Some(site) = after.or(around) else { continue };
-            if raised_alike(ctx, block, handler) {
+            // `try: from olmo_core.nn.hf import convert` / `except ImportError: return`: an
+            // import (or a probe of the node type) fails on every rank or on none.
+            if raised_alike(ctx, block, handler)
+                || ctx.analysis().probes_environment(ctx.module, block.line)
+            {
                 continue;
             }
             let clause = handler.exception.as_deref().map_or_else(

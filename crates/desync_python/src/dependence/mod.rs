@@ -45,12 +45,12 @@ pub fn classify_expression_with(
 /// "inside `except ValueError` at line 12" when `line` lies in an `except` body of its
 /// function: only ranks that raised run that code.
 pub(crate) fn enclosing_handler(module: &Module, line: u32) -> Option<String> {
-    enclosing_handler_of(module, line).map(|(evidence, _)| evidence)
+    enclosing_handler_of(module, line).map(|(evidence, _, _)| evidence)
 }
 
-/// [`enclosing_handler`], and whether that handler catches only exceptions that signal the
-/// program's structure ([`structural_handler`]).
-pub(crate) fn enclosing_handler_of(module: &Module, line: u32) -> Option<(String, bool)> {
+/// [`enclosing_handler`], whether that handler catches only exceptions that signal the
+/// program's structure ([`structural_handler`]), and the body of its `try`.
+pub(crate) fn enclosing_handler_of(module: &Module, line: u32) -> Option<(String, bool, &[Stmt])> {
     let path = module.path(line)?;
     path.scope_levels(module).iter().rev().find_map(|level| {
         let (Some(Stmt::Try(t)), Slot::Handler(i)) = (level.owner, level.slot) else { return None };
@@ -61,7 +61,7 @@ pub(crate) fn enclosing_handler_of(module: &Module, line: u32) -> Option<(String
             |ty| format!("except {}", crate::expr::snippet(module.text(ty.range()))),
         );
         let evidence = format!("inside `{clause}` at line {}", module.line_of(h.start()));
-        Some((evidence, structural_handler(handler)))
+        Some((evidence, structural_handler(handler), &t.body[..]))
     })
 }
 

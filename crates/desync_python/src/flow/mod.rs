@@ -665,6 +665,15 @@ impl<'p> Analysis<'p> {
         Finding::from_deps(&deps)
     }
 
+    /// Whether the `try` statement starting on `line` of `module` only probes the environment
+    /// the job runs in (imports, the node type: [`value::Eval::probes_environment`]): its
+    /// handlers then run on every rank or on none.
+    pub fn probes_environment(&self, module: &Module, line: u32) -> bool {
+        let Some(path) = module.path(line) else { return false };
+        let Stmt::Try(t) = path.leaf() else { return false };
+        value::Eval::new(self, module, Scope::at(module, line), 0).probes_environment(&t.body)
+    }
+
     /// Why the *structure* of `expr_source` at `line` (whether it is `None`, its type) can
     /// differ across ranks: only through a choice between assignments or returns, or the
     /// environment (see `condition::structure`). What a caller passes for a parameter tested
@@ -754,7 +763,9 @@ impl<'p> Analysis<'p> {
             eval.foreign = Some(expr_source.to_owned());
             f(&mut eval, &expr.body, at)
         };
-        if let Some((evidence, structural)) = crate::dependence::enclosing_handler_of(module, line)
+        if let Some((evidence, structural, tried)) =
+            crate::dependence::enclosing_handler_of(module, line)
+            && !eval.probes_environment(tried)
         {
             let reason = Deps::reason(DependenceKind::Exception, evidence);
             deps.merge(if structural { reason.through(via::STRUCTURAL) } else { reason });

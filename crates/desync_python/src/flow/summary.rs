@@ -420,8 +420,8 @@ fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
                     out.merge(eval.value(c, c.start()).whole);
                 }
             }
-            // A probe of the node type raises alike on every rank ([`Eval::probes_configuration`]).
-            (Some(Stmt::Try(t)), Slot::Handler(_)) if eval.probes_configuration(&t.body) => {}
+            // A probe of the node type raises alike on every rank ([`Eval::probes_environment`]).
+            (Some(Stmt::Try(t)), Slot::Handler(_)) if eval.probes_environment(&t.body) => {}
             (Some(Stmt::Try(t)), Slot::Handler(i)) => {
                 let caught = Deps::reason(
                     crate::types::DependenceKind::Exception,

@@ -595,9 +595,10 @@ impl<'a, 'm> Eval<'a, 'm> {
                         crate::expr::snippet(self.module.text(s.test.range()))
                     )));
                 }
-                // `try: torch.cuda.get_device_capability() except RuntimeError: return False`:
-                // what the body asks is the same on every rank, so is whether it raised.
-                (Stmt::Try(t), Slot::Handler(_)) if self.probes_configuration(&t.body) => {}
+                // `try: torch.cuda.get_device_capability() except RuntimeError: return False`,
+                // `try: import torch_mlu`: what the body asks or imports is the same on every
+                // rank, so is whether it raised.
+                (Stmt::Try(t), Slot::Handler(_)) if self.probes_environment(&t.body) => {}
                 (Stmt::Try(t), Slot::Handler(i)) => {
                     let structural =
                         t.handlers.get(i).is_some_and(crate::dependence::structural_handler);
@@ -619,14 +620,32 @@ impl<'a, 'm> Eval<'a, 'm> {
         out
     }
 
-    /// Whether a `try` body only asks the table's configuration rows (what kind of accelerator
-    /// the job was launched on: `torch.cuda.device_count()`, `torch.xpu.is_available()`),
-    /// with at least one such call and no other call: an error it raises says what the node
-    /// type lacks, alike on every rank (accelerate's `is_xpu_available` probe).
-    pub(super) fn probes_configuration(&mut self, body: &[Stmt]) -> bool {
+    /// Whether a `try` body only probes the environment the job was launched in: it imports
+    /// packages, or asks the table's configuration rows (what kind of accelerator the job was
+    /// launched on: `torch.cuda.device_count()`, `torch.xpu.is_available()`), or whether an
+    /// imported module has an attribute (`hasattr(torch, "mlu")`), with at least one such probe
+    /// and no other call. An error it raises says what the node type or the installed packages
+    /// lack, alike on every rank: one job runs one software image on one node type
+    /// (accelerate's `is_xpu_available`, mmengine's `try: import torch_mlu`, olmo-core's
+    /// `try: from olmo_core.nn.hf import ...` / `except ImportError`). At module level a body
+    /// that starts with an import is such a probe whatever follows (mmengine's
+    /// `import torch_npu; torch.npu.set_compile_mode(...)`): it runs once as the module is
+    /// imported, before any rank has data of its own.
+    pub(crate) fn probes_environment(&mut self, body: &[Stmt]) -> bool {
+        let at_module_level = || {
+            body.first()
+                .and_then(|s| self.module.path(self.line_of(s.start())))
+                .is_some_and(|path| path.innermost_function(self.module).is_none())
+        };
+        if matches!(body.first(), Some(Stmt::Import(_) | Stmt::ImportFrom(_))) && at_module_level()
+        {
+            return true;
+        }
         let mut calls: Vec<&ExprCall> = Vec::new();
+        let mut imports = false;
         for stmt in body {
             match stmt {
+                Stmt::Import(_) | Stmt::ImportFrom(_) => imports = true,
                 Stmt::Expr(_) | Stmt::Assign(_) | Stmt::Return(_) | Stmt::Pass(_) => {}
                 _ => return false,
             }
@@ -638,8 +657,13 @@ impl<'a, 'm> Eval<'a, 'm> {
                 });
             }
         }
-        !calls.is_empty()
+        (imports || !calls.is_empty())
             && calls.into_iter().all(|c| match self.resolve(&c.func, c.start()) {
+                Sym::Path(p) if p == "hasattr" => c
+                    .arguments
+                    .args
+                    .first()
+                    .is_some_and(|on| matches!(self.resolve(on, c.start()), Sym::Path(_))),
                 Sym::Path(p) => knowledge().api(&p).is_some_and(|api| api.role == Role::Config),
                 _ => false,
             })
