@@ -403,9 +403,12 @@ impl Meta<'_, '_, '_> {
         }
         let mut d = self.of(eval, &s.value, at);
         match &*s.slice {
-            Expr::Slice(sl) => {
-                for bound in [&sl.lower, &sl.upper, &sl.step].into_iter().flatten() {
-                    d.merge(Self::value(eval, bound, at));
+            Expr::Slice(sl) => d.merge(Self::cut(eval, sl, at)),
+            // `x[:, :n]`, `x[..., :n]`: a cut along any dimension changes the shape, and every
+            // rank must send the same shape.
+            Expr::Tuple(t) => {
+                for sl in t.elts.iter().filter_map(Expr::as_slice_expr) {
+                    d.merge(Self::cut(eval, sl, at));
                 }
             }
             Expr::NumberLiteral(_) | Expr::StringLiteral(_) => {}
@@ -418,6 +421,29 @@ impl Meta<'_, '_, '_> {
                 d.merge(Self::value(eval, index, at));
             }
             _ => {}
+        }
+        d
+    }
+
+    /// What the length of the cut `sl` depends on: its bounds and step, or only the width and
+    /// step of a window whose end is its start plus an amount (`x[start : start + n]`,
+    /// `x[rank * n : (rank + 1) * n]`: every rank's window is `n` long wherever it starts).
+    /// A width rounded up (`n = math.ceil(len(x) / world)`) lets the last windows run past the
+    /// end and come out shorter, so its bounds count again.
+    fn cut(eval: &mut Eval<'_, '_>, sl: &ruff_python_ast::ExprSlice, at: TextSize) -> Deps {
+        let mut d = Deps::default();
+        let width = sl
+            .lower
+            .as_deref()
+            .zip(sl.upper.as_deref())
+            .and_then(|(l, u)| window_width(l, u))
+            .filter(|w| !rounds_up(eval, w, at, 0));
+        let bounds: Vec<&Expr> = match width {
+            Some(width) => [Some(width), sl.step.as_deref()].into_iter().flatten().collect(),
+            None => [&sl.lower, &sl.upper, &sl.step].into_iter().flatten().map(|b| &**b).collect(),
+        };
+        for bound in bounds {
+            d.merge(Self::value(eval, bound, at));
         }
         d
     }
@@ -1134,6 +1160,88 @@ fn shown_number(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -
             };
             match binding.source {
                 Source::Value(v) => shown_number(eval, v, binding.at, depth + 1),
+                // `start, end = VocabUtility.vocab_range_from_per_partition_vocab_size(...)`:
+                // an element of what a table row returns as numbers.
+                Source::Element(Expr::Call(c), index) => match eval.resolve(&c.func, binding.at) {
+                    Sym::Path(p) => knowledge().api(&p).is_some_and(|a| {
+                        a.returns.get(index).is_some_and(|t| matches!(t.as_str(), "int" | "float"))
+                    }),
+                    _ => false,
+                },
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The amount a window's end adds to its start: `n` of `s : s + n` (or `n + s`) and of
+/// `r * n : (r + 1) * n` (or `n * r : n * (r + 1)`); `None` for other bounds.
+fn window_width<'e>(lower: &'e Expr, upper: &'e Expr) -> Option<&'e Expr> {
+    use ruff_python_ast::Operator::{Add, Mult};
+    use ruff_python_ast::comparable::ComparableExpr;
+    let same = |a: &Expr, b: &Expr| ComparableExpr::from(a) == ComparableExpr::from(b);
+    let plus_one = |a: &Expr, b: &Expr| match b {
+        Expr::BinOp(p) if p.op == Add => {
+            let one = |e: &Expr| matches!(e, Expr::NumberLiteral(n) if n.value.as_int().and_then(|i| i.as_u8()) == Some(1));
+            (same(&p.left, a) && one(&p.right)) || (one(&p.left) && same(&p.right, a))
+        }
+        _ => false,
+    };
+    if let Expr::BinOp(u) = upper
+        && u.op == Add
+    {
+        if same(&u.left, lower) {
+            return Some(&u.right);
+        }
+        if same(&u.right, lower) {
+            return Some(&u.left);
+        }
+    }
+    let (Expr::BinOp(l), Expr::BinOp(u)) = (lower, upper) else { return None };
+    if l.op != Mult || u.op != Mult {
+        return None;
+    }
+    if same(&l.right, &u.right) && plus_one(&l.left, &u.left) {
+        return Some(&l.right);
+    }
+    if same(&l.left, &u.left) && plus_one(&l.right, &u.right) {
+        return Some(&l.left);
+    }
+    None
+}
+
+/// Whether `e` is a division rounded up, or a name bound to one: `math.ceil(a / b)`,
+/// `-(-a // b)`, `(a + b - 1) // b`.
+fn rounds_up(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -> bool {
+    use ruff_python_ast::Operator::{Add, FloorDiv, Sub};
+    if depth > MAX_TYPE_HOPS {
+        return false;
+    }
+    match e {
+        Expr::Call(c) => match eval.resolve(&c.func, at) {
+            Sym::Path(p) if matches!(p.as_str(), "math.ceil" | "numpy.ceil" | "torch.ceil") => true,
+            Sym::Path(p) if p == "int" => {
+                c.arguments.args.first().is_some_and(|a| rounds_up(eval, a, at, depth + 1))
+            }
+            _ => false,
+        },
+        Expr::UnaryOp(u) => matches!(&*u.operand, Expr::BinOp(b) if b.op == FloorDiv
+            && matches!(&*b.left, Expr::UnaryOp(_))),
+        Expr::BinOp(b) if b.op == FloorDiv => match &*b.left {
+            Expr::BinOp(l) if l.op == Sub => matches!(&*l.left, Expr::BinOp(s) if s.op == Add),
+            Expr::BinOp(l) if l.op == Add => {
+                matches!(&*l.right, Expr::BinOp(s) if s.op == Sub)
+                    || matches!(&*l.left, Expr::BinOp(s) if s.op == Sub)
+            }
+            _ => false,
+        },
+        Expr::Name(n) => {
+            let Some(binding) = bindings::lookup(eval.module, eval.scope, n.id.as_str(), at) else {
+                return false;
+            };
+            match binding.source {
+                Source::Value(v) => rounds_up(eval, v, binding.at, depth + 1),
                 _ => false,
             }
         }
