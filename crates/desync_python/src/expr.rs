@@ -67,6 +67,14 @@ pub(crate) fn dotted(expr: &Expr) -> Option<String> {
     Some(parts.join("."))
 }
 
+/// The value of a non-negative integer literal (`1`, `2`); `None` for anything else.
+pub(crate) fn int_literal(expr: &Expr) -> Option<u64> {
+    match expr {
+        Expr::NumberLiteral(n) => n.value.as_int().and_then(ruff_python_ast::Int::as_u64),
+        _ => None,
+    }
+}
+
 /// Last segment of a callee: `get_rank` for `dist.get_rank`, `item` for `loss.detach().item`.
 pub(crate) fn last_segment(expr: &Expr) -> Option<&str> {
     match expr {

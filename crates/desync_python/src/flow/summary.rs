@@ -413,11 +413,13 @@ fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
     let Some(path) = module.path(module.line_of(stmt.start())) else { return out };
     for level in path.scope_levels(module).to_vec() {
         match (level.owner, level.slot) {
-            (Some(Stmt::If(s)), Slot::Body) => out.merge(eval.value(&s.test, s.start()).whole),
+            (Some(Stmt::If(s)), Slot::Body) => {
+                out.merge(super::condition::decision(eval, &s.test, s.start()));
+            }
             (Some(Stmt::If(s)), Slot::Clause(i)) => {
-                out.merge(eval.value(&s.test, s.start()).whole);
+                out.merge(super::condition::decision(eval, &s.test, s.start()));
                 for c in s.elif_else_clauses.iter().take(i + 1).filter_map(|c| c.test.as_ref()) {
-                    out.merge(eval.value(c, c.start()).whole);
+                    out.merge(super::condition::decision(eval, c, c.start()));
                 }
             }
             // A probe of the node type raises alike on every rank ([`Eval::probes_environment`]).
@@ -515,11 +517,15 @@ fn answers_distributed(eval: &mut Eval<'_, '_>, body: &[Stmt], depth: usize) -> 
         })
 }
 
-/// Whether `stmt` sits in the body of `if not <distributed predicate>()`.
+/// Whether `stmt` sits in the body of `if not <distributed predicate>()`, or of a test that
+/// the group has one member ([`one_member`]).
 fn single_process(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> bool {
     let Some(path) = module.path(module.line_of(stmt.start())) else { return false };
     path.scope_levels(module).to_vec().into_iter().any(|level| {
         let (Some(Stmt::If(s)), Slot::Body) = (level.owner, level.slot) else { return false };
+        if one_member(eval, &s.test) {
+            return true;
+        }
         let Expr::UnaryOp(u) = &*s.test else { return false };
         if u.op != ruff_python_ast::UnaryOp::Not {
             return false;
@@ -527,6 +533,23 @@ fn single_process(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> bool
         let Expr::Call(c) = &*u.operand else { return false };
         distributed_predicate(eval, c, 0)
     })
+}
+
+/// `size == 1`, `size <= 1` or `size < 2` (either way round) where `size` is the number of
+/// ranks in a process group ([`Eval::counts_group_members`]): `if self.world_size == 1: return
+/// inputs[0]` is a helper's shortcut for a group of one rank, which has no peer to disagree
+/// with (what the helper returns otherwise is what its collective over the group gives).
+fn one_member(eval: &mut Eval<'_, '_>, test: &Expr) -> bool {
+    use ruff_python_ast::CmpOp::{Eq, Gt, GtE, Lt, LtE};
+    let Expr::Compare(c) = test else { return false };
+    let ([op], [right]) = (&*c.ops, &*c.comparators) else { return false };
+    let int = crate::expr::int_literal;
+    let size = match (op, int(&c.left), int(right)) {
+        (Eq | LtE, _, Some(1)) | (Lt, _, Some(2)) => &*c.left,
+        (Eq | GtE, Some(1), _) | (Gt, Some(2), _) => right,
+        _ => return false,
+    };
+    eval.counts_group_members(size, test.start(), 0)
 }
 
 /// How many times `stmt` runs: the lengths of the `for`s and the tests of the `while`s and

@@ -1249,46 +1249,100 @@ impl<'a, 'm> Eval<'a, 'm> {
         match e {
             Expr::Call(c) => match self.resolve(&c.func, at) {
                 Sym::Path(p) => p == reader,
-                Sym::Function(f) => {
-                    let module = f.module.clone();
-                    let target: &Module = module.as_deref().unwrap_or(self.module);
-                    let Some(def) = super::resolve::def_at(target, f.def) else { return false };
-                    let mut returns: Vec<&Expr> = Vec::new();
-                    crate::tree::walk_scope(&def.body, &mut |stmt, _| {
-                        if let Stmt::Return(r) = stmt {
-                            returns.extend(r.value.as_deref());
-                        }
-                    });
-                    let mut there =
-                        Eval::new(self.cx, target, Scope::of(target, Some(def)), self.call_depth);
-                    !returns.is_empty()
-                        && returns
-                            .iter()
-                            .all(|r| there.comes_from_call_of(r, r.start(), reader, depth + 1))
-                }
+                Sym::Function(f) => self.every_return(&f, &|there, r, at| {
+                    there.comes_from_call_of(r, at, reader, depth + 1)
+                }),
                 _ => false,
             },
             // (`None` first, replaced when the setting is changed: the restore is then under
             // `if saved is not None`, and passing `None` would raise anyway.)
-            Expr::Name(n) => {
-                let all: Vec<_> = bindings::bindings(self.module, self.scope, n.id.as_str())
-                    .into_iter()
-                    .filter(|b| b.effective <= at)
-                    .filter(|b| !matches!(b.source, Source::Value(Expr::NoneLiteral(_))))
-                    .collect();
-                !all.is_empty()
-                    && all.iter().all(|b| match b.source {
-                        Source::Value(v) => {
-                            let outer = std::mem::replace(&mut self.scope, b.scope);
-                            let r = self.comes_from_call_of(v, b.at, reader, depth + 1);
-                            self.scope = outer;
-                            r
-                        }
-                        _ => false,
-                    })
-            }
+            Expr::Name(n) => self.every_binding(n.id.as_str(), at, &|this, v, at| {
+                this.comes_from_call_of(v, at, reader, depth + 1)
+            }),
             _ => false,
         }
+    }
+
+    /// Whether `e` is the number of ranks in a process group: a call of the table's
+    /// `group_sizes` (or a read of such an attribute), `size if dist.is_initialized() else 1`,
+    /// a name every binding of which is one, or a project function or property every `return`
+    /// of which is one (`@property def world_size(self): return dist.get_world_size(self.group)
+    /// if dist.is_initialized() else 1`).
+    pub(crate) fn counts_group_members(&mut self, e: &Expr, at: TextSize, depth: usize) -> bool {
+        if depth > MAX_ORIGIN_HOPS {
+            return false;
+        }
+        let sized = |sym: Sym, this: &mut Self| match sym {
+            Sym::Path(p) => knowledge().counts_group_members(&p),
+            Sym::Function(f) => {
+                this.every_return(&f, &|there, r, at| there.counts_group_members(r, at, depth + 1))
+            }
+            _ => false,
+        };
+        match e {
+            Expr::Call(c) => {
+                let callee = self.resolve(&c.func, at);
+                sized(callee, self)
+            }
+            Expr::Attribute(_) => {
+                let read = self.resolve(e, at);
+                sized(read, self)
+            }
+            Expr::If(x) => [&*x.body, &*x.orelse].into_iter().all(|branch| {
+                crate::expr::int_literal(branch) == Some(1)
+                    || self.counts_group_members(branch, at, depth + 1)
+            }),
+            Expr::Name(n) => self.every_binding(n.id.as_str(), at, &|this, v, at| {
+                this.counts_group_members(v, at, depth + 1)
+            }),
+            _ => false,
+        }
+    }
+
+    /// Whether every binding of `name` made before `at` assigns a value `holds` accepts (read
+    /// in the binding's scope, at the binding), a `None` placeholder left out; false when there
+    /// is none or one is not an assignment of a value.
+    fn every_binding(
+        &mut self,
+        name: &str,
+        at: TextSize,
+        holds: &dyn Fn(&mut Self, &'m Expr, TextSize) -> bool,
+    ) -> bool {
+        let all: Vec<_> = bindings::bindings(self.module, self.scope, name)
+            .into_iter()
+            .filter(|b| b.effective <= at)
+            .filter(|b| !matches!(b.source, Source::Value(Expr::NoneLiteral(_))))
+            .collect();
+        !all.is_empty()
+            && all.iter().all(|b| match b.source {
+                Source::Value(v) => {
+                    let outer = std::mem::replace(&mut self.scope, b.scope);
+                    let r = holds(self, v, b.at);
+                    self.scope = outer;
+                    r
+                }
+                _ => false,
+            })
+    }
+
+    /// Whether the project function `f` has a `return` with a value and every such value is
+    /// one `holds` accepts, read where it is written.
+    fn every_return(
+        &mut self,
+        f: &FnRef,
+        holds: &dyn Fn(&mut Eval<'_, '_>, &Expr, TextSize) -> bool,
+    ) -> bool {
+        let module = f.module.clone();
+        let target: &Module = module.as_deref().unwrap_or(self.module);
+        let Some(def) = super::resolve::def_at(target, f.def) else { return false };
+        let mut returns: Vec<&Expr> = Vec::new();
+        crate::tree::walk_scope(&def.body, &mut |stmt, _| {
+            if let Stmt::Return(r) = stmt {
+                returns.extend(r.value.as_deref());
+            }
+        });
+        let mut there = Eval::new(self.cx, target, Scope::of(target, Some(def)), self.call_depth);
+        !returns.is_empty() && returns.iter().all(|r| holds(&mut there, r, r.start()))
     }
 
     /// The function `def` is nested in, if it is nested in one.

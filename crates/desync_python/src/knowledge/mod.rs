@@ -288,6 +288,8 @@ struct Raw {
     #[serde(default)]
     value_errors: Option<NameList>,
     #[serde(default)]
+    group_sizes: Option<NameList>,
+    #[serde(default)]
     error_handoffs: Option<NameList>,
     #[serde(default)]
     file_probes: Option<FileCalls>,
@@ -397,6 +399,7 @@ pub struct Knowledge {
     not_collective_failures: HashSet<String>,
     /// Built-in exception classes raised from the values an operation works on (`KeyError`).
     value_errors: HashSet<String>,
+    group_sizes: HashSet<String>,
     /// Methods that hand an exception object to another thread or process (`send`, `put`).
     error_handoffs: HashSet<String>,
     /// Calls that ask whether a file exists, from the asking rank's view (`os.path.exists`).
@@ -518,6 +521,7 @@ impl Knowledge {
                 .value_errors
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
+            group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
             error_handoffs: raw
                 .error_handoffs
                 .map(|s| s.names.into_iter().collect())
@@ -659,6 +663,12 @@ impl Knowledge {
     /// works on (`ValueError`, `KeyError`): ranks that work on the same values raise it alike.
     pub fn is_raised_from_values(&self, name: &str) -> bool {
         self.value_errors.contains(name)
+    }
+
+    /// Whether `name` (qualified) answers how many ranks a process group holds
+    /// (`dist.get_world_size`, Megatron's `get_tensor_model_parallel_world_size`).
+    pub fn counts_group_members(&self, name: &str) -> bool {
+        self.group_sizes.contains(name)
     }
 
     /// Whether `method` (a call's last name) hands an exception object passed to it to another

@@ -1183,7 +1183,7 @@ fn window_width<'e>(lower: &'e Expr, upper: &'e Expr) -> Option<&'e Expr> {
     let same = |a: &Expr, b: &Expr| ComparableExpr::from(a) == ComparableExpr::from(b);
     let plus_one = |a: &Expr, b: &Expr| match b {
         Expr::BinOp(p) if p.op == Add => {
-            let one = |e: &Expr| matches!(e, Expr::NumberLiteral(n) if n.value.as_int().and_then(|i| i.as_u8()) == Some(1));
+            let one = |e: &Expr| crate::expr::int_literal(e) == Some(1);
             (same(&p.left, a) && one(&p.right)) || (one(&p.left) && same(&p.right, a))
         }
         _ => false,
