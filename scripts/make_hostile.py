@@ -291,6 +291,14 @@ def hostile_sources(c: Cases) -> None:
         "import torch.distributed as dist\n\ndef f(x, flag):\n    rank = dist.get_rank()\n"
         "    if flag:\n" + nested * 20_000)
     c.add("lint_20k_rank_tests_in_one_nest", lint_dir / "nest.py", lint=True)
+    # 20,000 early exits, each before a collective: every collective has every exit before it
+    # as a guard, so each exit is found and described once for the function, not once per
+    # collective (branch::GuardFinder).
+    exits = "    if rank == 0:\n        return\n    dist.all_reduce(x)\n"
+    (lint_dir / "exits.py").write_text(
+        "import torch.distributed as dist\n\ndef f(x):\n    rank = dist.get_rank()\n"
+        + exits * 20_000)
+    c.add("lint_20k_exits_before_collectives", lint_dir / "exits.py", lint=True)
 
 
 def control_characters(c: Cases) -> None:

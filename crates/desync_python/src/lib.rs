@@ -53,6 +53,7 @@ mod types;
 #[cfg(test)]
 mod robustness;
 
+pub use branch::GuardFinder;
 pub use dependence::patterns;
 pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};

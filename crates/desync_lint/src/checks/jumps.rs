@@ -21,9 +21,13 @@ use crate::rule::Rule;
 pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
     let mut done = HashSet::new();
+    let mut finder = desync_python::GuardFinder::new(ctx.module);
     // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`).
     for site in ctx.sites.iter().filter(|s| !s.is_point_to_point()) {
-        for guard in ctx.module.guards_with(ctx.analysis(), site.line()) {
+        // A jump judged for an earlier collective is not described again.
+        let guards =
+            finder.guards_where(ctx.analysis(), site.line(), &mut |line| !done.contains(&line));
+        for guard in guards {
             if !done.insert(guard.line) {
                 continue;
             }

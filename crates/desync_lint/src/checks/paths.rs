@@ -291,16 +291,14 @@ pub(super) fn innermost_clause<'c>(
     function: Option<u32>,
     line: u32,
 ) -> Option<(&'c Conditional, usize)> {
-    ctx.outline
-        .conditionals
-        .iter()
-        .filter(|c| c.function == function)
-        .filter_map(|c| {
-            let i =
-                c.clauses.iter().position(|cl| (cl.body.first..=cl.body.last).contains(&line))?;
-            Some((c, i))
-        })
-        .max_by_key(|(c, _)| c.line)
+    // The outline lists the `if`s in source order (each before the blocks inside it), so the
+    // innermost one around `line` is the last one starting at or before it that holds it.
+    let conditionals = &ctx.outline.conditionals;
+    let before = conditionals.partition_point(|c| c.line <= line);
+    conditionals[..before].iter().rev().filter(|c| c.function == function).find_map(|c| {
+        let i = c.clauses.iter().position(|cl| (cl.body.first..=cl.body.last).contains(&line))?;
+        Some((c, i))
+    })
 }
 
 /// The last line the jump skips to the end of: the function's for `return`, the innermost

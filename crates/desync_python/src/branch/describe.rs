@@ -68,6 +68,30 @@ pub(super) fn branch(cx: &Analysis<'_>, module: &Module, candidate: &Candidate<'
     branch
 }
 
+/// The line [`branch`] gives the [`Branch`] it describes for `candidate`, found without
+/// asking what its condition depends on (the costly part).
+pub(super) fn line(module: &Module, candidate: &Candidate<'_>) -> u32 {
+    let handler_line = |stmt: &StmtTry, index: usize| match stmt.handlers.get(index) {
+        Some(ExceptHandler::ExceptHandler(h)) => module.line_of(h.start()),
+        None => module.line_of(stmt.start()),
+    };
+    match candidate.decider {
+        Decider::If { stmt, clause } => {
+            match clause.and_then(|i| stmt.elif_else_clauses.get(i)).filter(|c| c.test.is_some()) {
+                Some(c) => module.line_of(c.start()),
+                None => module.line_of(stmt.start()),
+            }
+        }
+        Decider::Loop(stmt) => module.line_of(stmt.start()),
+        Decider::Except { stmt, handler } => handler_line(stmt, handler),
+        Decider::With(stmt) | Decider::ChosenContext { stmt, .. } => module.line_of(stmt.start()),
+        Decider::Jump(target) => match target.guard {
+            Guard::If { .. } => target.line,
+            Guard::Handler { stmt, index } => handler_line(stmt, index),
+        },
+    }
+}
+
 /// A conditional expression (`order = [a, b] if c else [b, a]`) decides like an `if` written
 /// at its statement.
 pub(super) fn conditional_expression(

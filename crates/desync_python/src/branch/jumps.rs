@@ -128,7 +128,7 @@ pub(super) fn skipping<'a>(
             continue;
         }
         let distance = site.line.abs_diff(skipped.line);
-        let target = Target { stmt: site.stmt, construct: site.construct, guard };
+        let target = Target { stmt: site.stmt, line: site.line, construct: site.construct, guard };
         let mut candidate = Candidate::jump(target, skipped.line);
         candidate.indirect = indirect;
         ranked.push(((weak, !before, distance), candidate));

@@ -25,6 +25,7 @@ mod structure;
 
 use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtIf, StmtTry, StmtWith};
 use ruff_text_size::Ranged;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::flow::Analysis;
 use crate::module::Module;
@@ -52,6 +53,8 @@ pub(super) enum Guard<'a> {
 #[derive(Clone, Copy)]
 pub(super) struct Target<'a> {
     pub stmt: &'a Stmt,
+    /// The line of `stmt`.
+    pub line: u32,
     pub construct: Construct,
     pub guard: Guard<'a>,
 }
@@ -141,13 +144,42 @@ pub(crate) fn find(
 /// Every construct that decides whether `line` runs: guarded jumps that can skip it (nearest
 /// first), then the statements around it (innermost first).
 pub(crate) fn guards(cx: &Analysis<'_>, module: &Module, line: u32) -> Vec<Branch> {
-    let Some(path) = module.path(line) else { return Vec::new() };
-    let sites = jumps::sites(module, scope_suite(module, &path));
-    jumps::skipping(&sites, &path, None)
-        .into_iter()
-        .chain(structure::enclosing(module, &path))
-        .map(|c| describe::branch(cx, module, &c))
-        .collect()
+    GuardFinder::new(module).guards_where(cx, line, &mut |_| true)
+}
+
+/// [`guards`] asked for many lines of one module: each function's jump statements are found
+/// once, and a guard is described only when `wanted` accepts its line (asked before the
+/// costly part), so a function with thousands of exits before its collectives stays linear
+/// per question rather than finding and describing every exit again for every collective.
+pub struct GuardFinder<'m> {
+    module: &'m Module,
+    /// The jump statements of each function body (or the module's), by the suite's address.
+    sites: HashMap<*const Stmt, Vec<jumps::Site<'m>>>,
+}
+
+impl<'m> GuardFinder<'m> {
+    pub fn new(module: &'m Module) -> Self {
+        GuardFinder { module, sites: HashMap::default() }
+    }
+
+    /// The guards of `line` ([`Module::guards_with`]) whose line `wanted` accepts.
+    pub fn guards_where(
+        &mut self,
+        cx: &Analysis<'_>,
+        line: u32,
+        wanted: &mut dyn FnMut(u32) -> bool,
+    ) -> Vec<Branch> {
+        let module = self.module;
+        let Some(path) = module.path(line) else { return Vec::new() };
+        let suite = scope_suite(module, &path);
+        let sites = self.sites.entry(suite.as_ptr()).or_insert_with(|| jumps::sites(module, suite));
+        jumps::skipping(sites, &path, None)
+            .into_iter()
+            .chain(structure::enclosing(module, &path))
+            .filter(|c| wanted(describe::line(module, c)))
+            .map(|c| describe::branch(cx, module, &c))
+            .collect()
+    }
 }
 
 /// The `if` that reorders the list a loop around `line` walks (see [`order`]).
