@@ -479,13 +479,9 @@ fn distributed_predicate(
 ) -> bool {
     match eval.resolve(&c.func, c.start()) {
         Sym::Path(p) => DISTRIBUTED_PREDICATES.contains(&p.as_str()),
-        Sym::Function(f) if depth < MAX_PREDICATE_DEPTH && c.arguments.is_empty() => {
-            let module = f.module.clone();
-            let target: &Module = module.as_deref().unwrap_or(eval.module);
-            let Some(def) = super::resolve::def_at(target, f.def) else { return false };
-            let mut there = Eval::new(eval.cx, target, Scope::of(target, Some(def)), 0);
-            answers_distributed(&mut there, &def.body, depth + 1)
-        }
+        Sym::Function(f) if depth < MAX_PREDICATE_DEPTH && c.arguments.is_empty() => eval
+            .in_function(&f, |there, def| answers_distributed(there, &def.body, depth + 1))
+            .unwrap_or(false),
         _ => false,
     }
 }

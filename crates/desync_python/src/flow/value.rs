@@ -1151,12 +1151,11 @@ impl<'a, 'm> Eval<'a, 'm> {
     /// `str`; `-> torch.dtype`, resolved where the function is defined), if it is.
     pub(crate) fn return_annotation(&mut self, call: &ExprCall) -> Option<String> {
         let Sym::Function(f) = self.resolve(&call.func, call.start()) else { return None };
-        let module = f.module.clone();
-        let target: &Module = module.as_deref().unwrap_or(self.module);
-        let def = super::resolve::def_at(target, f.def)?;
-        let returns = def.returns.as_deref()?;
-        let mut there = Eval::new(self.cx, target, Scope::module(target), self.call_depth);
-        there.annotated_type(returns, def.start())
+        self.in_function(&f, |there, def| {
+            // An annotation is read where the `def` stands, not inside the function.
+            there.scope = Scope::module(there.module);
+            there.annotated_type(def.returns.as_deref()?, def.start())
+        })?
     }
 
     /// The type annotation `a` names: `str` for the builtin, else the qualified name it
@@ -1332,17 +1331,30 @@ impl<'a, 'm> Eval<'a, 'm> {
         f: &FnRef,
         holds: &dyn Fn(&mut Eval<'_, '_>, &Expr, TextSize) -> bool,
     ) -> bool {
+        self.in_function(f, |there, def| {
+            let mut returns: Vec<&Expr> = Vec::new();
+            crate::tree::walk_scope(&def.body, &mut |stmt, _| {
+                if let Stmt::Return(r) = stmt {
+                    returns.extend(r.value.as_deref());
+                }
+            });
+            !returns.is_empty() && returns.iter().all(|r| holds(there, r, r.start()))
+        })
+        .unwrap_or(false)
+    }
+
+    /// What `ask` answers about the project function `f` given its `def` and an evaluator in
+    /// its module and scope (at this call depth); `None` when the `def` is not found.
+    pub(super) fn in_function<R>(
+        &self,
+        f: &FnRef,
+        ask: impl FnOnce(&mut Eval<'_, '_>, &StmtFunctionDef) -> R,
+    ) -> Option<R> {
         let module = f.module.clone();
         let target: &Module = module.as_deref().unwrap_or(self.module);
-        let Some(def) = super::resolve::def_at(target, f.def) else { return false };
-        let mut returns: Vec<&Expr> = Vec::new();
-        crate::tree::walk_scope(&def.body, &mut |stmt, _| {
-            if let Stmt::Return(r) = stmt {
-                returns.extend(r.value.as_deref());
-            }
-        });
+        let def = super::resolve::def_at(target, f.def)?;
         let mut there = Eval::new(self.cx, target, Scope::of(target, Some(def)), self.call_depth);
-        !returns.is_empty() && returns.iter().all(|r| holds(&mut there, r, r.start()))
+        Some(ask(&mut there, def))
     }
 
     /// The function `def` is nested in, if it is nested in one.
