@@ -22,7 +22,7 @@
 //! collectives, the ranks stay paired whichever way they go. `break` is not paired: the later
 //! iterations the others run are not in view as one sequence.
 
-use desync_python::{Conditional, Construct, Dependence};
+use desync_python::{Conditional, Construct, Dependence, SiteVia};
 
 use crate::context::{Context, Site, splits_group};
 
@@ -61,7 +61,9 @@ pub(super) fn exit_is_balanced(
     if construct == Construct::Return && ctx.innermost_loop(function, jump_line).is_some() {
         return false;
     }
-    staying_paths(ctx, cond, function, end, deps, |i| i != clause).iter().all(|p| *p == leaving)
+    staying_paths(ctx, cond, function, end, deps, |i| i != clause)
+        .iter()
+        .all(|p| same_issues(p, &leaving))
 }
 
 /// For an `if` one of whose clauses ends by leaving (its last line is a `return`, or a
@@ -89,10 +91,10 @@ pub(super) fn clauses_are_balanced(
         ops(ctx.sites_in(function, cond.clauses[first_leaving].body.first, jump.line), deps);
     let leaving_agree = (0..cond.clauses.len()).filter(|&i| leaves(i).is_some()).all(|i| {
         let body = &cond.clauses[i].body;
-        ops(ctx.sites_in(function, body.first, body.last), deps) == reference
+        same_issues(&ops(ctx.sites_in(function, body.first, body.last), deps), &reference)
     });
     let staying = staying_paths(ctx, cond, function, end, deps, |i| leaves(i).is_none());
-    Some(leaving_agree && staying.iter().all(|p| *p == reference))
+    Some(leaving_agree && staying.iter().all(|p| same_issues(p, &reference)))
 }
 
 /// A path's sites, and whether it ended (a `return` or `raise`) before the end of its region.
@@ -321,11 +323,48 @@ fn scope_end(
 /// on `deps` does not split. The same op on another group does not pair:
 /// `all_reduce(flag, group=metrics)` on the leaving ranks and the gradient `all_reduce` on
 /// the others is a wait cycle across groups.
+/// A receive loop ([`SiteVia::Helper`]'s `serves`) is listed as [`SERVES`] and each op it
+/// issues: it pairs with the source's collectives of those kinds ([`same_issues`]).
 fn ops<'s, 'a: 's>(sites: impl Iterator<Item = &'s Site<'a>>, deps: &[Dependence]) -> Ops {
-    let mut v: Ops = sites
-        .filter(|s| !s.is_point_to_point() && splits_group(deps, s))
-        .map(|s| (s.op.clone(), s.group().map(str::to_owned)))
-        .collect();
+    let mut v: Ops = Vec::new();
+    for s in sites.filter(|s| !s.is_point_to_point() && splits_group(deps, s)) {
+        let group = s.group().map(str::to_owned);
+        if matches!(s.site.via, SiteVia::Helper { serves: true, .. }) {
+            v.extend(s.site.ops.iter().map(|op| (format!("{SERVES}{op}"), group.clone())));
+        } else {
+            v.push((s.op.clone(), group));
+        }
+    }
     v.sort_unstable();
+    v.dedup_by(|a, b| a.0.starts_with(SERVES) && a == b);
     v
+}
+
+/// The mark of what a receive loop issues in [`Ops`].
+const SERVES: &str = "serves:";
+
+/// Whether two paths issue the same collectives. A receive loop on either path issues what the
+/// source's messages tell it to, as many times as the source sends (a command loop: the
+/// workers sit in `serve()` while rank 0 scatters commands from wherever it runs, then a stop
+/// message), so the collectives of the kinds it serves, on its group, pair with it whatever
+/// their number.
+fn same_issues(a: &Ops, b: &Ops) -> bool {
+    let served: Vec<(&str, &Option<String>)> = a
+        .iter()
+        .chain(b)
+        .filter_map(|(op, group)| op.strip_prefix(SERVES).map(|op| (op, group)))
+        .collect();
+    if served.is_empty() {
+        return a == b;
+    }
+    let rest = |ops: &Ops| -> Ops {
+        ops.iter()
+            .filter(|(op, group)| {
+                !op.starts_with(SERVES)
+                    && !op.split(',').all(|atom| served.contains(&(atom, group)))
+            })
+            .cloned()
+            .collect()
+    };
+    rest(a) == rest(b)
 }

@@ -290,6 +290,8 @@ struct Raw {
     #[serde(default)]
     group_sizes: Option<NameList>,
     #[serde(default)]
+    source_collectives: Option<NameList>,
+    #[serde(default)]
     error_handoffs: Option<NameList>,
     #[serde(default)]
     file_probes: Option<FileCalls>,
@@ -400,6 +402,7 @@ pub struct Knowledge {
     /// Built-in exception classes raised from the values an operation works on (`KeyError`).
     value_errors: HashSet<String>,
     group_sizes: HashSet<String>,
+    source_collectives: HashSet<String>,
     /// Methods that hand an exception object to another thread or process (`send`, `put`).
     error_handoffs: HashSet<String>,
     /// Calls that ask whether a file exists, from the asking rank's view (`os.path.exists`).
@@ -522,6 +525,10 @@ impl Knowledge {
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
+            source_collectives: raw
+                .source_collectives
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
             error_handoffs: raw
                 .error_handoffs
                 .map(|s| s.names.into_iter().collect())
@@ -669,6 +676,12 @@ impl Knowledge {
     /// (`dist.get_world_size`, Megatron's `get_tensor_model_parallel_world_size`).
     pub fn counts_group_members(&self, name: &str) -> bool {
         self.group_sizes.contains(name)
+    }
+
+    /// Whether the collective `name` (qualified) delivers what one source rank sends
+    /// (`dist.broadcast`, `dist.scatter_object_list`).
+    pub fn is_source_collective(&self, name: &str) -> bool {
+        self.source_collectives.contains(name)
     }
 
     /// Whether `method` (a call's last name) hands an exception object passed to it to another

@@ -86,13 +86,18 @@ pub enum SiteVia {
     /// passes for the parameter every collective of that body names as its process group;
     /// `leads`: the body issues its first collective before anything that can raise an error
     /// of the program's logic on some ranks only (it only builds the payload first);
-    /// `axes`: the grid axes of that group, when shown ([`CollectiveSite::group_axes`]).
+    /// `axes`: the grid axes of that group, when shown ([`CollectiveSite::group_axes`]);
+    /// `receives`: its first collective delivers what a source rank sends (a broadcast or a
+    /// scatter); `serves`: its body is a receive loop ([`serves`]), which issues whatever
+    /// the source drives it to, as many times as the source does.
     Helper {
         name: String,
         reaches: String,
         group: Option<String>,
         axes: Option<Vec<String>>,
         leads: bool,
+        receives: bool,
+        serves: bool,
     },
 }
 
@@ -170,6 +175,10 @@ pub(crate) struct Reach {
     /// Whether the body issues its first collective before anything that can raise on some
     /// ranks only ([`issues_first`]).
     leads: bool,
+    /// Whether its first collective delivers what a source rank sends ([`SiteVia::Helper`]).
+    receives: bool,
+    /// Whether the body is a receive loop ([`serves`]).
+    serves: bool,
 }
 
 /// Cheap facts about a module that say which calls are worth resolving (kept in the
@@ -597,6 +606,8 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         group,
                         axes,
                         leads: reach.leads,
+                        receives: reach.receives,
+                        serves: reach.serves,
                     },
                 ));
             }
@@ -837,7 +848,91 @@ fn summarize(
             .group_axes
             .clone()
             .filter(|a| sites.iter().all(|s| s.group_axes.as_ref() == Some(a)));
-        Arc::new(Reach { ops, first, group_param, group_field, group_axes, leads })
+        let receives = receives(first_site);
+        let serves = def.is_some_and(|def| serves(target, def, sites));
+        Arc::new(Reach {
+            ops,
+            first,
+            group_param,
+            group_field,
+            group_axes,
+            leads,
+            receives,
+            serves,
+        })
+    })
+}
+
+/// Whether `site` delivers what a source rank sends: a call of the table's
+/// `source_collectives` (`dist.scatter_object_list(out, msgs, src=0)`), or of a helper whose
+/// first collective is one.
+fn receives(site: &CollectiveSite) -> bool {
+    match &site.via {
+        SiteVia::Table(p) => knowledge().is_source_collective(p),
+        SiteVia::Helper { receives, .. } => *receives,
+        _ => false,
+    }
+}
+
+/// Whether `def`'s body is a receive loop, the worker side of a command loop:
+///
+/// ```python
+/// def serve(self):
+///     while True:
+///         command, payload = self._scatter()     # what rank 0 sends
+///         if command == "stop":
+///             return
+///         self._infer_and_gather(payload)
+/// ```
+///
+/// A `while True:` at the top of the body whose first statement receives from a source rank
+/// ([`receives`]) and binds what it received, and whose every way out (`return`, `break`)
+/// is under an `if` that tests a name so bound. The ranks in it issue what the source's
+/// messages tell them to, as many times as the source sends: they pair with the source's
+/// collectives of the kinds the loop issues, however many the source issues.
+fn serves(target: &Module, def: &StmtFunctionDef, sites: &[CollectiveSite]) -> bool {
+    def.body.iter().any(|stmt| {
+        let Stmt::While(w) = stmt else { return false };
+        if !matches!(&*w.test, Expr::BooleanLiteral(b) if b.value) || !w.orelse.is_empty() {
+            return false;
+        }
+        let Some(Stmt::Assign(first)) = w.body.first() else { return false };
+        let first_line = target.line_of(first.start());
+        if !sites.iter().any(|s| s.line == first_line && receives(s)) {
+            return false;
+        }
+        let mut received: Vec<&str> = Vec::new();
+        for t in &first.targets {
+            crate::expr::walk(t, &mut |x| {
+                if let Expr::Name(n) = x {
+                    received.push(n.id.as_str());
+                }
+            });
+        }
+        let mut exits = 0;
+        let mut all_tested = true;
+        tree::walk_scope(&w.body, &mut |stmt, frames| {
+            if !matches!(stmt, Stmt::Return(_) | Stmt::Break(_)) {
+                return;
+            }
+            // A `break` of a loop inside this one does not leave it.
+            if matches!(stmt, Stmt::Break(_)) && frames.iter().any(|f| tree::is_loop(f.owner)) {
+                return;
+            }
+            exits += 1;
+            let tested = frames.iter().any(|f| match f.owner {
+                Stmt::If(i) => {
+                    let mut names = false;
+                    crate::expr::walk(&i.test, &mut |x| {
+                        names |= matches!(x, Expr::Name(n) if received.contains(&n.id.as_str()));
+                    });
+                    names
+                }
+                _ => false,
+            });
+            all_tested &= tested;
+        });
+        exits > 0 && all_tested
     })
 }
 
