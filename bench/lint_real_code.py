@@ -453,11 +453,21 @@ def print_sample(runs: list[Run], reviews: list[dict], n: int, seed: int, includ
                    if include_reviewed or review_of(by_key, run.source.package, f) is None),
                   key=lambda rf: (rf[0].source.package, rf[1]["file"], rf[1]["line"], rf[1]["rule"]))
     picked = random.Random(seed).sample(pool, min(n, len(pool)))
+    tally: dict[str, int] = {}
     for i, (run, f) in enumerate(picked, 1):
         print(f"=== [{i}] {run.source.package} {run.source.version} {f['file']}:{f['line']} {f['rule']}")
         print(f"    {f['message']}")
+        review = review_of(by_key, run.source.package, f)
+        verdict = review["verdict"] if review else "unreviewed"
+        tally[verdict] = tally.get(verdict, 0) + 1
+        if review:
+            print(f"    reviewed: {verdict}: {review['reason']}")
         print(context(run.source.root, f["file"], f["line"]))
         print()
+    judged = sum(v for k, v in tally.items() if k != "unreviewed")
+    share = f"{100 * tally.get('true', 0) / judged:.1f}% true" if judged else "none reviewed"
+    counts = ", ".join(f"{tally.get(k, 0)} {k}" for k in ("true", "safe", "false", "unreviewed"))
+    print(f"sample of {len(picked)} (seed {seed}): {counts}; {share} of the reviewed")
 
 
 def update(runs: list[Run], reviews: list[dict]) -> list[dict]:
