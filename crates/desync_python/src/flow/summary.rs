@@ -422,7 +422,7 @@ fn guards(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> Deps {
                     out.merge(super::condition::decision(eval, c, c.start()));
                 }
             }
-            // A probe of the node type raises alike on every rank ([`Eval::probes_environment`]).
+            // A probe of the environment raises alike on every rank ([`Eval::probes_environment`]).
             (Some(Stmt::Try(t)), Slot::Handler(_)) if eval.probes_environment(&t.body) => {}
             (Some(Stmt::Try(t)), Slot::Handler(i)) => {
                 let caught = Deps::reason(

@@ -1226,8 +1226,10 @@ fn rounds_up(eval: &mut Eval<'_, '_>, e: &Expr, at: TextSize, depth: usize) -> b
             }
             _ => false,
         },
-        Expr::UnaryOp(u) => matches!(&*u.operand, Expr::BinOp(b) if b.op == FloorDiv
-            && matches!(&*b.left, Expr::UnaryOp(_))),
+        Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::USub => {
+            matches!(&*u.operand, Expr::BinOp(b) if b.op == FloorDiv
+                && matches!(&*b.left, Expr::UnaryOp(n) if n.op == ruff_python_ast::UnaryOp::USub))
+        }
         Expr::BinOp(b) if b.op == FloorDiv => match &*b.left {
             Expr::BinOp(l) if l.op == Sub => matches!(&*l.left, Expr::BinOp(s) if s.op == Add),
             Expr::BinOp(l) if l.op == Add => {
