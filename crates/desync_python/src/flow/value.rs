@@ -1205,26 +1205,18 @@ impl<'a, 'm> Eval<'a, 'm> {
                     self.scope = inner;
                     return axes;
                 }
+                // Every binding before the use names a group along the same axes.
                 let mut found: Option<Vec<String>> = None;
-                for b in all {
-                    if b.effective > at {
-                        continue;
-                    }
-                    let Source::Value(v) = b.source else { return None };
-                    if matches!(v, Expr::NoneLiteral(_)) {
-                        continue;
-                    }
-                    let outer = std::mem::replace(&mut self.scope, b.scope);
-                    let axes = self.grid_axes_of(v, b.at, depth + 1);
-                    self.scope = outer;
-                    let mut axes = axes?;
+                let alike = self.every_binding_of(all, at, &mut |this, v, at| {
+                    let Some(mut axes) = this.grid_axes_of(v, at, depth + 1) else { return false };
                     axes.sort();
-                    match &found {
-                        Some(f) if *f != axes => return None,
-                        _ => found = Some(axes),
+                    if found.as_ref().is_some_and(|f| *f != axes) {
+                        return false;
                     }
-                }
-                found
+                    found = Some(axes);
+                    true
+                });
+                found.filter(|_| alike)
             }
             _ => None,
         }
@@ -1255,7 +1247,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             },
             // (`None` first, replaced when the setting is changed: the restore is then under
             // `if saved is not None`, and passing `None` would raise anyway.)
-            Expr::Name(n) => self.every_binding(n.id.as_str(), at, &|this, v, at| {
+            Expr::Name(n) => self.every_binding(n.id.as_str(), at, &mut |this, v, at| {
                 this.comes_from_call_of(v, at, reader, depth + 1)
             }),
             _ => false,
@@ -1291,7 +1283,7 @@ impl<'a, 'm> Eval<'a, 'm> {
                 crate::expr::int_literal(branch) == Some(1)
                     || self.counts_group_members(branch, at, depth + 1)
             }),
-            Expr::Name(n) => self.every_binding(n.id.as_str(), at, &|this, v, at| {
+            Expr::Name(n) => self.every_binding(n.id.as_str(), at, &mut |this, v, at| {
                 this.counts_group_members(v, at, depth + 1)
             }),
             _ => false,
@@ -1305,9 +1297,20 @@ impl<'a, 'm> Eval<'a, 'm> {
         &mut self,
         name: &str,
         at: TextSize,
-        holds: &dyn Fn(&mut Self, &'m Expr, TextSize) -> bool,
+        holds: &mut dyn FnMut(&mut Self, &'m Expr, TextSize) -> bool,
     ) -> bool {
-        let all: Vec<_> = bindings::bindings(self.module, self.scope, name)
+        let all = bindings::bindings(self.module, self.scope, name);
+        self.every_binding_of(all, at, holds)
+    }
+
+    /// [`Eval::every_binding`] over a name's bindings already looked up.
+    fn every_binding_of(
+        &mut self,
+        all: Vec<Binding<'m>>,
+        at: TextSize,
+        holds: &mut dyn FnMut(&mut Self, &'m Expr, TextSize) -> bool,
+    ) -> bool {
+        let all: Vec<_> = all
             .into_iter()
             .filter(|b| b.effective <= at)
             .filter(|b| !matches!(b.source, Source::Value(Expr::NoneLiteral(_))))
