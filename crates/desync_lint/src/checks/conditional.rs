@@ -100,7 +100,9 @@ fn judge_if(ctx: &Context<'_>, cond: &Conditional, turns: &super::turns::Memo) -
         return None;
     }
     // A clause that leaves after issuing what the others issue later is paired with them.
-    if super::paths::clauses_are_balanced(ctx, cond, &deps) == Some(true) {
+    if super::paths::clauses_are_balanced(ctx, cond, &deps) == Some(true)
+        || super::paths::if_is_balanced(ctx, cond, &deps)
+    {
         return None;
     }
     if members_of_groups(ctx, cond, &all_clauses) {
@@ -226,8 +228,11 @@ pub(super) fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<
         .clauses
         .iter()
         .map(|c| {
+            // What a rank issues on its way to dying (`barrier(); raise`) pairs with nothing.
+            let dying = ctx.dying_handlers(cond.function, c.body.first, c.body.last);
             ctx.sites_in(cond.function, c.body.first, c.body.last)
                 .filter(|s| !s.is_point_to_point())
+                .filter(|s| !dying.iter().any(|&(a, b)| (a..=b).contains(&s.line())))
                 .collect()
         })
         .collect();

@@ -22,8 +22,12 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut out = Vec::new();
     let mut done = HashSet::new();
     let mut finder = desync_python::GuardFinder::new(ctx.module);
-    // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`).
-    for site in ctx.sites.iter().filter(|s| !s.is_point_to_point()) {
+    // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`); what a
+    // rank issues on its way to dying (`except: barrier(); raise`) is skipped by nobody alive.
+    let skippable = |s: &&Site<'_>| {
+        !s.is_point_to_point() && ctx.dying_handlers(s.function(), s.line(), s.line()).is_empty()
+    };
+    for site in ctx.sites.iter().filter(skippable) {
         // A jump judged for an earlier collective is not described again.
         let guards =
             finder.guards_where(ctx.analysis(), site.line(), &mut |line| !done.contains(&line));
@@ -84,6 +88,10 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
         return Judged::Quiet;
     }
     if exits_paired_across_roles(ctx, site, guard.line, guard.construct) {
+        return Judged::Quiet;
+    }
+    // `if rank == 0:` around the exit, every path through which issues the same collectives.
+    if super::paths::inside_balanced_rank_split(ctx, site.function(), guard.line) {
         return Judged::Quiet;
     }
     // A rank test of another group skips this collective on whole groups at once.

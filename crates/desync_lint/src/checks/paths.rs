@@ -114,39 +114,15 @@ fn staying_paths(
     keep: impl Fn(usize) -> bool,
 ) -> Vec<Ops> {
     let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
+    let missing_else = !cond.has_else();
+    if let Some(paths) = followed_paths(ctx, cond, function, end, deps, &keep, true) {
+        return paths;
+    }
+    // Not followed path by path: each clause, then everything after the `if` as one sequence.
     let clauses: Vec<(u32, u32)> = (0..cond.clauses.len())
         .filter(|&i| keep(i))
         .map(|i| (cond.clauses[i].body.first, cond.clauses[i].body.last))
         .collect();
-    let missing_else = !cond.has_else();
-    let followed = || -> Option<Vec<Ops>> {
-        let after = paths_through(ctx, function, if_end + 1, end, 0)?;
-        let mut out = Vec::new();
-        let mut starts: Vec<Path<'_, '_>> = Vec::new();
-        for &(first, last) in &clauses {
-            starts.extend(paths_through(ctx, function, first, last, 0)?);
-        }
-        if missing_else {
-            starts.push((Vec::new(), false));
-        }
-        for (start, ended) in starts {
-            if ended {
-                out.push(ops(start.into_iter(), deps));
-                continue;
-            }
-            for (rest, _) in &after {
-                out.push(ops(start.iter().chain(rest.iter()).copied(), deps));
-            }
-            if out.len() > MAX_PATHS {
-                return None;
-            }
-        }
-        Some(out)
-    };
-    if let Some(paths) = followed() {
-        return paths;
-    }
-    // Not followed path by path: each clause, then everything after the `if` as one sequence.
     let after: Vec<&Site<'_>> = ctx.sites_in(function, if_end + 1, end).collect();
     let mut paths: Vec<Ops> = clauses
         .iter()
@@ -158,6 +134,100 @@ fn staying_paths(
         paths.push(ops(after.iter().copied(), deps));
     }
     paths
+}
+
+/// The ops of every path through the clauses `keep` selects (plus a missing `else`), each
+/// followed by what comes after the `if` up to `end` unless a `return` or `raise` ended it
+/// first, sorted or in the order issued; `None` when a part cannot be followed path by path
+/// ([`paths_through`]).
+fn followed_paths(
+    ctx: &Context<'_>,
+    cond: &Conditional,
+    function: Option<u32>,
+    end: u32,
+    deps: &[Dependence],
+    keep: &impl Fn(usize) -> bool,
+    sorted: bool,
+) -> Option<Vec<Ops>> {
+    let listed = |sites: &mut dyn Iterator<Item = &Site<'_>>| {
+        if sorted { ops(sites, deps) } else { ops_in_order(sites, deps) }
+    };
+    let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
+    let after = paths_through(ctx, function, if_end + 1, end, 0)?;
+    let mut out = Vec::new();
+    let mut starts: Vec<Path<'_, '_>> = Vec::new();
+    for clause in (0..cond.clauses.len()).filter(|&i| keep(i)).map(|i| &cond.clauses[i]) {
+        starts.extend(paths_through(ctx, function, clause.body.first, clause.body.last, 0)?);
+    }
+    if !cond.has_else() {
+        starts.push((Vec::new(), false));
+    }
+    for (start, ended) in starts {
+        if ended {
+            out.push(listed(&mut start.into_iter()));
+            continue;
+        }
+        for (rest, _) in &after {
+            out.push(listed(&mut start.iter().chain(rest.iter()).copied()));
+        }
+        if out.len() > MAX_PATHS {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Whether every path through `cond`, outside any loop, issues the same collectives (on groups
+/// a test that depends on `deps` splits): each clause's paths, ended where a `return` or
+/// `raise` ends them, the others (and a missing `else`) continued to the end of the function.
+/// Then no rank waits for another whichever clause, and whichever exit inside it, it takes:
+///
+/// ```python
+/// if rank == 0:
+///     if config is None:
+///         barrier()       # rank 0 leaves through a barrier of its own...
+///         return
+///     write(config)
+/// barrier()               # ...which pairs with the others' barrier here
+/// ```
+///
+/// In a loop the later iterations are not one path, so an `if` there is not judged so.
+pub(super) fn if_is_balanced(ctx: &Context<'_>, cond: &Conditional, deps: &[Dependence]) -> bool {
+    let function = cond.function;
+    if ctx.innermost_loop(function, cond.line).is_some() {
+        return false;
+    }
+    let Some(end) = function.and_then(|f| ctx.function(f)).map(|f| f.end_line) else {
+        return false;
+    };
+    // The same collectives, and in the same order (another order is DSY004's).
+    let same = |sorted: bool, alike: &dyn Fn(&Ops, &Ops) -> bool| {
+        followed_paths(ctx, cond, function, end, deps, &|_| true, sorted)
+            .is_some_and(|paths| paths.windows(2).all(|w| alike(&w[0], &w[1])))
+    };
+    same(true, &same_issues) && same(false, &|a, b| a == b)
+}
+
+/// Whether `line` of `function` sits in a clause of an `if` whose test depends on the rank id
+/// and every path through which issues the same collectives ([`if_is_balanced`]): however the
+/// ranks inside it decide, none waits for another.
+pub(super) fn inside_balanced_rank_split(
+    ctx: &Context<'_>,
+    function: Option<u32>,
+    line: u32,
+) -> bool {
+    let around =
+        ctx.outline.conditionals.iter().filter(|c| {
+            c.function == function && c.clauses.iter().any(|cl| cl.body.contains(line))
+        });
+    around.into_iter().any(|c| {
+        // The dependence is asked last: it follows the data, the rest reads the outline.
+        let rank_test = c.clauses.iter().find_map(|cl| {
+            let deps = ctx.dependence(cl.test_line?, cl.test.as_deref()?);
+            crate::context::has_rank_id(&deps).then_some(deps)
+        });
+        rank_test.is_some_and(|deps| if_is_balanced(ctx, c, &deps))
+    })
 }
 
 /// The paths through lines `first..=last` of `function`: the sites each issues, branching at
@@ -185,11 +255,14 @@ fn paths_through<'c, 'a>(
             && ctx.sites_in(function, l.body.first, l.body.last).next().is_some()
     });
     // A handler runs only on the ranks that raised: its jumps and collectives are not on the
-    // straight path.
+    // straight path. One that passes the error on (`barrier(); raise`) ends the rank's path
+    // loudly (torchrun stops its peers), so its lines are left out.
+    let dying = ctx.dying_handlers(function, first, last);
+    let passed_on = |line: u32| dying.iter().any(|&(a, b)| (a..=b).contains(&line));
     let jump_in_handler = ctx.outline.tries.iter().any(|t| {
         t.function == function
             && within(t.line)
-            && t.handlers.iter().any(|h| {
+            && t.handlers.iter().filter(|h| !h.propagates).any(|h| {
                 ctx.sites_in(function, h.body.first, h.body.last).next().is_some()
                     || ctx.outline.jumps.iter().any(|j| {
                         j.function == function && (h.body.first..=h.body.last).contains(&j.line)
@@ -211,7 +284,7 @@ fn paths_through<'c, 'a>(
         .outline
         .conditionals
         .iter()
-        .filter(|c| c.function == function && within(c.line))
+        .filter(|c| c.function == function && within(c.line) && !passed_on(c.line))
         .collect();
     let mut ifs: Vec<&Conditional> = in_range
         .iter()
@@ -234,9 +307,11 @@ fn paths_through<'c, 'a>(
             j.function == function
                 && (line..next_if).contains(&j.line)
                 && matches!(j.construct, Construct::Return | Construct::Raise)
+                && !passed_on(j.line)
         });
         let upto = stop.map_or(next_if.saturating_sub(1).min(last), |j| j.line);
-        let straight: Vec<&Site<'_>> = ctx.sites_in(function, line, upto).collect();
+        let straight: Vec<&Site<'_>> =
+            ctx.sites_in(function, line, upto).filter(|s| !passed_on(s.line())).collect();
         for (sites, ended) in &mut paths {
             if !*ended {
                 sites.extend(straight.iter().copied());
@@ -316,6 +391,15 @@ fn scope_end(
         Construct::Continue => ctx.innermost_loop(function, jump_line).map(|l| l.body.last),
         _ => None,
     }
+}
+
+/// What a sequence of sites issues and on which process group, in the order issued
+/// (collectives on groups a test that depends on `deps` does not split left out, as in [`ops`]).
+fn ops_in_order<'s, 'a: 's>(sites: impl Iterator<Item = &'s Site<'a>>, deps: &[Dependence]) -> Ops {
+    sites
+        .filter(|s| !s.is_point_to_point() && splits_group(deps, s))
+        .map(|s| (s.op.clone(), s.group().map(str::to_owned)))
+        .collect()
 }
 
 /// What a sequence of sites issues and on which process group (as written), sorted;

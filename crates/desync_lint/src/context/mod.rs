@@ -147,6 +147,22 @@ impl<'a> Context<'a> {
         self.sites[from..to].iter().filter(move |s| s.function() == function)
     }
 
+    /// The line ranges of `function`'s `except` clauses that pass the error on (every path
+    /// through them raises or ends the process) and overlap lines `first..=last`. A rank there
+    /// dies loudly and torchrun stops its peers, so what it issues on the way out
+    /// (`barrier(); raise`) pairs with nothing and is on no path that goes on.
+    pub fn dying_handlers(&self, function: Option<u32>, first: u32, last: u32) -> Vec<(u32, u32)> {
+        let tries = &self.outline.tries;
+        let before = tries.partition_point(|t| t.line <= last);
+        tries[..before]
+            .iter()
+            .filter(|t| t.function == function && t.end_line >= first)
+            .flat_map(|t| t.handlers.iter().filter(|h| h.propagates))
+            .filter(|h| h.body.last >= first && h.body.first <= last)
+            .map(|h| (h.body.first, h.body.last))
+            .collect()
+    }
+
     /// The innermost loop of `function` whose body holds `line`.
     pub fn innermost_loop(&self, function: Option<u32>, line: u32) -> Option<&'a Loop> {
         self.outline

@@ -109,6 +109,9 @@ const MAX_AGREEING_CALLS: usize = 64;
 /// the table's group row, a saved setting to the reader that gave it).
 const MAX_ORIGIN_HOPS: usize = 4;
 
+/// How many names, calls and returns [`Eval::shown_not_none`] follows.
+const MAX_NOT_NONE_DEPTH: usize = 6;
+
 /// Whether a placement argument names a device: a string (`"cuda:0"`), `torch.device(...)`, or
 /// an index that depends on nothing but the rank (the local rank is the device index).
 fn is_device(arg: &Expr, deps: &Deps) -> bool {
@@ -1288,6 +1291,85 @@ impl<'a, 'm> Eval<'a, 'm> {
             }),
             _ => false,
         }
+    }
+
+    /// Whether `e`, read at `at`, is shown never to be `None`: a literal other than `None`, a
+    /// display or comprehension, an f-string, a lambda; a call of a table row that says what
+    /// it returns (`get_model_state_dict`: a dict), or of a project function every `return` of
+    /// which gives such a value and whose body ends in a `return`; a name every binding of
+    /// which before `at` is such a value (a `None` placeholder counts against it here).
+    /// A caller that passes such a value decides the callee's `if sd is None:` for it.
+    pub(crate) fn shown_not_none(&mut self, e: &Expr, at: TextSize, depth: usize) -> bool {
+        if depth > MAX_NOT_NONE_DEPTH {
+            return false;
+        }
+        match e {
+            Expr::NumberLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::BytesLiteral(_)
+            | Expr::BooleanLiteral(_)
+            | Expr::FString(_)
+            | Expr::List(_)
+            | Expr::Tuple(_)
+            | Expr::Dict(_)
+            | Expr::Set(_)
+            | Expr::ListComp(_)
+            | Expr::SetComp(_)
+            | Expr::DictComp(_)
+            | Expr::Generator(_)
+            | Expr::Lambda(_) => true,
+            Expr::Call(c) => match self.resolve(&c.func, at) {
+                Sym::Path(p) => knowledge().api(&p).is_some_and(|a| !a.returns.is_empty()),
+                Sym::Function(f) => {
+                    let ends_in_return = self
+                        .in_function(&f, |_, def| matches!(def.body.last(), Some(Stmt::Return(_))))
+                        .unwrap_or(false);
+                    ends_in_return
+                        && self.every_return_written(&f, &mut |there, r, at| {
+                            r.is_some_and(|r| there.shown_not_none(r, at, depth + 1))
+                        })
+                }
+                _ => false,
+            },
+            Expr::Name(n) => {
+                let all: Vec<Binding<'m>> =
+                    bindings::bindings(self.module, self.scope, n.id.as_str())
+                        .into_iter()
+                        .filter(|b| b.effective <= at)
+                        .collect();
+                !all.is_empty()
+                    && all.iter().all(|b| match b.source {
+                        Source::Value(v) => {
+                            let outer = std::mem::replace(&mut self.scope, b.scope);
+                            let shown = self.shown_not_none(v, b.at, depth + 1);
+                            self.scope = outer;
+                            shown
+                        }
+                        _ => false,
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether every `return` of the project function `f` (a bare one as `None`) is one
+    /// `holds` accepts, read where it is written; false when it has none.
+    fn every_return_written(
+        &mut self,
+        f: &FnRef,
+        holds: &mut dyn FnMut(&mut Eval<'_, '_>, Option<&Expr>, TextSize) -> bool,
+    ) -> bool {
+        self.in_function(f, |there, def| {
+            let mut returns: Vec<&ruff_python_ast::StmtReturn> = Vec::new();
+            crate::tree::walk_scope(&def.body, &mut |stmt, _| {
+                if let Stmt::Return(r) = stmt {
+                    returns.push(r);
+                }
+            });
+            !returns.is_empty()
+                && returns.iter().all(|r| holds(there, r.value.as_deref(), r.start()))
+        })
+        .unwrap_or(false)
     }
 
     /// Whether every binding of `name` made before `at` assigns a value `holds` accepts (read

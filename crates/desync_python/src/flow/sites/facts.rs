@@ -166,6 +166,63 @@ impl Facts {
         there
     }
 
+    /// Facts the arguments of `call` establish about the parameters of `callee` that its own
+    /// `if`s test: a literal passed is the parameter's value (`save(sd, full=True)`), and a
+    /// value the caller shows is never `None` (`not_none`) is not `None`
+    /// (`convert(model_state_dict=sd)`, `sd` gathered by a call that returns a dict), so the
+    /// callee's `if full:` and `if model_state_dict is None:` decide as this call makes them.
+    /// Parameters the callee assigns are left out.
+    pub(super) fn from_arguments(
+        callee: &StmtFunctionDef,
+        call: &ExprCall,
+        through_instance: bool,
+        not_none: &mut dyn FnMut(&Expr) -> bool,
+    ) -> Facts {
+        let tested = tested_names(&callee.body);
+        let parameters = super::parameter_names(callee);
+        let mut facts = Facts::default();
+        for p in parameters.iter().filter(|p| tested.contains(p.as_str())) {
+            let Some(arg) =
+                crate::flow::value::argument_for(&parameters, through_instance, call, p)
+            else {
+                continue;
+            };
+            if let Some(literal) = Literal::of(arg) {
+                facts.0.push((p.clone(), Known::Equals(literal)));
+            } else if not_none(arg) {
+                facts.0.push((p.clone(), Known::Differs(Literal::None)));
+            }
+        }
+        facts.drop_reassigned(&callee.body);
+        facts
+    }
+
+    /// Leaves out the facts about values `body` assigns, unless the fact itself rules every
+    /// such assignment out: `if sd is None: sd = gather()` keeps "`sd` is not `None`".
+    fn drop_reassigned(&mut self, body: &[Stmt]) {
+        let facts = std::mem::take(&mut self.0);
+        self.0 = facts
+            .into_iter()
+            .filter(|(path, known)| {
+                let alone = Facts(vec![(path.clone(), known.clone())]);
+                let mut kept = true;
+                tree::walk_scope(body, &mut |stmt, frames| {
+                    kept = kept && !(own_bindings(stmt).contains(path) && alone.allow(frames));
+                });
+                kept
+            })
+            .collect();
+    }
+
+    /// These facts, then `more`'s about values these say nothing of.
+    pub(super) fn extend(&mut self, more: Facts) {
+        for (path, known) in more.0 {
+            if self.known(&path).is_none() {
+                self.0.push((path, known));
+            }
+        }
+    }
+
     /// Leaves out the facts about values `body` (nested blocks included) assigns.
     fn drop_assigned(&mut self, body: &[Stmt]) {
         if self.0.is_empty() {
@@ -281,6 +338,58 @@ impl Facts {
 
     fn known(&self, path: &str) -> Option<&Known> {
         self.0.iter().find(|(p, _)| p == path).map(|(_, k)| k)
+    }
+}
+
+/// The names the tests of `body`'s `if`s and `elif`s read (nested blocks included).
+fn tested_names(body: &[Stmt]) -> std::collections::HashSet<&str> {
+    let mut names = std::collections::HashSet::new();
+    tree::walk_scope(body, &mut |stmt, _| {
+        let Stmt::If(s) = stmt else { return };
+        for test in clause_tests(s).flatten() {
+            crate::expr::walk(test, &mut |e| {
+                if let Expr::Name(n) = e {
+                    names.insert(n.id.as_str());
+                }
+            });
+        }
+    });
+    names
+}
+
+/// The dotted names `stmt` rebinds itself, its nested blocks left out (they are visited as
+/// statements of their own): assignment, `for` and `with ... as` targets, `del`; an `if`,
+/// `while`, `try` or `match` header none. An item store (`sd[k] = v`) changes what a value
+/// holds, not which value it is (`None` or a literal stays one), so it is not counted.
+fn own_bindings(stmt: &Stmt) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    match stmt {
+        Stmt::If(_) | Stmt::While(_) | Stmt::Try(_) | Stmt::Match(_) => {}
+        Stmt::Assign(a) => a.targets.iter().for_each(|t| rebound(t, &mut out)),
+        Stmt::AnnAssign(a) => rebound(&a.target, &mut out),
+        Stmt::AugAssign(a) => rebound(&a.target, &mut out),
+        Stmt::Delete(d) => d.targets.iter().for_each(|t| rebound(t, &mut out)),
+        Stmt::For(f) => rebound(&f.target, &mut out),
+        Stmt::With(w) => {
+            for item in &w.items {
+                if let Some(vars) = &item.optional_vars {
+                    rebound(vars, &mut out);
+                }
+            }
+        }
+        _ => return crate::dependence::bindings::bound_paths(std::slice::from_ref(stmt)),
+    }
+    out
+}
+
+/// The dotted names the target `t` rebinds (an item store rebinds none).
+fn rebound(t: &Expr, out: &mut std::collections::HashSet<String>) {
+    match t {
+        Expr::Tuple(x) => x.elts.iter().for_each(|e| rebound(e, out)),
+        Expr::List(x) => x.elts.iter().for_each(|e| rebound(e, out)),
+        Expr::Starred(x) => rebound(&x.value, out),
+        Expr::Subscript(_) => {}
+        _ => out.extend(dotted(t)),
     }
 }
 

@@ -557,7 +557,7 @@ impl<'a, 'p> Collectives<'a, 'p> {
                         let own = f.is_method && through_own_object(c, caller.def);
                         let through_instance =
                             f.is_method && matches!(&*c.func, Expr::Attribute(_));
-                        let facts = Facts::at_call(
+                        let mut facts = Facts::at_call(
                             caller.def,
                             caller.stmt,
                             caller.known,
@@ -566,6 +566,9 @@ impl<'a, 'p> Collectives<'a, 'p> {
                             own,
                             through_instance,
                         );
+                        facts.extend(Facts::from_arguments(def, c, through_instance, &mut |a| {
+                            eval.shown_not_none(a, at, 0)
+                        }));
                         if facts.is_empty() {
                             reach
                         } else {
