@@ -14,7 +14,7 @@ import sys
 from conftest import REPO, desync_bin
 
 SCORER = REPO / "scripts" / "lint_real_bugs.py"
-MIN_FOUND = 19  # bugs found on their line
+MIN_FOUND = 20  # bugs found on their line
 MIN_QUIET = 20  # fixed versions with no finding
 
 

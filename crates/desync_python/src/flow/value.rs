@@ -1690,6 +1690,12 @@ impl<'a, 'm> Eval<'a, 'm> {
                 self.scope = outer;
             }
         }
+        // A field a hook of the class fills holds what this rank's own modules produced, and
+        // as many items as they ran.
+        if let Some(evidence) = written_by_hook(self.module, class, attr) {
+            found = true;
+            out.merge(Deps::reason(LocalData, evidence));
+        }
         (out, found)
     }
 
@@ -1995,4 +2001,181 @@ fn keyed_entries(d: &ruff_python_ast::ExprDict) -> Option<Vec<(&str, &Expr)>> {
 /// the attributes of an object of the project's own class).
 fn entry_field(key: &str) -> String {
     format!("[{key:?}]")
+}
+
+/// How a field a hook writes is shown ([`written_by_hook`]): "`self.stats` is written by the
+/// hook `record` (line 32), registered with `register_forward_hook` at line 28".
+///
+/// A method of `class` registers a hook (a call whose last name is one of the table's
+/// `hook_registrations`) with a function it defines (`register_forward_hook(record)`), a
+/// method of the class (`register_forward_hook(self.record)`), or what a method or local
+/// function returns when it returns a function it defines (`register_forward_hook(
+/// self._hook(name))`, the closure factory); that function writes `self.<attr>`: assigns it
+/// or an item of it, or calls a mutating method on it or an item of it
+/// (`self.stats[name].append(...)`).
+fn written_by_hook(
+    module: &Module,
+    class: &ruff_python_ast::StmtClassDef,
+    attr: &str,
+) -> Option<String> {
+    for method in class.body.iter().filter_map(|s| match s {
+        Stmt::FunctionDef(d) => Some(d),
+        _ => None,
+    }) {
+        let Some(own) = first_parameter_name(method) else { continue };
+        let mut found = None;
+        crate::tree::walk_scope(&method.body, &mut |stmt, _| {
+            if found.is_some() {
+                return;
+            }
+            for e in crate::tree::header_exprs(stmt) {
+                crate::expr::walk(e, &mut |x| {
+                    let Expr::Call(c) = x else { return };
+                    let Some(registration) = crate::expr::last_segment(&c.func) else { return };
+                    if found.is_some() || !knowledge().registers_hook(registration) {
+                        return;
+                    }
+                    let hook = c.arguments.args.first().or_else(|| {
+                        c.arguments.keywords.iter().find_map(|k| {
+                            k.arg
+                                .as_ref()
+                                .is_some_and(|a| a.id.as_str() == "hook")
+                                .then_some(&k.value)
+                        })
+                    });
+                    for (def, owner) in
+                        hook.map(|h| hook_functions(class, method, own, h)).unwrap_or_default()
+                    {
+                        if let Some(line) = writes_field(module, def, owner, attr) {
+                            found = Some(format!(
+                                "`{own}.{attr}` is written by the hook `{}` (line {line}), registered with `{registration}` at line {}: it holds what this rank's own modules produced",
+                                def.name.id,
+                                module.line_of(c.start()),
+                            ));
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// The name of a function's first parameter (`self` of a method).
+fn first_parameter_name(def: &StmtFunctionDef) -> Option<&str> {
+    def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
+}
+
+/// The functions the callable `hook`, passed to a hook registration in `method` of `class`
+/// (whose object `method` calls `own`), names, each with the name its object goes by inside
+/// it: a function `method` defines (`own`), a method of the class (its own first parameter),
+/// or the functions a method of the class or a function `method` defines returns by name
+/// (`return record`, a function it defines itself).
+fn hook_functions<'c>(
+    class: &'c ruff_python_ast::StmtClassDef,
+    method: &'c StmtFunctionDef,
+    own: &'c str,
+    hook: &Expr,
+) -> Vec<(&'c StmtFunctionDef, &'c str)> {
+    let method_named = |name: &str| {
+        class.body.iter().find_map(|s| match s {
+            Stmt::FunctionDef(d) if d.name.id.as_str() == name => Some(d),
+            _ => None,
+        })
+    };
+    let own_method = |e: &Expr| match e {
+        Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == own) => {
+            method_named(a.attr.id.as_str())
+        }
+        _ => None,
+    };
+    match hook {
+        Expr::Name(n) => {
+            defined_in(method, n.id.as_str()).map(|d| vec![(d, own)]).unwrap_or_default()
+        }
+        Expr::Attribute(_) => own_method(hook)
+            .and_then(|d| first_parameter_name(d).map(|p| vec![(d, p)]))
+            .unwrap_or_default(),
+        Expr::Call(c) => {
+            let (factory, inner_own) = match &*c.func {
+                Expr::Name(n) => match defined_in(method, n.id.as_str()) {
+                    Some(d) => (d, own),
+                    None => return Vec::new(),
+                },
+                f => match own_method(f) {
+                    Some(d) => match first_parameter_name(d) {
+                        Some(p) => (d, p),
+                        None => return Vec::new(),
+                    },
+                    None => return Vec::new(),
+                },
+            };
+            let mut out = Vec::new();
+            crate::tree::walk_scope(&factory.body, &mut |stmt, _| {
+                if let Stmt::Return(r) = stmt
+                    && let Some(Expr::Name(n)) = r.value.as_deref()
+                    && let Some(d) = defined_in(factory, n.id.as_str())
+                {
+                    out.push((d, inner_own));
+                }
+            });
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A function `def` defines in its own body (not inside another function) named `name`.
+fn defined_in<'c>(def: &'c StmtFunctionDef, name: &str) -> Option<&'c StmtFunctionDef> {
+    let mut found = None;
+    crate::tree::walk_scope(&def.body, &mut |stmt, _| {
+        if let Stmt::FunctionDef(d) = stmt
+            && d.name.id.as_str() == name
+        {
+            found = Some(d);
+        }
+    });
+    found
+}
+
+/// Methods that change a container in place.
+const MUTATORS: &[&str] =
+    &["append", "extend", "insert", "add", "update", "setdefault", "appendleft"];
+
+/// The first line of `def` (a hook) that writes `owner.attr`: assigns it or an item of it, or
+/// calls a mutating method on it or on an item of it.
+fn writes_field(module: &Module, def: &StmtFunctionDef, owner: &str, attr: &str) -> Option<u32> {
+    let rooted = |mut e: &Expr| loop {
+        match e {
+            Expr::Subscript(s) => e = &s.value,
+            Expr::Attribute(a) => {
+                return a.attr.id.as_str() == attr
+                    && matches!(&*a.value, Expr::Name(n) if n.id.as_str() == owner);
+            }
+            _ => return false,
+        }
+    };
+    let mut line = None;
+    crate::tree::walk_scope(&def.body, &mut |stmt, _| {
+        if line.is_some() {
+            return;
+        }
+        let writes = match stmt {
+            Stmt::Assign(a) => a.targets.iter().any(&rooted),
+            Stmt::AugAssign(a) => rooted(&a.target),
+            Stmt::AnnAssign(a) => a.value.is_some() && rooted(&a.target),
+            Stmt::Expr(x) => matches!(&*x.value, Expr::Call(c)
+                if matches!(&*c.func, Expr::Attribute(m)
+                    if MUTATORS.contains(&m.attr.id.as_str()) && rooted(&m.value))),
+            _ => false,
+        };
+        if writes {
+            line = Some(module.line_of(stmt.start()));
+        }
+    });
+    line
 }

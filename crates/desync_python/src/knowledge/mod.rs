@@ -292,6 +292,8 @@ struct Raw {
     #[serde(default)]
     source_collectives: Option<NameList>,
     #[serde(default)]
+    hook_registrations: Option<NameList>,
+    #[serde(default)]
     error_handoffs: Option<NameList>,
     #[serde(default)]
     file_probes: Option<FileCalls>,
@@ -403,6 +405,9 @@ pub struct Knowledge {
     value_errors: HashSet<String>,
     group_sizes: HashSet<String>,
     source_collectives: HashSet<String>,
+    /// Methods that register a callback the module runs on this rank's own activations
+    /// (`register_forward_hook`).
+    hook_registrations: HashSet<String>,
     /// Methods that hand an exception object to another thread or process (`send`, `put`).
     error_handoffs: HashSet<String>,
     /// Calls that ask whether a file exists, from the asking rank's view (`os.path.exists`).
@@ -527,6 +532,10 @@ impl Knowledge {
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
             source_collectives: raw
                 .source_collectives
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            hook_registrations: raw
+                .hook_registrations
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             error_handoffs: raw
@@ -682,6 +691,12 @@ impl Knowledge {
     /// (`dist.broadcast`, `dist.scatter_object_list`).
     pub fn is_source_collective(&self, name: &str) -> bool {
         self.source_collectives.contains(name)
+    }
+
+    /// Whether `method` (a call's last name) registers a callback that a module runs on this
+    /// rank's own activations (`module.register_forward_hook(record)`).
+    pub fn registers_hook(&self, method: &str) -> bool {
+        self.hook_registrations.contains(method)
     }
 
     /// Whether `method` (a call's last name) hands an exception object passed to it to another
