@@ -26,6 +26,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 continue;
             }
             let Some(site) = after.or(around) else { continue };
+            if commands_of_own_receive_loop(ctx, block) {
+                continue;
+            }
             // `try: from olmo_core.nn.hf import convert` / `except ImportError: return`: an
             // import (or a probe of the node type) fails on every rank or on none.
             if raised_alike(ctx, block, handler)
@@ -150,6 +153,26 @@ fn skipped_after<'c>(
         }
         _ => None,
     }
+}
+
+/// Whether every collective the handler can skip (those of the `try` body and after it, to the
+/// end of the function) is a command its own class's receive loop serves: a method of a class
+/// whose workers sit in a `serve()` loop receiving from the source, and whose collectives from
+/// here on are all of the kinds that loop issues, on the default group (sentence-transformers'
+/// distributed inference: `__call__` scatters the shards and gathers the results that
+/// `serve()` receives and answers). The method is the source's side of the protocol: when it
+/// skips them, the source sends one command fewer, and the workers wait for the next one, or
+/// for the stop, as they do between calls.
+fn commands_of_own_receive_loop(ctx: &Context<'_>, block: &TryBlock) -> bool {
+    let Some(function) = block.function else { return false };
+    let end = ctx.function(function).map_or(block.end_line, |f| f.end_line);
+    let mut skippable = ctx.sites_in(block.function, block.body.first, end).peekable();
+    if skippable.peek().is_none() {
+        return false;
+    }
+    let served = ctx.collectives.served_by_own_class(ctx.module, function);
+    !served.is_empty()
+        && skippable.all(|s| s.group().is_none() && s.site.ops.iter().all(|op| served.contains(op)))
 }
 
 fn keyword(construct: Construct) -> &'static str {

@@ -30,6 +30,8 @@ use crate::context::{Context, Site, splits_group};
 const MAX_PATHS: usize = 64;
 /// The deepest nest of `if`s followed path by path (the recursion stays shallow on any input).
 const MAX_NEST: usize = 16;
+/// The most `if`s a range followed path by path may hold.
+const MAX_IFS: usize = 4 * MAX_PATHS;
 
 /// Whether the ranks that leave at the jump on `jump_line` issue, before leaving, the same
 /// collectives the ranks that stay issue on every other path to the same point (collectives
@@ -216,11 +218,7 @@ pub(super) fn inside_balanced_rank_split(
     function: Option<u32>,
     line: u32,
 ) -> bool {
-    let around =
-        ctx.outline.conditionals.iter().filter(|c| {
-            c.function == function && c.clauses.iter().any(|cl| cl.body.contains(line))
-        });
-    around.into_iter().any(|c| {
+    ctx.enclosing_ifs(function, line).any(|(c, _)| {
         // The dependence is asked last: it follows the data, the rest reads the outline.
         let rank_test = c.clauses.iter().find_map(|cl| {
             let deps = ctx.dependence(cl.test_line?, cl.test.as_deref()?);
@@ -248,7 +246,14 @@ fn paths_through<'c, 'a>(
     if first > last {
         return Some(vec![(Vec::new(), false)]);
     }
+    // Every `if` at least doubles the paths that go on, so a range with many is not followed:
+    // asking is then bounded by the cap, not by the function's size.
+    let conditionals = ctx.conditionals_in(first, last);
+    if conditionals.len() > MAX_IFS {
+        return None;
+    }
     let within = |line: u32| (first..=last).contains(&line);
+    let jumps = ctx.jumps_in(first, last);
     let loops_with_sites = ctx.outline.loops.iter().any(|l| {
         l.function == function
             && within(l.line)
@@ -264,48 +269,39 @@ fn paths_through<'c, 'a>(
             && within(t.line)
             && t.handlers.iter().filter(|h| !h.propagates).any(|h| {
                 ctx.sites_in(function, h.body.first, h.body.last).next().is_some()
-                    || ctx.outline.jumps.iter().any(|j| {
-                        j.function == function && (h.body.first..=h.body.last).contains(&j.line)
-                    })
+                    || ctx
+                        .jumps_in(h.body.first, h.body.last)
+                        .iter()
+                        .any(|j| j.function == function)
             })
     });
     // A `return` inside a loop may or may not run.
-    let jump_in_loop = ctx.outline.jumps.iter().any(|j| {
+    let jump_in_loop = jumps.iter().any(|j| {
         j.function == function
-            && within(j.line)
             && matches!(j.construct, Construct::Return | Construct::Raise)
             && ctx.innermost_loop(function, j.line).is_some()
     });
     if loops_with_sites || jump_in_handler || jump_in_loop {
         return None;
     }
-    // The `if`s at the top of the range: not inside a clause of another `if` in it.
-    let in_range: Vec<&Conditional> = ctx
-        .outline
-        .conditionals
-        .iter()
-        .filter(|c| c.function == function && within(c.line) && !passed_on(c.line))
-        .collect();
-    let mut ifs: Vec<&Conditional> = in_range
-        .iter()
-        .filter(|c| {
-            !in_range.iter().any(|o| {
-                o.line < c.line
-                    && o.clauses.iter().any(|cl| (cl.body.first..=cl.body.last).contains(&c.line))
-            })
-        })
-        .copied()
-        .collect();
-    ifs.sort_by_key(|c| c.line);
+    // The `if`s at the top of the range, not inside a clause of another `if` in it: in source
+    // order each nested `if` comes after the one around it and before its last line.
+    let mut ifs: Vec<&Conditional> = Vec::new();
+    let mut covered_to = 0;
+    for c in conditionals.iter().filter(|c| c.function == function && !passed_on(c.line)) {
+        if c.line > covered_to {
+            covered_to = c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line);
+            ifs.push(c);
+        }
+    }
     let mut paths: Vec<Path<'c, 'a>> = vec![(Vec::new(), false)];
     let mut line = first;
     let mut ifs = ifs.into_iter().peekable();
     while line <= last {
         let next_if = ifs.peek().map_or(last + 1, |c| c.line);
         // Straight-line code up to the next `if`: its sites, then a `return`/`raise` ends it.
-        let stop = ctx.outline.jumps.iter().find(|j| {
+        let stop = ctx.jumps_in(line, next_if.saturating_sub(1)).iter().find(|j| {
             j.function == function
-                && (line..next_if).contains(&j.line)
                 && matches!(j.construct, Construct::Return | Construct::Raise)
                 && !passed_on(j.line)
         });
@@ -368,14 +364,7 @@ pub(super) fn innermost_clause<'c>(
     function: Option<u32>,
     line: u32,
 ) -> Option<(&'c Conditional, usize)> {
-    // The outline lists the `if`s in source order (each before the blocks inside it), so the
-    // innermost one around `line` is the last one starting at or before it that holds it.
-    let conditionals = &ctx.outline.conditionals;
-    let before = conditionals.partition_point(|c| c.line <= line);
-    conditionals[..before].iter().rev().filter(|c| c.function == function).find_map(|c| {
-        let i = c.clauses.iter().position(|cl| (cl.body.first..=cl.body.last).contains(&line))?;
-        Some((c, i))
-    })
+    ctx.enclosing_ifs(function, line).next()
 }
 
 /// The last line the jump skips to the end of: the function's for `return`, the innermost

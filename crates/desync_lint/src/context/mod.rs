@@ -13,8 +13,8 @@
 mod params;
 
 use desync_python::{
-    Analysis, Call, CollectiveSite, Collectives, Dependence, DependenceKind, Function, Loop,
-    Module, Outline, SiteVia,
+    Analysis, Call, CollectiveSite, Collectives, Conditional, Dependence, DependenceKind, Function,
+    Loop, Module, Outline, SiteVia,
 };
 
 /// A call (or property read) that issues collectives, with the outline's view of the call.
@@ -66,6 +66,12 @@ pub(crate) struct Context<'a> {
     pub sites: Vec<Site<'a>>,
     /// Calls that change what later collectives carry (comm hooks, autocast policies).
     pub setups: Vec<desync_python::SetupCall>,
+    /// The `except` clauses that pass the error on, by function and body lines
+    /// ([`Context::dying_handlers`]), found once.
+    dying: Vec<(Option<u32>, u32, u32)>,
+    /// For each of the outline's `if`s, the index of the innermost `if` with a clause holding
+    /// it ([`Context::enclosing_ifs`]).
+    parents: Vec<Option<usize>>,
     /// What each parameter (or its structure) depends on: every finding in a function asks
     /// about the same parameters, and answering walks the file's calls.
     pub(crate) parameters:
@@ -100,12 +106,24 @@ impl<'a> Context<'a> {
             .collect();
         // In line order, for `sites_in` (stable: sites on one line keep their order).
         sites.sort_by_key(|s| (s.line(), s.site.column));
+        let dying = outline
+            .tries
+            .iter()
+            .flat_map(|t| {
+                t.handlers
+                    .iter()
+                    .filter(|h| h.propagates)
+                    .map(move |h| (t.function, h.body.first, h.body.last))
+            })
+            .collect();
         Context {
             module,
             outline,
             collectives,
             sites,
             setups,
+            dying,
+            parents: parents_of(&outline.conditionals),
             parameters: std::cell::RefCell::default(),
         }
     }
@@ -152,15 +170,51 @@ impl<'a> Context<'a> {
     /// dies loudly and torchrun stops its peers, so what it issues on the way out
     /// (`barrier(); raise`) pairs with nothing and is on no path that goes on.
     pub fn dying_handlers(&self, function: Option<u32>, first: u32, last: u32) -> Vec<(u32, u32)> {
-        let tries = &self.outline.tries;
-        let before = tries.partition_point(|t| t.line <= last);
-        tries[..before]
+        self.dying
             .iter()
-            .filter(|t| t.function == function && t.end_line >= first)
-            .flat_map(|t| t.handlers.iter().filter(|h| h.propagates))
-            .filter(|h| h.body.last >= first && h.body.first <= last)
-            .map(|h| (h.body.first, h.body.last))
+            .filter(|&&(f, a, b)| f == function && b >= first && a <= last)
+            .map(|&(_, a, b)| (a, b))
             .collect()
+    }
+
+    /// The `if`s of `function` with a clause holding `line`, innermost first. The last `if`
+    /// starting at or before `line` holds it or has an ancestor that does: any other `if` that
+    /// starts earlier ended before that one began.
+    pub fn enclosing_ifs(
+        &self,
+        function: Option<u32>,
+        line: u32,
+    ) -> impl Iterator<Item = (&'a Conditional, usize)> + '_ {
+        let conditionals: &'a [Conditional] = &self.outline.conditionals;
+        let mut next = conditionals.partition_point(|c| c.line <= line).checked_sub(1);
+        std::iter::from_fn(move || {
+            while let Some(i) = next {
+                next = self.parents[i];
+                let c = &conditionals[i];
+                if c.function != function {
+                    continue;
+                }
+                if let Some(k) = c.clauses.iter().position(|cl| cl.body.contains(line)) {
+                    return Some((c, k));
+                }
+            }
+            None
+        })
+    }
+
+    /// The `if`s of the outline whose header is on lines `first..=last` (the outline lists
+    /// them in source order), of any function.
+    pub fn conditionals_in(&self, first: u32, last: u32) -> &'a [Conditional] {
+        let all = &self.outline.conditionals;
+        let from = all.partition_point(|c| c.line < first);
+        &all[from..all.partition_point(|c| c.line <= last).max(from)]
+    }
+
+    /// The jump statements on lines `first..=last` (in source order), of any function.
+    pub fn jumps_in(&self, first: u32, last: u32) -> &'a [desync_python::JumpStmt] {
+        let all = &self.outline.jumps;
+        let from = all.partition_point(|j| j.line < first);
+        &all[from..all.partition_point(|j| j.line <= last).max(from)]
     }
 
     /// The innermost loop of `function` whose body holds `line`.
@@ -195,6 +249,28 @@ impl<'a> Context<'a> {
     pub fn length_dependence(&self, line: u32, expr: &str) -> Vec<Dependence> {
         self.resolved(line, self.analysis().length_dependence(self.module, line, expr))
     }
+}
+
+/// For each `if` of `conditionals` (in source order), the index of the innermost `if` with a
+/// clause holding its line: among the `if`s still open where it starts (a stack).
+fn parents_of(conditionals: &[Conditional]) -> Vec<Option<usize>> {
+    let last_line =
+        |c: &Conditional| c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line);
+    let mut open: Vec<usize> = Vec::new();
+    let mut parents = Vec::with_capacity(conditionals.len());
+    for (index, c) in conditionals.iter().enumerate() {
+        while open.last().is_some_and(|&i| last_line(&conditionals[i]) < c.line) {
+            open.pop();
+        }
+        parents.push(
+            open.iter()
+                .rev()
+                .copied()
+                .find(|&i| conditionals[i].clauses.iter().any(|cl| cl.body.contains(c.line))),
+        );
+        open.push(index);
+    }
+    parents
 }
 
 /// True when a dependence list names the rank id.

@@ -392,6 +392,32 @@ impl<'a, 'p> Collectives<'a, 'p> {
         out
     }
 
+    /// The ops the receive loops ([`serves`]) among the methods of the class holding the
+    /// method whose `def` is on `function_line` issue, on the default group: what that class's
+    /// own workers serve. Empty when the function is not a method or no method is such a loop.
+    /// The class is then a command loop's two sides (`serve()` on the workers, the methods that
+    /// send commands on the source), and a collective of those kinds that the source skips
+    /// sends one command fewer: the workers wait for the next, as they do between calls.
+    pub fn served_by_own_class(&self, module: &Module, function_line: u32) -> Vec<String> {
+        let Some(def) = callers::def_on_line(module, function_line) else { return Vec::new() };
+        let Some(class) = super::resolve::class_of(module, def) else { return Vec::new() };
+        let mut out = Vec::new();
+        for method in class.body.iter().filter_map(|s| match s {
+            Stmt::FunctionDef(d) => Some(d),
+            _ => None,
+        }) {
+            let f = FnRef { module: None, def: method.start(), is_method: true };
+            if let Some(reach) = self.reach(module, &f, 0)
+                && reach.serves
+                && reach.group_param.is_none()
+                && reach.group_field.is_none()
+            {
+                out.extend(reach.ops.iter().cloned());
+            }
+        }
+        out
+    }
+
     /// Whether `name` is bound by one of `module`'s imports (at any level of the file).
     pub(crate) fn imported_by(module: &Module, name: &str) -> bool {
         Self::gate(module).imported.contains(name)
