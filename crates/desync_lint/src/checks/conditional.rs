@@ -229,10 +229,9 @@ pub(super) fn clause_sites<'c>(ctx: &'c Context<'_>, cond: &Conditional) -> Vec<
         .iter()
         .map(|c| {
             // What a rank issues on its way to dying (`barrier(); raise`) pairs with nothing.
-            let dying = ctx.dying_handlers(cond.function, c.body.first, c.body.last);
             ctx.sites_in(cond.function, c.body.first, c.body.last)
                 .filter(|s| !s.is_point_to_point())
-                .filter(|s| !dying.iter().any(|&(a, b)| (a..=b).contains(&s.line())))
+                .filter(|s| !ctx.in_dying_handler(cond.function, s.line()))
                 .collect()
         })
         .collect();

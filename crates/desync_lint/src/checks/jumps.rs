@@ -24,9 +24,8 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
     let mut finder = desync_python::GuardFinder::new(ctx.module);
     // Point-to-point calls are rank-asymmetric by design (`if dst == rank: continue`); what a
     // rank issues on its way to dying (`except: barrier(); raise`) is skipped by nobody alive.
-    let skippable = |s: &&Site<'_>| {
-        !s.is_point_to_point() && ctx.dying_handlers(s.function(), s.line(), s.line()).is_empty()
-    };
+    let skippable =
+        |s: &&Site<'_>| !s.is_point_to_point() && !ctx.in_dying_handler(s.function(), s.line());
     for site in ctx.sites.iter().filter(skippable) {
         // A jump judged for an earlier collective is not described again.
         let guards =

@@ -21,6 +21,12 @@
 //! members all go the same way: [`splits_group`]): when every path issues the same
 //! collectives, the ranks stay paired whichever way they go. `break` is not paired: the later
 //! iterations the others run are not in view as one sequence.
+//!
+//! A whole `if` on the rank, outside loops, is paired the same way when every path through it
+//! (each clause's own exits included) issues the same sequence ([`if_is_balanced`]): then
+//! neither the `if` nor any exit inside it can leave a rank waiting. A handler that passes its
+//! error on (`except: barrier(); raise`) is a dying rank's path: torchrun stops its peers, so
+//! what it issues on the way out is on no path that goes on.
 
 use desync_python::{Conditional, Construct, Dependence, SiteVia};
 
@@ -202,12 +208,9 @@ pub(super) fn if_is_balanced(ctx: &Context<'_>, cond: &Conditional, deps: &[Depe
     let Some(end) = function.and_then(|f| ctx.function(f)).map(|f| f.end_line) else {
         return false;
     };
-    // The same collectives, and in the same order (another order is DSY004's).
-    let same = |sorted: bool, alike: &dyn Fn(&Ops, &Ops) -> bool| {
-        followed_paths(ctx, cond, function, end, deps, &|_| true, sorted)
-            .is_some_and(|paths| paths.windows(2).all(|w| alike(&w[0], &w[1])))
-    };
-    same(true, &same_issues) && same(false, &|a, b| a == b)
+    // The same collectives in the same order (another order is DSY004's).
+    followed_paths(ctx, cond, function, end, deps, &|_| true, false)
+        .is_some_and(|paths| paths.windows(2).all(|w| w[0] == w[1]))
 }
 
 /// Whether `line` of `function` sits in a clause of an `if` whose test depends on the rank id
@@ -262,8 +265,7 @@ fn paths_through<'c, 'a>(
     // A handler runs only on the ranks that raised: its jumps and collectives are not on the
     // straight path. One that passes the error on (`barrier(); raise`) ends the rank's path
     // loudly (torchrun stops its peers), so its lines are left out.
-    let dying = ctx.dying_handlers(function, first, last);
-    let passed_on = |line: u32| dying.iter().any(|&(a, b)| (a..=b).contains(&line));
+    let passed_on = |line: u32| ctx.in_dying_handler(function, line);
     let jump_in_handler = ctx.outline.tries.iter().any(|t| {
         t.function == function
             && within(t.line)
@@ -290,7 +292,7 @@ fn paths_through<'c, 'a>(
     let mut covered_to = 0;
     for c in conditionals.iter().filter(|c| c.function == function && !passed_on(c.line)) {
         if c.line > covered_to {
-            covered_to = c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line);
+            covered_to = c.last_line();
             ifs.push(c);
         }
     }

@@ -67,7 +67,7 @@ pub(crate) struct Context<'a> {
     /// Calls that change what later collectives carry (comm hooks, autocast policies).
     pub setups: Vec<desync_python::SetupCall>,
     /// The `except` clauses that pass the error on, by function and body lines
-    /// ([`Context::dying_handlers`]), found once.
+    /// ([`Context::in_dying_handler`]), found once.
     dying: Vec<(Option<u32>, u32, u32)>,
     /// For each of the outline's `if`s, the index of the innermost `if` with a clause holding
     /// it ([`Context::enclosing_ifs`]).
@@ -165,16 +165,12 @@ impl<'a> Context<'a> {
         self.sites[from..to].iter().filter(move |s| s.function() == function)
     }
 
-    /// The line ranges of `function`'s `except` clauses that pass the error on (every path
-    /// through them raises or ends the process) and overlap lines `first..=last`. A rank there
-    /// dies loudly and torchrun stops its peers, so what it issues on the way out
-    /// (`barrier(); raise`) pairs with nothing and is on no path that goes on.
-    pub fn dying_handlers(&self, function: Option<u32>, first: u32, last: u32) -> Vec<(u32, u32)> {
-        self.dying
-            .iter()
-            .filter(|&&(f, a, b)| f == function && b >= first && a <= last)
-            .map(|&(_, a, b)| (a, b))
-            .collect()
+    /// Whether `line` of `function` sits in an `except` clause that passes the error on (every
+    /// path through it raises or ends the process). A rank there dies loudly and torchrun stops
+    /// its peers, so what it issues on the way out (`barrier(); raise`) pairs with nothing and
+    /// is on no path that goes on.
+    pub fn in_dying_handler(&self, function: Option<u32>, line: u32) -> bool {
+        self.dying.iter().any(|&(f, first, last)| f == function && (first..=last).contains(&line))
     }
 
     /// The `if`s of `function` with a clause holding `line`, innermost first. The last `if`
@@ -254,12 +250,10 @@ impl<'a> Context<'a> {
 /// For each `if` of `conditionals` (in source order), the index of the innermost `if` with a
 /// clause holding its line: among the `if`s still open where it starts (a stack).
 fn parents_of(conditionals: &[Conditional]) -> Vec<Option<usize>> {
-    let last_line =
-        |c: &Conditional| c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line);
     let mut open: Vec<usize> = Vec::new();
     let mut parents = Vec::with_capacity(conditionals.len());
     for (index, c) in conditionals.iter().enumerate() {
-        while open.last().is_some_and(|&i| last_line(&conditionals[i]) < c.line) {
+        while open.last().is_some_and(|&i| conditionals[i].last_line() < c.line) {
             open.pop();
         }
         parents.push(

@@ -1367,7 +1367,10 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
             });
             !returns.is_empty()
-                && returns.iter().all(|r| holds(there, r.value.as_deref(), r.start()))
+                && returns.iter().all(|r| {
+                    let value = r.value.as_deref();
+                    holds(there, value, value.map_or(r.start(), Ranged::start))
+                })
         })
         .unwrap_or(false)
     }
@@ -1410,22 +1413,21 @@ impl<'a, 'm> Eval<'a, 'm> {
     }
 
     /// Whether the project function `f` has a `return` with a value and every such value is
-    /// one `holds` accepts, read where it is written.
+    /// one `holds` accepts, read where it is written (a bare `return` left out).
     fn every_return(
         &mut self,
         f: &FnRef,
         holds: &dyn Fn(&mut Eval<'_, '_>, &Expr, TextSize) -> bool,
     ) -> bool {
-        self.in_function(f, |there, def| {
-            let mut returns: Vec<&Expr> = Vec::new();
-            crate::tree::walk_scope(&def.body, &mut |stmt, _| {
-                if let Stmt::Return(r) = stmt {
-                    returns.extend(r.value.as_deref());
-                }
-            });
-            !returns.is_empty() && returns.iter().all(|r| holds(there, r, r.start()))
-        })
-        .unwrap_or(false)
+        let mut values = 0;
+        let all = self.every_return_written(f, &mut |there, r, at| match r {
+            Some(r) => {
+                values += 1;
+                holds(there, r, at)
+            }
+            None => true,
+        });
+        all && values > 0
     }
 
     /// What `ask` answers about the project function `f` given its `def` and an evaluator in

@@ -16,6 +16,13 @@
 //! literals (`==`, `!=`, `is`, `is not`, order with integers) or tested for truth are facts,
 //! and only fields and parameters neither function assigns: a fact is what the code shows,
 //! not a guess about the configuration.
+//!
+//! The call's own arguments are facts too ([`Facts::from_arguments`]): a literal passed
+//! (`write(model, path, gather=False)`) is the parameter's value, and a value the caller shows
+//! is never `None` (`convert(model, state_dict=sd)`, `sd` returned by `get_model_state_dict`)
+//! is not `None`, so `if gather:` and `if state_dict is None:` in the callee decide for this
+//! call. Such a fact stands while the callee does not rebind the parameter, except where the
+//! fact itself rules the rebinding out (`if state_dict is None: state_dict = gather(model)`).
 
 use ruff_python_ast::{BoolOp, CmpOp, Expr, ExprCall, Number, Stmt, StmtFunctionDef, UnaryOp};
 use ruff_text_size::Ranged;
