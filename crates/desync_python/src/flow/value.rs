@@ -1322,7 +1322,10 @@ impl<'a, 'm> Eval<'a, 'm> {
                 Sym::Path(p) => knowledge().api(&p).is_some_and(|a| !a.returns.is_empty()),
                 Sym::Function(f) => {
                     let ends_in_return = self
-                        .in_function(&f, |_, def| matches!(def.body.last(), Some(Stmt::Return(_))))
+                        .in_function(&f, |_, def| {
+                            matches!(def.body.last(), Some(Stmt::Return(_)))
+                                && def.decorator_list.iter().all(|d| keeps_returns(&d.expression))
+                        })
                         .unwrap_or(false);
                     ends_in_return
                         && self.every_return_written(&f, &mut |there, r, at| {
@@ -2180,4 +2183,27 @@ fn writes_field(module: &Module, def: &StmtFunctionDef, owner: &str, attr: &str)
         }
     });
     line
+}
+
+/// Whether the decorator `d` hands its function's return value back unchanged: the builtins
+/// `staticmethod`, `classmethod`, `property`, and torch's gradient modes (`@torch.no_grad()`).
+/// Any other decorator may return something else, or nothing on some ranks (Lightning's
+/// `@rank_zero_only` returns `None` on every rank but 0), so what the function's `return`s give
+/// says nothing of what its calls give ([`Eval::shown_not_none`]).
+fn keeps_returns(d: &Expr) -> bool {
+    let callee = match d {
+        Expr::Call(c) => &*c.func,
+        _ => d,
+    };
+    crate::expr::dotted(callee).is_some_and(|name| {
+        matches!(
+            name.as_str(),
+            "staticmethod"
+                | "classmethod"
+                | "property"
+                | "torch.no_grad"
+                | "torch.inference_mode"
+                | "torch.enable_grad"
+        )
+    })
 }

@@ -616,3 +616,45 @@ def step(x):
         ]
     );
 }
+
+#[test]
+fn a_state_dict_passed_in_decides_the_callees_none_test() {
+    // The converter gathers only when it is given no state dict. Passing what a helper
+    // returns from `get_model_state_dict` (a dict, never `None`) rules that branch out for
+    // the call; passing what a decorated helper returns does not: the decorator may return
+    // something else (`@rank_zero_only` gives `None` on every rank but 0).
+    let src = "\
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+def unknown_decorator(fn):
+    return fn
+
+def convert(model, out, state_dict=None):
+    if state_dict is None:
+        state_dict = get_model_state_dict(model)
+    save(out, state_dict)
+
+def save(out, sd):
+    pass
+
+def gathered(model):
+    return get_model_state_dict(model)
+
+@unknown_decorator
+def decorated(model):
+    return get_model_state_dict(model)
+
+def export(model, out):
+    sd = gathered(model)
+    other = decorated(model)
+    if dist.get_rank() == 0:
+        convert(model, out, state_dict=sd)  # given
+        convert(model, out, state_dict=other)  # decorated
+        convert(model, out)  # none
+";
+    let got = lines(src);
+    assert!(!got.contains(&line(src, "# given")), "{got:?}");
+    assert!(got.contains(&line(src, "# decorated")), "{got:?}");
+    assert!(got.contains(&line(src, "# none")), "{got:?}");
+}
