@@ -127,6 +127,11 @@ pub(crate) fn header_exprs(stmt: &Stmt) -> HeaderExprs<'_> {
     }
 }
 
+/// The name of a function's first parameter (`self` of a method).
+pub(crate) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
+    def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
+}
+
 /// True for `for` and `while`.
 pub(crate) fn is_loop(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::For(_) | Stmt::While(_))

@@ -160,9 +160,9 @@ impl<'a> Context<'a> {
         first: u32,
         last: u32,
     ) -> impl Iterator<Item = &Site<'a>> {
-        let from = self.sites.partition_point(|s| s.line() < first);
-        let to = self.sites.partition_point(|s| s.line() <= last).max(from);
-        self.sites[from..to].iter().filter(move |s| s.function() == function)
+        on_lines(&self.sites, Site::line, first, last)
+            .iter()
+            .filter(move |s| s.function() == function)
     }
 
     /// Whether `line` of `function` sits in an `except` clause that passes the error on (every
@@ -201,16 +201,12 @@ impl<'a> Context<'a> {
     /// The `if`s of the outline whose header is on lines `first..=last` (the outline lists
     /// them in source order), of any function.
     pub fn conditionals_in(&self, first: u32, last: u32) -> &'a [Conditional] {
-        let all = &self.outline.conditionals;
-        let from = all.partition_point(|c| c.line < first);
-        &all[from..all.partition_point(|c| c.line <= last).max(from)]
+        on_lines(&self.outline.conditionals, |c| c.line, first, last)
     }
 
     /// The jump statements on lines `first..=last` (in source order), of any function.
     pub fn jumps_in(&self, first: u32, last: u32) -> &'a [desync_python::JumpStmt] {
-        let all = &self.outline.jumps;
-        let from = all.partition_point(|j| j.line < first);
-        &all[from..all.partition_point(|j| j.line <= last).max(from)]
+        on_lines(&self.outline.jumps, |j| j.line, first, last)
     }
 
     /// The innermost loop of `function` whose body holds `line`.
@@ -245,6 +241,12 @@ impl<'a> Context<'a> {
     pub fn length_dependence(&self, line: u32, expr: &str) -> Vec<Dependence> {
         self.resolved(line, self.analysis().length_dependence(self.module, line, expr))
     }
+}
+
+/// The items of `all` (in line order) on lines `first..=last`, found by binary search.
+fn on_lines<T>(all: &[T], line: impl Fn(&T) -> u32, first: u32, last: u32) -> &[T] {
+    let from = all.partition_point(|x| line(x) < first);
+    &all[from..all.partition_point(|x| line(x) <= last).max(from)]
 }
 
 /// For each `if` of `conditionals` (in source order), the index of the innermost `if` with a

@@ -407,8 +407,7 @@ impl<'m> Eval<'_, 'm> {
         // `self.accelerator = Accelerator(...)` in `__init__`.
         for stmt in &cls.body {
             let Stmt::FunctionDef(m) = stmt else { continue };
-            let Some(self_name) = m.parameters.iter_non_variadic_params().next() else { continue };
-            let self_name = self_name.parameter.name.id.as_str();
+            let Some(self_name) = crate::tree::first_parameter(m) else { continue };
             let mut values: Vec<&Expr> = Vec::new();
             crate::tree::walk_scope(&m.body, &mut |s, _| {
                 if let Stmt::Assign(a) = s
@@ -494,7 +493,8 @@ fn top_level(module: &Arc<Module>, name: &str) -> Option<Sym> {
     None
 }
 
-fn method<'m>(class: &'m StmtClassDef, name: &str) -> Option<&'m StmtFunctionDef> {
+/// The method `name` defined in `class`'s own body.
+pub(crate) fn method<'m>(class: &'m StmtClassDef, name: &str) -> Option<&'m StmtFunctionDef> {
     class.body.iter().find_map(|s| match s {
         Stmt::FunctionDef(d) if d.name.id.as_str() == name => Some(d),
         _ => None,

@@ -1334,22 +1334,12 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
                 _ => false,
             },
+            // A `None` placeholder is a binding that is `None`: it counts against the name.
             Expr::Name(n) => {
-                let all: Vec<Binding<'m>> =
-                    bindings::bindings(self.module, self.scope, n.id.as_str())
-                        .into_iter()
-                        .filter(|b| b.effective <= at)
-                        .collect();
-                !all.is_empty()
-                    && all.iter().all(|b| match b.source {
-                        Source::Value(v) => {
-                            let outer = std::mem::replace(&mut self.scope, b.scope);
-                            let shown = self.shown_not_none(v, b.at, depth + 1);
-                            self.scope = outer;
-                            shown
-                        }
-                        _ => false,
-                    })
+                let all = bindings::bindings(self.module, self.scope, n.id.as_str());
+                self.every_binding_with_placeholders(all, at, &mut |this, v, at| {
+                    this.shown_not_none(v, at, depth + 1)
+                })
             }
             _ => false,
         }
@@ -1398,11 +1388,23 @@ impl<'a, 'm> Eval<'a, 'm> {
         at: TextSize,
         holds: &mut dyn FnMut(&mut Self, &'m Expr, TextSize) -> bool,
     ) -> bool {
-        let all: Vec<_> = all
+        let all = all
             .into_iter()
-            .filter(|b| b.effective <= at)
             .filter(|b| !matches!(b.source, Source::Value(Expr::NoneLiteral(_))))
             .collect();
+        self.every_binding_with_placeholders(all, at, holds)
+    }
+
+    /// Whether every binding of `all` made before `at` assigns a value `holds` accepts (read
+    /// in the binding's scope, at the binding), a `None` placeholder included; false when there
+    /// is none or one is not an assignment of a value.
+    fn every_binding_with_placeholders(
+        &mut self,
+        all: Vec<Binding<'m>>,
+        at: TextSize,
+        holds: &mut dyn FnMut(&mut Self, &'m Expr, TextSize) -> bool,
+    ) -> bool {
+        let all: Vec<_> = all.into_iter().filter(|b| b.effective <= at).collect();
         !all.is_empty()
             && all.iter().all(|b| match b.source {
                 Source::Value(v) => {
@@ -1569,8 +1571,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         at: TextSize,
     ) -> Option<&'m ruff_python_ast::StmtClassDef> {
         let def = self.scope.function?;
-        let first = def.parameters.iter_non_variadic_params().next()?;
-        if first.parameter.name.id.as_str() != name {
+        if crate::tree::first_parameter(def)? != name {
             return None;
         }
         let binding = bindings::lookup(self.module, self.scope, name, at)?;
@@ -1641,14 +1642,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         let mut found = false;
         for stmt in &class.body {
             let Stmt::FunctionDef(method) = stmt else { continue };
-            let Some(self_name) = method
-                .parameters
-                .iter_non_variadic_params()
-                .next()
-                .map(|p| p.parameter.name.id.to_string())
-            else {
-                continue;
-            };
+            let Some(self_name) = crate::tree::first_parameter(method) else { continue };
             let scope = Scope { function: Some(method), suite: &method.body };
             let mut assigned: Vec<(&'m Expr, TextSize)> = Vec::new();
             crate::tree::walk_scope(&method.body, &mut |s, _| {
@@ -2027,7 +2021,7 @@ fn written_by_hook(
         Stmt::FunctionDef(d) => Some(d),
         _ => None,
     }) {
-        let Some(own) = first_parameter_name(method) else { continue };
+        let Some(own) = crate::tree::first_parameter(method) else { continue };
         let mut found = None;
         crate::tree::walk_scope(&method.body, &mut |stmt, _| {
             if found.is_some() {
@@ -2070,11 +2064,6 @@ fn written_by_hook(
     None
 }
 
-/// The name of a function's first parameter (`self` of a method).
-fn first_parameter_name(def: &StmtFunctionDef) -> Option<&str> {
-    def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
-}
-
 /// The functions the callable `hook`, passed to a hook registration in `method` of `class`
 /// (whose object `method` calls `own`), names, each with the name its object goes by inside
 /// it: a function `method` defines (`own`), a method of the class (its own first parameter),
@@ -2086,15 +2075,9 @@ fn hook_functions<'c>(
     own: &'c str,
     hook: &Expr,
 ) -> Vec<(&'c StmtFunctionDef, &'c str)> {
-    let method_named = |name: &str| {
-        class.body.iter().find_map(|s| match s {
-            Stmt::FunctionDef(d) if d.name.id.as_str() == name => Some(d),
-            _ => None,
-        })
-    };
     let own_method = |e: &Expr| match e {
         Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == own) => {
-            method_named(a.attr.id.as_str())
+            super::resolve::method(class, a.attr.id.as_str())
         }
         _ => None,
     };
@@ -2103,7 +2086,7 @@ fn hook_functions<'c>(
             defined_in(method, n.id.as_str()).map(|d| vec![(d, own)]).unwrap_or_default()
         }
         Expr::Attribute(_) => own_method(hook)
-            .and_then(|d| first_parameter_name(d).map(|p| vec![(d, p)]))
+            .and_then(|d| crate::tree::first_parameter(d).map(|p| vec![(d, p)]))
             .unwrap_or_default(),
         Expr::Call(c) => {
             let (factory, inner_own) = match &*c.func {
@@ -2112,7 +2095,7 @@ fn hook_functions<'c>(
                     None => return Vec::new(),
                 },
                 f => match own_method(f) {
-                    Some(d) => match first_parameter_name(d) {
+                    Some(d) => match crate::tree::first_parameter(d) {
                         Some(p) => (d, p),
                         None => return Vec::new(),
                     },

@@ -154,7 +154,8 @@ impl Facts {
                 Some((p, dotted(arg)?))
             })
             .collect();
-        let receivers = own_object.then(|| first_parameter(caller).zip(first_parameter(callee)));
+        let receivers =
+            own_object.then(|| tree::first_parameter(caller).zip(tree::first_parameter(callee)));
         for (path, known) in here.0 {
             if let Some(Some((from, to))) = receivers
                 && let Some(rest) = path.strip_prefix(from).filter(|r| r.starts_with('.'))
@@ -464,8 +465,4 @@ fn comparison(left: &Expr, op: CmpOp, right: &Expr) -> Option<(String, CmpOp, Li
     }
     let (path, literal) = (dotted(right)?, Literal::of(left)?);
     Some((path, crate::flow::condition::flip(op), literal))
-}
-
-pub(super) fn first_parameter(def: &StmtFunctionDef) -> Option<&str> {
-    def.parameters.iter_non_variadic_params().next().map(|p| p.parameter.name.id.as_str())
 }

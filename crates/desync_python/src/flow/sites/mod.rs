@@ -1115,7 +1115,7 @@ fn walk_scopes<'m>(
 fn through_own_object(c: &ExprCall, caller: &StmtFunctionDef) -> bool {
     let Expr::Attribute(a) = &*c.func else { return false };
     match &*a.value {
-        Expr::Name(n) => facts::first_parameter(caller) == Some(n.id.as_str()),
+        Expr::Name(n) => tree::first_parameter(caller) == Some(n.id.as_str()),
         Expr::Call(inner) => {
             matches!(&*inner.func, Expr::Name(n) if n.id.as_str() == "super")
                 && inner.arguments.is_empty()
