@@ -31,6 +31,35 @@ def _line_of(source: str, text: str) -> int:
 # name -> design. "branch": (exact stripped source line, construct) or None.
 # "seq": int, None, or "early_stop" (4 broadcasts + stop step + 1).
 DESIGN: dict[str, dict] = {
+    "subgroup_member_late": dict(
+        category="inconclusive", culprit_ranks=[3], process_group="1", seq=1, branch=None,
+        notes="All four ranks create a metrics group (new_group of every rank) at setup. At step "
+              "4 rank 3's exporter waits on the host's export lock, held forever by a checkpoint "
+              "upload stuck on a dead object-store node, so it never issues the metrics "
+              "all_reduce (pg 1 seq 1) that ranks 0-2 block in. Gloo lists no members once "
+              "sub-groups exist and rank 3 has no entry of pg 1, so the dumps cannot show that "
+              "rank 3 is a member: the honest verdict is inconclusive, naming rank 3 as the rank "
+              "that never used the group; never healthy.",
+    ),
+    "lost_node": dict(
+        category="inconclusive", culprit_ranks=[], process_group="0", seq=None, branch=None,
+        notes="Two simulated nodes of two ranks; node-local groups from new_subgroups make Gloo "
+              "write no member lists. At step 6 the second node's host goes down (ranks 2 and 3 "
+              "SIGKILLed, no dump) while ranks 0-1 are in the learning-rate all_reduce. Only "
+              "ranks 0-1 left dumps and no record states the world size, so the set cannot be "
+              "called healthy: inconclusive, saying the world size is unknown (with "
+              "--world-size 4 it is a crash of ranks 2-3).",
+    ),
+    "reinit_restart": dict(
+        category="divergence", culprit_ranks=[2], process_group="0", seq=N_BROADCASTS + 6,
+        branch=("continue", "continue"),
+        notes="Five warmup steps, then every rank destroys the process group and joins a fresh "
+              "one in the same process (collective seqs restart at 1; the recorder keeps the "
+              "first group's entries under the same pg name). After the restart rank 2's third "
+              "batch holds a NaN: its loss is not finite, it skips the statistics all_reduce via "
+              "`continue` and issues step 4's gradient all_reduce at seq 10 of the new group "
+              "where its peers reduce statistics.",
+    ),
     "healthy": dict(
         category="healthy", culprit_ranks=[], process_group=None, seq=None, branch=None,
         notes="Four ranks issue identical broadcasts, per-step gradient and loss all_reduces, "

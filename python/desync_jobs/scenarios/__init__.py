@@ -65,6 +65,16 @@ _ALL = [
     Scenario("skip_report", "skip_report.py",
              rank_env={1: {"SHARD_EXPORT": "nightly-glitched"}}),
     Scenario("healthy_long", "skip_report.py"),
+    # Membership and run identity (issue 43): evidence with gaps.
+    Scenario("subgroup_member_late", "subgroup_member_late.py",
+             rank_env={3: {"OBJECT_STORE": "s3-stale"}}),
+    # Two simulated hosts of two ranks (single-script scenarios take per-rank env only).
+    Scenario("lost_node", "lost_node.py",
+             rank_env={0: {"LOCAL_WORLD_SIZE": "2"}, 1: {"LOCAL_WORLD_SIZE": "2"},
+                       2: {"LOCAL_WORLD_SIZE": "2", "NODE_FAILS_AT_STEP": "6"},
+                       3: {"LOCAL_WORLD_SIZE": "2", "NODE_FAILS_AT_STEP": "6"}},
+             ranks_without_dump=(2, 3)),
+    Scenario("reinit_restart", "reinit_restart.py"),
 ]
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
