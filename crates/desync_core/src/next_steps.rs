@@ -4,7 +4,7 @@
 //! the collective; nothing here describes what a rank without a dump did.
 
 use crate::Analysis;
-use crate::diagnose::{Category, Position};
+use crate::diagnose::{Category, DoubtKind, Position};
 use crate::model::RankSet;
 
 /// One step: what to do, the command or setting (placeholders filled in), and what it shows.
@@ -17,7 +17,8 @@ pub struct NextStep {
 }
 
 /// A step of the table. Placeholders: `{culprits}` (rank set), `{culprit}` (the first culprit
-/// rank), `{pg}` (group label), `{seq}`, `{op}` and `{input}` (the dumps analysed).
+/// rank), `{pg}` (group label), `{seq}`, `{op}` and `{input}` (the dumps analysed; quoted for a
+/// shell as `{input_arg}`).
 struct Template {
     title: &'static str,
     command: Option<&'static str>,
@@ -157,11 +158,76 @@ const STEPS: &[(Category, &[Template])] = &[
     ),
 ];
 
+/// An `inconclusive` verdict on a set that would otherwise read healthy names the gap in the
+/// records (`diagnose/all_clear.rs`); these steps close that gap instead of the generic one.
+const DOUBT_STEPS: &[(DoubtKind, &[Template])] = &[
+    (
+        DoubtKind::UnrecordedMembers,
+        &[
+            step(
+                "See where the ranks that never used the group are",
+                "py-spy dump --pid <pid of rank {culprit}>",
+                "if rank {culprit} is a member of {pg}, its Python stack shows the line that \
+                 keeps it from {op} seq {seq} (a lock, I/O, data loading, another path)",
+            ),
+            advice(
+                "Find the group's members in the code",
+                "the new_group / new_subgroups / DeviceMesh call that created {pg} lists its \
+                 members; NCCL dumps record them in pg_config, Gloo dumps do not once \
+                 sub-groups exist",
+            ),
+        ],
+    ),
+    (
+        DoubtKind::UnstatedWorld,
+        &[step(
+            "State the world size",
+            "desync analyze {input_arg} --world-size <WORLD_SIZE of the job>",
+            "with the world size known, ranks that left no file count as missing, and peers \
+             waiting in {op} seq {seq} for them make the verdict a crash",
+        )],
+    ),
+    (
+        DoubtKind::NoneCompleted,
+        &[
+            advice(
+                "Dump again while the job still runs",
+                "a second set of dumps a minute later that still shows {op} seq {seq} in flight \
+                 on every member means it hangs in the transport; one that moved on means the \
+                 first dumps were taken while it ran",
+            ),
+            PY_SPY_NATIVE,
+        ],
+    ),
+    (
+        DoubtKind::StatusAhead,
+        &[step(
+            "Keep more entries in the recorder",
+            "TORCH_FR_BUFFER_SIZE=20000",
+            "rank {culprit}'s newest collectives were not recorded; a larger ring buffer and a \
+             fresh dump show what it issued after the entries it kept",
+        )],
+    ),
+    (
+        DoubtKind::Contradiction,
+        &[advice(
+            "Dump again from every rank",
+            "rank {culprit}'s entries and its pg_status disagree (a dump taken while the \
+             recorder was being updated, or an edited or damaged file); a fresh dump settles \
+             which is right",
+        )],
+    ),
+];
+
 /// The steps for this analysis: the category's table rows with the culprits filled in, then
 /// the probes when the code is known.
 pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
     let d = &a.diagnosis;
-    let Some((_, templates)) = STEPS.iter().find(|(c, _)| *c == d.category) else {
+    let by_doubt = d.doubt.and_then(|k| DOUBT_STEPS.iter().find(|(kind, _)| *kind == k));
+    let row = by_doubt
+        .map(|(_, t)| *t)
+        .or_else(|| STEPS.iter().find(|(c, _)| *c == d.category).map(|(_, t)| *t));
+    let Some(templates) = row else {
         return Vec::new();
     };
     let fill = |text: &str| fill_in(text, a);
@@ -217,6 +283,7 @@ fn fill_in(text: &str, a: &Analysis) -> String {
         .replace("{pg}", &pg)
         .replace("{seq}", &seq)
         .replace("{op}", &op)
+        .replace("{input_arg}", &shell_word(&a.input.to_string_lossy()))
         .replace("{input}", &a.input.to_string_lossy())
 }
 

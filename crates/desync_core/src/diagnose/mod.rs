@@ -3,6 +3,7 @@
 //! evidence is classified into exactly one of the brief's categories, with the ranks that
 //! departed from what their peers did.
 
+mod all_clear;
 mod earliest;
 mod position;
 mod timing;
@@ -11,8 +12,9 @@ mod waits;
 use rustc_hash::FxHashMap;
 
 use crate::align::{Alignment, Token};
-use crate::model::{RankSet, State, Trace};
+use crate::model::{Membership, RankSet, State, Trace};
 
+pub use all_clear::DoubtKind;
 pub use earliest::{Departure, Earliest, is_conflict};
 pub use position::{At, Position};
 pub use timing::{IntervalEnd, SiteRef, SlowInterval, Straggler};
@@ -62,6 +64,16 @@ pub struct BehaviourGroup {
     pub culprit: bool,
 }
 
+impl BehaviourGroup {
+    /// The seq of the collective the group sits in, if it sits in one.
+    fn position_seq(&self) -> Option<u64> {
+        match &self.position {
+            Position::At(at) => Some(at.seq),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Diagnosis {
     pub category: Category,
@@ -79,6 +91,9 @@ pub struct Diagnosis {
     /// Behaviour groups forming a wait cycle, in order.
     pub cycle: Option<Vec<usize>>,
     pub straggler: Option<Straggler>,
+    /// For an `inconclusive` verdict on a set that would otherwise read healthy: the gap in
+    /// the records it rests on (`diagnose/all_clear.rs`).
+    pub doubt: Option<DoubtKind>,
 }
 
 pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
@@ -120,6 +135,7 @@ pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
         stuck_at,
         cycle,
         straggler: None,
+        doubt: None,
     };
     classify(trace, alignment, &mut d);
     for g in &mut d.groups {
@@ -228,6 +244,9 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         return conflict(trace, alignment, d, &e, &pg_label);
     }
     if let Some(cycle) = d.cycle.clone() {
+        if let Some(pg) = assumed_group_in(trace, d, &cycle) {
+            return unproven_cycle(trace, d, &cycle, pg);
+        }
         return deadlock(trace, d, &cycle, &pg_label);
     }
     if !waited_for.is_empty() {
@@ -242,12 +261,12 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         .filter(|g| matches!(&g.position, Position::At(at) if at.completed == Some(false)))
         .flat_map(|g| g.ranks.as_slice().to_vec())
         .collect();
-    if !in_flight.is_empty() {
-        d.evidence.push(format!(
-            "rank(s) {in_flight} had their last collective in flight at dump time; every member issued it compatibly"
-        ));
-    }
+    // Said with the all-clear or the straggler verdict only: a doubt below explains it instead.
+    let in_flight_note = (!in_flight.is_empty()).then(|| format!(
+        "rank(s) {in_flight} had their last collective in flight at dump time; every member issued it compatibly"
+    ));
     if let Some(s) = timing::straggler(trace, alignment) {
+        d.evidence.extend(in_flight_note);
         d.category = Category::Straggler;
         d.culprit_ranks = RankSet::new(vec![s.rank]);
         d.process_group = Some(s.pg);
@@ -295,6 +314,17 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         );
         return;
     }
+    if let Some(doubt) = all_clear::doubt(trace, alignment, &d.groups) {
+        d.category = Category::Inconclusive;
+        d.culprit_ranks = doubt.ranks;
+        d.process_group = doubt.pg;
+        d.collective_seq_id = doubt.seq;
+        d.headline = doubt.headline;
+        d.evidence.extend(doubt.evidence);
+        d.doubt = Some(doubt.kind);
+        return;
+    }
+    d.evidence.extend(in_flight_note);
     d.category = Category::Healthy;
     let collectives: usize = alignment.groups.iter().map(|g| g.seqs.len()).sum();
     let ranks = match trace.ranks.len() {
@@ -478,6 +508,39 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
     }
     d.headline = format!("wait cycle across process groups: {}", parts.join("; "));
     d.evidence.push("each side waits for a collective the other side has not issued: the groups are used in different orders".into());
+}
+
+/// A group of the cycle whose members no record shows (assumed to span the world) and whose
+/// wait may rest on a rank that is not a member. Its collective never completed, so it has
+/// some member that did not issue it; when every rank that did not is on the cycle, whichever
+/// of them the members are, the wait leads back into the cycle and the cycle stands.
+fn assumed_group_in(trace: &Trace, d: &Diagnosis, cycle: &[usize]) -> Option<usize> {
+    let on_cycle = |r: u32| cycle.iter().any(|&h| d.groups[h].ranks.contains(r));
+    cycle.iter().find_map(|&g| match &d.groups[g].position {
+        Position::At(at)
+            if trace.process_groups[at.pg].membership == Membership::AssumedWorld
+                && !d.groups[g].waiting_for.as_slice().iter().all(|&r| on_cycle(r)) =>
+        {
+            Some(at.pg)
+        }
+        _ => None,
+    })
+}
+
+fn unproven_cycle(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg: usize) {
+    d.category = Category::Inconclusive;
+    let ranks: RankSet =
+        cycle.iter().flat_map(|&g| d.groups[g].ranks.as_slice().to_vec()).collect();
+    d.process_group = Some(pg);
+    d.collective_seq_id = d.groups[cycle[0]].position_seq();
+    d.headline = format!(
+        "rank(s) {} wait for each other across process groups, but the cycle rests on the members of {}, which no record lists: only one rank's entries name it, and the ranks it may wait for are not all on the cycle. Not called a deadlock",
+        ranks.brief(),
+        trace.process_groups[pg].label()
+    );
+    d.evidence.push(
+        "a group named by one rank alone whose collective never completed has members nobody recorded (Gloo writes no member lists once sub-groups exist)".into(),
+    );
 }
 
 fn stall(

@@ -57,8 +57,13 @@ fn at(trace: &Trace, alignment: &Alignment, rank: u32, e: &Entry) -> Position {
     };
     let group = &alignment.groups[pg];
     let progress = group.stream(rank).map(|s| s.progress).unwrap_or_default();
-    let tracks_completion =
-        progress.last_completed.is_some() || e.state != crate::model::State::Scheduled;
+    // A status for the group tracks completion even before anything completed (FR writes -1).
+    let has_status = trace.rank(rank).is_some_and(|d| {
+        d.pg_status.iter().any(|s| s.pg_id == e.pg_id() && s.last_enqueued.is_some())
+    });
+    let tracks_completion = has_status
+        || progress.last_completed.is_some()
+        || e.state != crate::model::State::Scheduled;
     let completed = tracks_completion.then(|| {
         e.is_completed() || progress.last_completed.is_some_and(|c| c >= e.collective_seq_id)
     });

@@ -152,7 +152,7 @@ pub fn infer(trace: &mut Trace, stated: Stated) {
                      completed, which a one-member group's would; assuming it spans the world"
                 );
                 trace.warnings.push(warn(WarningKind::Membership, None, None, message));
-                (Vec::new(), Membership::InferredWorld)
+                (Vec::new(), Membership::AssumedWorld)
             } else {
                 (ranks, Membership::InferredFromEntries)
             }
@@ -160,8 +160,7 @@ pub fn infer(trace: &mut Trace, stated: Stated) {
         // Many groups that each span a huge world (a hostile dump naming thousands of groups
         // "default_pg") would multiply the world by the groups: past the budget, a group keeps
         // the ranks whose entries name it.
-        let size =
-            if membership == Membership::InferredWorld { world as usize } else { members.len() };
+        let size = if spans_world(membership) { world as usize } else { members.len() };
         if slots + size > limits::MAX_MEMBER_SLOTS {
             let mut ranks = seen.ranks.clone();
             ranks.sort_unstable();
@@ -172,7 +171,7 @@ pub fn infer(trace: &mut Trace, stated: Stated) {
             );
             trace.warnings.push(warn(WarningKind::Membership, None, None, message));
             (members, membership) = (ranks, Membership::InferredFromEntries);
-        } else if membership == Membership::InferredWorld {
+        } else if spans_world(membership) {
             members = (0..world).collect();
         }
         slots += members.len();
@@ -191,6 +190,10 @@ pub fn infer(trace: &mut Trace, stated: Stated) {
     trace.missing_ranks = (0..world).filter(|r| trace.rank(*r).is_none()).collect();
 }
 
+fn spans_world(membership: Membership) -> bool {
+    matches!(membership, Membership::InferredWorld | Membership::AssumedWorld)
+}
+
 /// The largest world any source states, each claim checked against the limit.
 fn world_size(
     trace: &mut Trace,
@@ -199,19 +202,29 @@ fn world_size(
     stated: Stated,
 ) -> u32 {
     let loaded = trace.ranks.iter().map(|r| r.rank).max().unwrap_or(0);
-    let mut world = loaded.max(stated.highest_named.unwrap_or(0)) + 1;
+    let from_files = loaded.max(stated.highest_named.unwrap_or(0)) + 1;
+    let mut world = from_files;
+    // The size some record states for the whole world, beyond the files found.
+    let mut recorded = 0u32;
     for (name, seen) in groups {
         if let Some(members) = majority_config(&seen.configs) {
             world = world.max(members.last().map_or(0, |r| r + 1));
+            if is_default(name, seen) {
+                recorded = recorded.max(members.len() as u32);
+            }
         }
         if is_default(name, seen) {
             world = world.max(seen.implied_size);
+            recorded = recorded.max(seen.implied_size);
         }
     }
     // An unnamed list (Gloo's default group) still says how many ranks there were.
     if let Some(members) = majority_config(&shapes.unnamed_with_ranks) {
         world = world.max(members.last().map_or(0, |r| r + 1));
+        recorded = recorded.max(members.len() as u32);
     }
+    trace.world_stated = recorded >= world
+        || stated.world_size.is_some_and(|n| n <= limits::MAX_WORLD_SIZE && n >= world);
     match stated.world_size {
         Some(n) if n > limits::MAX_WORLD_SIZE => {
             let message = format!(

@@ -8,6 +8,7 @@ mod json;
 pub mod limits;
 mod ownership;
 mod pickle;
+mod runs;
 
 use std::num::NonZeroI64;
 use std::path::{Path, PathBuf};
@@ -252,12 +253,18 @@ impl Loader {
         let mut dumps: Vec<RankDump> = Vec::with_capacity(results.len());
         let mut first_problem = None;
         let mut skipped_entries = Vec::new();
+        let mut incarnations = Vec::new();
         for attempt in results {
             attempt.warnings(&mut warnings);
             match attempt.result {
-                Ok(decoded) => {
+                Ok(mut decoded) => {
                     if decoded.notes.bad_entries > 0 {
                         skipped_entries.push((decoded.dump.rank, decoded.notes.bad_entries));
+                    }
+                    if let Some((groups, dropped)) =
+                        runs::keep_latest_incarnation(&mut decoded.dump)
+                    {
+                        incarnations.push((decoded.dump.rank, groups, dropped));
                     }
                     dumps.push(decoded.dump);
                 }
@@ -273,7 +280,8 @@ impl Loader {
                 first: first_problem.unwrap_or_default(),
             });
         }
-        let ranks = dedup_ranks(dumps, &mut warnings);
+        runs::incarnation_warnings(incarnations, &mut warnings);
+        let ranks = runs::choose(dumps, &mut warnings);
         let mut trace = Trace { ranks, warnings, files_seen, skipped_entries, ..Trace::default() };
         let stated = groups::Stated { highest_named, world_size: self.world_size };
         groups::infer(&mut trace, stated);
@@ -368,35 +376,6 @@ fn note_entries(decoded: &Decoded, warnings: &mut Vec<Warning>) {
         let d = &decoded.dump;
         warnings.push(warn(WarningKind::Entry, Some(d.path.clone()), Some(d.rank), message));
     }
-}
-
-/// Two files for one rank (a re-dump, a copy): keep the one with more entries.
-fn dedup_ranks(mut dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> Vec<RankDump> {
-    dumps.sort_by(|a, b| {
-        a.rank.cmp(&b.rank).then(b.entries.len().cmp(&a.entries.len())).then(a.path.cmp(&b.path))
-    });
-    let mut kept: Vec<RankDump> = Vec::with_capacity(dumps.len());
-    for dump in dumps {
-        match kept.last() {
-            Some(prev) if prev.rank == dump.rank => {
-                let message = format!(
-                    "rank {} has two dumps; using {} ({} entries), ignoring this one ({} entries)",
-                    dump.rank,
-                    prev.path.display(),
-                    prev.entries.len(),
-                    dump.entries.len()
-                );
-                warnings.push(warn(
-                    WarningKind::DuplicateRank,
-                    Some(dump.path),
-                    Some(dump.rank),
-                    message,
-                ));
-            }
-            _ => kept.push(dump),
-        }
-    }
-    kept
 }
 
 fn check_versions(trace: &mut Trace) {

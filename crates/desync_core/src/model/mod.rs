@@ -23,6 +23,10 @@ pub struct Trace {
     pub ranks: Vec<RankDump>,
     /// World size as far as the evidence shows (largest pg membership, highest rank + 1).
     pub world_size: u32,
+    /// Whether a record states the world size (a member list of the default group, its
+    /// gather shapes, `--world-size`), rather than only the dump files found: without one, a
+    /// rank that left no file at all is invisible, so agreement is no all-clear.
+    pub world_stated: bool,
     /// Ranks of the world with no readable dump.
     pub missing_ranks: Vec<u32>,
     pub process_groups: Vec<ProcessGroup>,
@@ -124,6 +128,10 @@ pub enum Membership {
     InferredWorld,
     /// `pg_config` was empty or broken: members are the ranks whose entries name the group.
     InferredFromEntries,
+    /// `pg_config` was empty or broken and one rank alone names the group, in a collective that
+    /// never completed (which a one-member group's would): assumed to span the world. No
+    /// record shows it; a verdict resting on it is inconclusive (`diagnose/mod.rs`).
+    AssumedWorld,
 }
 
 /// Something that did not stop the analysis but the reader should know.
@@ -149,6 +157,9 @@ pub enum WarningKind {
     Skipped,
     /// Two files claim the same rank.
     DuplicateRank,
+    /// Dumps or entries set aside as another run: an earlier job's files, a rank's leftover
+    /// file, a process group before it was destroyed and created again (`load/runs.rs`).
+    Run,
     /// A rank with no dump.
     MissingRank,
     /// `pg_config` empty or inconsistent; membership inferred.
