@@ -66,3 +66,19 @@ impl From<serde_json::Error> for DumpError {
         Self::Json { line: e.line(), column: e.column(), message }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DumpError;
+
+    #[test]
+    fn json_errors_never_repeat_the_value() {
+        for text in ["\"SECRET-VALUE\"", "{\"SECRET-KEY\": 1}", "[\"SECRET-ITEM\"]"] {
+            let e = serde_json::from_str::<u64>(text).unwrap_err();
+            let message = DumpError::from(e).to_string();
+            assert!(!message.contains("SECRET"), "{message}");
+            assert!(message.starts_with("invalid JSON at line 1"), "{message}");
+        }
+        assert!(DumpError::Foreign { size: 42 }.to_string().contains("42 bytes"));
+    }
+}

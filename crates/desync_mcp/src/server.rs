@@ -195,7 +195,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Source lines around file:line, found through the handle's source_root/path_maps; only files inside those roots are read."
+        description = "Source lines around file:line, found through the handle's source_root/path_maps; only Python files (*.py) inside those roots are read."
     )]
     fn source(&self, Parameters(r): Parameters<SourceReq>) -> ToolResult {
         compact(self.session.source(r.handle.as_deref(), &r.file, r.line, r.context.unwrap_or(5)))
