@@ -53,13 +53,15 @@ def run_capped(args: list[str], cwd: str, stdin: bytes | None = None) -> subproc
         return subprocess.CompletedProcess(e.cmd, None, e.output or b"", e.stderr or b"")
 
 
-def run_mcp_in_phases(cwd: str, phases: list[list[dict]]):
-    """`desync mcp` under the caps; each phase's requests are sent once every request of the
-    phase before has been answered. Returns (completed process, answers by id)."""
+def run_mcp_in_phases(cwd: str, phases: list[list[dict]], args: list[str] = (),
+                      env: dict | None = None):
+    """`desync mcp ARGS` under the caps; each phase's requests are sent once every request of
+    the phase before has been answered. Returns (completed process, answers by id)."""
     exe = desync_bin()
-    proc = subprocess.Popen([str(exe), "mcp"], cwd=cwd, stdin=subprocess.PIPE,
+    proc = subprocess.Popen([str(exe), "mcp", *args], cwd=cwd, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=_cap_memory, env={**os.environ, "NO_COLOR": ""})
+                            preexec_fn=_cap_memory,
+                            env={**os.environ, "NO_COLOR": "", **(env or {})})
     deadline = time.monotonic() + TIME_CAP_S
     answers: dict = {}
     out_lines: list[bytes] = []
@@ -224,7 +226,9 @@ def test_mcp_never_reads_outside_the_roots_and_never_blocks(hostile):
     # A client uses a handle after load_dumps answered: the server runs calls concurrently,
     # so the first load is awaited before the calls that use h1 are sent.
     first, rest = requests[:3], requests[3:]
-    proc, answers = run_mcp_in_phases(hostile["cwd"], [first, rest])
+    cases = str(Path(hostile["out"]) / "cases")
+    allow = ["--allow-root", cases, "--allow-root", str(REPO / "tests" / "scenarios")]
+    proc, answers = run_mcp_in_phases(hostile["cwd"], [first, rest], allow)
     check_ran_well(proc, "mcp", hostile["forbidden"])
     ids = {r["id"] for r in requests if "id" in r}
     assert ids <= set(answers), f"unanswered: {sorted(ids - set(answers))}"
@@ -246,13 +250,204 @@ def test_mcp_never_reads_outside_the_roots_and_never_blocks(hostile):
         assert is_error(i), f"source call {i} read without a handle: {text(i)[:500]}"
     for i in (2, 3, 4, 5, 6, 7):
         if is_error(i):
-            assert "outside" in text(i) or "not found" in text(i) or "handle" in text(i), text(i)
+            assert any(why in text(i) for why in (
+                "outside", "not found", "handle", "not a Python source file")), text(i)
         else:
             assert hostile["canary"] not in text(i), f"source call {i} read outside the roots"
             inside = (leak_root / "train.py").read_text().splitlines()[0]
             assert json.loads(text(i))["lines"][0]["text"] == inside, text(i)[:500]
-    for i in (9, 10, 11):
+    for i in (9, 10):
         assert is_error(i) and "not a regular file" in text(i), text(i)
+    assert is_error(11) and "outside the directories this server allows" in text(11), text(11)
     assert not is_error(52), text(52)
     assert is_error(53), "a released handle still answers"
     assert not is_error(9999) or "unknown handle" in text(9999), text(9999)
+
+
+# Issue 43: a crafted dump's frames name the user's secrets, with the code object names that
+# used to skip the check that the local file is what ran (`<module>`, `<lambda>`).
+HOME_SECRETS = [".aws/credentials", ".ssh/id_rsa", ".netrc", ".git-credentials", ".env"]
+FRAME_NAMES = ["<module>", "<lambda>", "<listcomp>", "<genexpr>", "main"]
+
+
+def _frames(home: Path, secrets: list[str]) -> list[dict]:
+    frames = []
+    for i, secret in enumerate(secrets):
+        for name in FRAME_NAMES:
+            for filename in (str(home / secret), secret):  # absolute, and relative to the cwd
+                frames.append({"name": name, "filename": filename, "line": 1 + i % 2})
+    for filename in ("/etc/shadow", "/etc/passwd", "/proc/self/environ", "notes.py",
+                     str(home / "notes.py")):
+        frames.append({"name": "<module>", "filename": filename, "line": 1})
+    return frames
+
+
+def _entry(seq: int, op: str, state: str, frames: list[dict], size: int = 4) -> dict:
+    return {"record_id": seq - 1, "pg_id": 0, "process_group": ["0", "default_pg"],
+            "collective_seq_id": seq, "p2p_seq_id": 0, "op_id": seq, "is_p2p": False,
+            "profiling_name": f"gloo:{op}", "time_created_ns": 10**18 + seq * 10**6,
+            "input_sizes": [[size]], "output_sizes": [[size]], "input_dtypes": ["Float"],
+            "output_dtypes": ["Float"], "state": state, "retired": state == "completed",
+            "timeout_ms": 6000, "frames": frames}
+
+
+@pytest.fixture()
+def fake_home(tmp_path) -> dict:
+    """A HOME holding secrets (each with a unique canary) and a Python-looking secret at its
+    top, a job whose two ranks part at seq 2 with frames naming those secrets, and a dump
+    directory whose rank-1 file is a symlink to `~/.ssh/id_rsa`."""
+    canary = f"DESYNC-CANARY-{os.getpid()}-{time.time_ns()}"
+    home = tmp_path / "home"
+    for secret in HOME_SECRETS:
+        path = home / secret
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Python-shaped on purpose: `key = value` lines parse, so only where the file is and
+        # what it is named can keep it out.
+        path.write_text(f"aws_secret = '{canary}'\ntoken = '{canary}'\n")
+    (home / "notes.py").write_text(f"TOKEN = '{canary}'\n")
+    job = tmp_path / "job"
+    half = len(HOME_SECRETS) // 2
+
+    def write_set(name: str, sides: list[tuple[str, int, list[dict]]]) -> Path:
+        dumps = job / name
+        dumps.mkdir(parents=True)
+        for rank, (op, size, frames) in enumerate(sides):
+            dump = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg",
+                                                             "ranks": "[0, 1]"}},
+                    "pg_status": {"0": {"last_enqueued_collective": "2",
+                                        "last_started_collective": "-1",
+                                        "last_completed_collective": "1"}},
+                    "entries": [_entry(1, "all_reduce", "completed", frames),
+                                _entry(2, op, "scheduled", frames, size)]}
+            (dumps / f"gloo_trace_rank_{rank}").write_text(json.dumps(dump))
+        return dumps
+
+    # Two ranks taking different paths, their stacks full of secrets...
+    sets = [write_set("dumps", [("all_reduce", 4, _frames(home, HOME_SECRETS[:half])),
+                                ("broadcast", 4, _frames(home, HOME_SECRETS[half:]))])]
+    # ... and a size mismatch whose call site (the innermost frame) is one secret's line.
+    for i, secret in enumerate(HOME_SECRETS):
+        for name in ("<module>", "<lambda>"):
+            for filename in (str(home / secret), secret):
+                frames = [{"name": name, "filename": filename, "line": 1}]
+                sets.append(write_set(f"sizes_{len(sets)}", [("all_reduce", 4, frames),
+                                                             ("all_reduce", 8, frames)]))
+    dumps = sets[0]
+    linked = job / "linked"
+    linked.mkdir()
+    (linked / "gloo_trace_rank_0").write_text((dumps / "gloo_trace_rank_0").read_text())
+    (linked / "gloo_trace_rank_1").symlink_to(home / ".ssh" / "id_rsa")
+    (job / ".env").write_text(f"TOKEN={canary}\n")
+    environ_canary = f"{canary}-ENVIRON"
+    return {"canary": canary, "home": home, "job": job, "dumps": dumps, "sets": sets,
+            "linked": linked,
+            "env": {"HOME": str(home), "DESYNC_TEST_SECRET": environ_canary},
+            "forbidden": [canary, environ_canary]}
+
+
+def _run_in(args: list[str], cwd: Path | str, env: dict) -> subprocess.CompletedProcess:
+    exe = desync_bin()
+    return subprocess.run([str(exe), *args], cwd=str(cwd), capture_output=True,
+                          timeout=TIME_CAP_S, preexec_fn=_cap_memory, check=False,
+                          env={**os.environ, "NO_COLOR": "", **env})
+
+
+def _every_output(dumps: str, cwd: Path | str, extra: list[str], out: Path, home: dict) -> None:
+    """analyze (text; JSON with --html and --emit-probes) and report on one dump set: each
+    finds the problem (exit 1) and no output holds a secret."""
+    for args, files in [
+        (["analyze", dumps, "--color", "never", *extra], []),
+        (["analyze", dumps, "--format", "json", "--html", str(out / "a.html"),
+          "--emit-probes", str(out / "probes.diff"), *extra], [out / "a.html", out / "probes.diff"]),
+        (["report", dumps, "-o", str(out / "r.html"), *extra], [out / "r.html"]),
+    ]:
+        what = f"{args[0]} {dumps} from {cwd} {extra}"
+        proc = _run_in(args, cwd, home["env"])
+        check_ran_well(proc, what, home["forbidden"], files)
+        assert proc.returncode == 1, f"{what}: {proc.stderr.decode()[-2000:]}"
+
+
+def test_crafted_frames_never_put_a_secret_in_a_report(fake_home, tmp_path):
+    """From HOME and from /, with no root given, and with an explicit --source-root HOME: no
+    output of analyze (text, JSON, --html, --emit-probes) or report holds a canary byte, and
+    without a root the report says to pass --source-root."""
+    home = fake_home["home"]
+    runs = [(home, []), ("/", []), (home, ["--source-root", str(home)])]
+    for n, (cwd, extra) in enumerate(runs):
+        for dumps in fake_home["sets"]:
+            out = tmp_path / f"out{n}" / dumps.name
+            out.mkdir(parents=True)
+            _every_output(str(dumps), cwd, extra, out, fake_home)
+        proc = _run_in(["analyze", str(fake_home["dumps"]), "--format", "json", *extra], cwd,
+                       fake_home["env"])
+        report = json.loads(proc.stdout)
+        assert report["verdict"]["category"] != "healthy"
+        warnings = [w["message"] for w in report["warnings"] if w["kind"] == "source"]
+        if not extra:
+            assert any("--source-root" in w and "home directory" in w for w in warnings), warnings
+        else:
+            assert any("not a Python source file" in w for w in warnings), warnings
+
+
+def test_a_dump_symlink_to_a_secret_is_never_echoed(fake_home):
+    """`gloo_trace_rank_1 -> ~/.ssh/id_rsa` inside the dump directory is not followed, and
+    a non-dump named directly is described by its size, never quoted."""
+    job, env = fake_home["job"], fake_home["env"]
+    proc = _run_in(["analyze", str(fake_home["linked"]), "--format", "json"], job, env)
+    check_ran_well(proc, "linked dumps", fake_home["forbidden"])
+    warnings = json.loads(proc.stdout)["warnings"]
+    assert any("outside the dump directory" in w["message"] for w in warnings), warnings
+    direct = _run_in(["analyze", str(job / ".env")], job, env)
+    check_ran_well(direct, "a non-dump named directly", fake_home["forbidden"])
+    assert direct.returncode == 2 and b"not a Flight Recorder dump" in direct.stderr, direct.stderr
+
+
+def test_mcp_reads_only_inside_the_allowed_roots(fake_home):
+    """`desync mcp` started in HOME allows nothing; started with --allow-root JOB it refuses a
+    source_root or path_maps target outside JOB, never echoes a non-dump, and its source and
+    probes_diff tools hold no secret."""
+    job, home, env = fake_home["job"], fake_home["home"], fake_home["env"]
+    dumps = str(fake_home["dumps"])
+    init = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "hostile", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+    def call(i, name, args):
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": name, "arguments": args}}
+
+    def text(answer):
+        return json.dumps(answer.get("error")) if "error" in answer else "".join(
+            c.get("text", "") for c in answer["result"]["content"])
+
+    def is_error(answer):
+        return "error" in answer or answer["result"].get("isError")
+
+    # Started in HOME without --allow-root: the client may read nothing.
+    proc, answers = run_mcp_in_phases(str(home), [init + [call(1, "load_dumps", {"path": dumps})]],
+                                      env=env)
+    check_ran_well(proc, "mcp in HOME", fake_home["forbidden"])
+    assert is_error(answers[1]) and "--allow-root" in text(answers[1]), text(answers[1])
+
+    first = init + [call(1, "load_dumps", {"path": dumps})]
+    rest = [
+        call(2, "load_dumps", {"path": dumps, "source_root": "/"}),
+        call(3, "load_dumps", {"path": dumps, "path_maps": ["/w=/"]}),
+        call(4, "load_dumps", {"path": dumps, "source_root": str(home)}),
+        call(5, "load_dumps", {"path": str(job / ".env")}),
+        call(6, "load_dumps", {"path": str(fake_home["linked"])}),
+        call(7, "source", {"handle": "h1", "file": str(home / ".aws/credentials"), "line": 1}),
+        call(8, "source", {"handle": "h1", "file": str(job / ".env"), "line": 1}),
+        call(9, "compare_stacks", {"handle": "h1"}),
+        call(10, "probes_diff", {"handle": "h1"}),
+        call(11, "lint", {"paths": [str(home)]}),
+    ]
+    proc, answers = run_mcp_in_phases(str(home), [first, rest], ["--allow-root", str(job)], env)
+    check_ran_well(proc, "mcp --allow-root JOB", fake_home["forbidden"])
+    assert not is_error(answers[1]), text(answers[1])
+    for i in (2, 3, 4, 11):
+        assert is_error(answers[i]) and "outside the directories this server allows" in text(answers[i]), text(answers[i])
+    assert is_error(answers[5]) and "not a Flight Recorder dump" in text(answers[5]), text(answers[5])
+    for i in (7, 8):
+        assert is_error(answers[i]), text(answers[i])

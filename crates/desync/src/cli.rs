@@ -33,7 +33,7 @@ pub enum Command {
     /// the dumps, with the same result: summarize on each node, analyze them all in one place.
     Summarize(SummarizeArgs),
     /// Serve the analysis as Model Context Protocol tools over stdio (for LLM clients).
-    Mcp,
+    Mcp(McpArgs),
     /// Watch a live job (its debug-server workers, or a dump directory it rewrites) and
     /// report a desync while it hangs, before the watchdog fires (exit 1 after an alert).
     Watch(WatchArgs),
@@ -205,8 +205,9 @@ pub struct SourceArgs {
     #[arg(long = "path-map", value_name = "FROM=TO")]
     pub path_maps: Vec<String>,
     /// Look for the training code under DIR, matching frame paths by their longest suffix.
-    /// Source files are read only under DIR and the --path-map targets (without either,
-    /// only under the working directory).
+    /// Only Python files (*.py) under DIR and the --path-map targets are read (without
+    /// either, under the working directory, unless that is / or the home directory: then
+    /// none).
     #[arg(long, value_name = "DIR")]
     pub source_root: Option<PathBuf>,
 }
@@ -226,13 +227,59 @@ impl SourceArgs {
         }
         // Without --source-root or --path-map, frame paths as written are read only under the
         // working directory: the job's checkout is where one runs desync, /etc is not
-        // (docs/security.md).
-        let fallback_root = std::env::current_dir().ok();
+        // (docs/security.md). `/` and the home directory are no checkout: a frame could name
+        // `/etc/shadow` or `~/.aws/credentials` inside them.
+        let (fallback_root, refused_fallback) = match std::env::current_dir() {
+            Ok(dir) if too_broad_for_a_default_root(&dir) => (None, Some(dir)),
+            Ok(dir) => (Some(dir), None),
+            Err(_) => (None, None),
+        };
         Ok(desync_core::bridge::SourceOptions {
             path_maps,
             source_root: self.source_root.clone(),
             fallback_root,
+            refused_fallback,
         })
+    }
+}
+
+/// Whether `dir` is `/`, the home directory (`$HOME`) or a directory above it: never a root
+/// by default, for sources or for the MCP server, since the secrets of the user and the
+/// system are inside it.
+pub fn too_broad_for_a_default_root(dir: &std::path::Path) -> bool {
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let dir = real(dir);
+    if dir.parent().is_none() {
+        return true;
+    }
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .is_some_and(|home| real(std::path::Path::new(&home)).starts_with(&dir))
+}
+
+/// `desync mcp`: which directories the client may name.
+#[derive(clap::Args, Debug)]
+pub struct McpArgs {
+    /// Let the client read under DIR (repeatable): `load_dumps` paths, `source_root`, every
+    /// `path_maps` target and `lint` paths must resolve inside one (after symlinks and `..`).
+    /// Default: the working directory, unless that is / or the home directory (then nothing).
+    #[arg(long = "allow-root", value_name = "DIR")]
+    pub allow_roots: Vec<PathBuf>,
+}
+
+impl McpArgs {
+    /// The roots the client may name, checked: each must be a directory.
+    pub fn allowed_roots(&self) -> anyhow::Result<Vec<PathBuf>> {
+        if self.allow_roots.is_empty() {
+            let cwd = std::env::current_dir()?;
+            return Ok(if too_broad_for_a_default_root(&cwd) { Vec::new() } else { vec![cwd] });
+        }
+        for root in &self.allow_roots {
+            if !root.is_dir() {
+                anyhow::bail!("--allow-root {}: not a directory", root.display());
+            }
+        }
+        Ok(self.allow_roots.clone())
     }
 }
 

@@ -288,3 +288,64 @@ fn watch_durations_and_counts_are_validated() {
     let out = desync_in(dir.path(), &["watch", "--dir", ".", "--concurrency", "100000000"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn home_is_no_default_source_root_and_dump_links_out_are_not_followed() {
+    let home = tempfile::tempdir().unwrap();
+    let secret = "DESYNC-CANARY-home";
+    // Every line a module-level statement: any `<module>` frame line matches it.
+    let body: String = (0..200).map(|i| format!("token_{i} = '{secret}'\n")).collect();
+    std::fs::write(home.path().join("train.py"), &body).unwrap();
+    std::fs::create_dir(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_rsa"), &body).unwrap();
+    // The mismatched call's frame (in `allreduce_gradients`) as module code of `train.py`,
+    // relative: as written, it resolves under the working directory.
+    let dumps = retarget_frames("dtype_mismatch", "train.py", "<module>");
+    for entry in std::fs::read_dir(dumps.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, replace_pickle_string(&bytes, "allreduce_gradients", "<module>"))
+            .unwrap();
+    }
+    let d = dumps.path().to_str().unwrap();
+    let in_home = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_desync"))
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // The same directory as a project (HOME elsewhere) is read: the frames do reach the file.
+    let out = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .current_dir(home.path())
+        .env("HOME", "/nonexistent-home")
+        .args(["analyze", d, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains(secret), "the control run did not read train.py: {}", text(&out));
+    let out = in_home(&["analyze", d, "--format", "json"]);
+    assert!(!text(&out).contains(secret), "read from $HOME: {}", text(&out));
+    let warnings = json_of(&out)["warnings"].to_string();
+    assert!(
+        warnings.contains("home directory") && warnings.contains("--source-root"),
+        "{warnings}"
+    );
+
+    // A dump directory whose rank 3 is a link to a key outside it.
+    let linked = some_dumps("early_stop", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    std::os::unix::fs::symlink(
+        home.path().join(".ssh/id_rsa"),
+        linked.path().join("gloo_trace_rank_3"),
+    )
+    .unwrap();
+    let out = in_home(&["analyze", linked.path().to_str().unwrap(), "--format", "json"]);
+    assert!(!text(&out).contains(secret), "a link's target was echoed: {}", text(&out));
+    let warnings = json_of(&out)["warnings"].to_string();
+    assert!(warnings.contains("outside the dump directory"), "{warnings}");
+    // Named directly, a file that is no dump is described, never quoted.
+    let key = home.path().join(".ssh/id_rsa");
+    let out = in_home(&["analyze", key.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("not a Flight Recorder dump") && !text(&out).contains("token_"));
+}

@@ -28,8 +28,12 @@ pub enum Error {
 pub enum DumpError {
     #[error("empty file (a dump still being written, or a writer that died)")]
     Empty,
-    #[error("not a Flight Recorder dump: content starts with {0}")]
-    Foreign(String),
+    /// Neither pickle nor JSON. Its content is never quoted: the file may be anything a link
+    /// or a crafted name points at (a key, a credentials file).
+    #[error(
+        "not a Flight Recorder dump ({size} bytes, neither pickle nor JSON; content not shown)"
+    )]
+    Foreign { size: usize },
     #[error("truncated or corrupt pickle: {0}")]
     Pickle(#[from] desync_pickle::PickleError),
     #[error("invalid JSON at line {line}, column {column}: {message}")]
@@ -54,7 +58,27 @@ impl From<serde_json::Error> for DumpError {
     fn from(e: serde_json::Error) -> Self {
         let message = e.to_string();
         // serde_json appends " at line L column C"; keep the message without the duplicate.
-        let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        // serde quotes the value it choked on (`invalid type: string "..."`); the file may be
+        // no dump at all, so nothing of its content is repeated.
+        let message = message.split(['"', '`']).next().unwrap_or(message).trim_end();
+        let message = message.trim_end_matches([':', ',']).to_owned();
         Self::Json { line: e.line(), column: e.column(), message }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DumpError;
+
+    #[test]
+    fn json_errors_never_repeat_the_value() {
+        for text in ["\"SECRET-VALUE\"", "{\"SECRET-KEY\": 1}", "[\"SECRET-ITEM\"]"] {
+            let e = serde_json::from_str::<u64>(text).unwrap_err();
+            let message = DumpError::from(e).to_string();
+            assert!(!message.contains("SECRET"), "{message}");
+            assert!(message.starts_with("invalid JSON at line 1"), "{message}");
+        }
+        assert!(DumpError::Foreign { size: 42 }.to_string().contains("42 bytes"));
     }
 }

@@ -75,6 +75,19 @@ pub fn analyze_trace(
         .flatten();
     let probes = code.as_ref().map(|c| bridge::probes(c, sources)).unwrap_or_default();
     let mut trace = trace;
+    // No source root at all because the working directory is `/` or the home directory: say
+    // so once, with what to pass, rather than only per frame.
+    if let (Some(dir), Some(_)) = (&sources.refused_fallback, &code) {
+        trace.warnings.push(model::Warning {
+            kind: model::WarningKind::Source,
+            path: None,
+            rank: None,
+            message: format!(
+                "no source file read: the working directory {} is `/` or the home directory (or above it), which desync never takes as the source root; pass --source-root DIR (the job's checkout) or --path-map FROM=TO",
+                dir.display()
+            ),
+        });
+    }
     // A source file that exists but was not used (outside the roots, not what ran) is a
     // warning: the reader must know the code section is missing on purpose.
     for refused in code.iter().flat_map(|c| &c.not_found) {

@@ -16,13 +16,16 @@ use crate::tools::{self, Session};
 
 #[derive(Deserialize, JsonSchema)]
 pub struct LoadReq {
-    /// Directory of per-rank Flight Recorder dumps (searched recursively), or one dump file.
+    /// Directory of per-rank Flight Recorder dumps (searched recursively), or one dump file;
+    /// inside a directory the server allows (`desync mcp --allow-root`).
     pub path: String,
     /// Only read files named PREFIX<rank> (default: any name ending in a rank number).
     pub prefix: Option<String>,
     /// Directory holding the training code; frame paths are matched by their longest suffix.
+    /// Inside a directory the server allows; only its *.py files are read.
     pub source_root: Option<String>,
-    /// Path rewrites "FROM=TO": a frame path starting with FROM is read from TO instead.
+    /// Path rewrites "FROM=TO": a frame path starting with FROM is read from TO instead (TO
+    /// inside a directory the server allows).
     pub path_maps: Option<Vec<String>>,
     /// The job's world size, when the dumps may not show it (ranks below it with no dump are
     /// named as missing).
@@ -71,7 +74,8 @@ pub struct SourceReq {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct LintReq {
-    /// Python files or directories (searched recursively for *.py).
+    /// Python files or directories (searched recursively for *.py), inside a directory the
+    /// server allows.
     pub paths: Vec<String>,
 }
 
@@ -124,8 +128,8 @@ async fn off_thread(
 
 #[tool_router]
 impl Server {
-    pub fn new() -> Self {
-        Self { session: Arc::new(Session::default()), tool_router: Self::tool_router() }
+    pub fn new(session: Session) -> Self {
+        Self { session: Arc::new(session), tool_router: Self::tool_router() }
     }
 
     #[tool(
@@ -191,7 +195,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Source lines around file:line, found through the handle's source_root/path_maps; only files inside those roots are read."
+        description = "Source lines around file:line, found through the handle's source_root/path_maps; only Python files (*.py) inside those roots are read."
     )]
     fn source(&self, Parameters(r): Parameters<SourceReq>) -> ToolResult {
         compact(self.session.source(r.handle.as_deref(), &r.file, r.line, r.context.unwrap_or(5)))
@@ -207,15 +211,9 @@ impl Server {
     #[tool(
         description = "Statically check Python training code for collectives that some ranks can skip, reorder or size differently. Returns findings as JSON."
     )]
-    #[allow(clippy::unused_self)] // the router calls every tool as a method
     async fn lint(&self, Parameters(r): Parameters<LintReq>) -> ToolResult {
-        off_thread("lint", move || tools::lint(&r.paths)).await
-    }
-}
-
-impl Default for Server {
-    fn default() -> Self {
-        Self::new()
+        let session = Arc::clone(&self.session);
+        off_thread("lint", move || session.lint(&r.paths)).await
     }
 }
 
@@ -236,9 +234,9 @@ impl ServerHandler for Server {
     }
 }
 
-pub async fn serve() -> anyhow::Result<()> {
+pub async fn serve(session: Session) -> anyhow::Result<()> {
     eprintln!("desync mcp: serving on stdio");
-    let service = Server::new().serve(rmcp::transport::stdio()).await?;
+    let service = Server::new(session).serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
 }

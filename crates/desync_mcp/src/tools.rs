@@ -1,8 +1,14 @@
 //! The tools' logic, free of any MCP types: a [`Session`] keeps loaded analyses by handle and
 //! answers each tool with a JSON value (or an error message for the client). Everything cites
 //! rank, process group, seq and `file:line` so an LLM can point a human at the evidence.
+//!
+//! The client is an AI agent that may have read attacker-controlled text, so every path it
+//! names (`load_dumps`' `path`, `source_root` and `path_maps` targets, `lint` paths) must
+//! resolve, after symlinks and `..`, inside a root the server's user allowed
+//! ([`Session::new`]); source files are then read only inside the handle's roots, which lie
+//! inside those.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -61,16 +67,46 @@ impl Loaded {
     }
 }
 
-/// The server's state: analyses keyed by handle ("h1", "h2", ...), oldest first.
+/// The server's state: analyses keyed by handle ("h1", "h2", ...), oldest first, and the
+/// directories the client may name. The default allows nothing.
 #[derive(Default)]
 pub struct Session {
     next: AtomicU64,
     loaded: Mutex<Vec<(String, Arc<Loaded>)>>,
+    /// Canonical: what every path the client names must resolve inside.
+    allowed: Vec<PathBuf>,
 }
 
 type ToolResult = Result<Value, String>;
 
 impl Session {
+    /// A session whose client may name paths inside `allowed_roots` only (the server's
+    /// `--allow-root` directories; a root that does not exist allows nothing).
+    pub fn new(allowed_roots: impl IntoIterator<Item = PathBuf>) -> Session {
+        let allowed =
+            allowed_roots.into_iter().filter_map(|r| std::fs::canonicalize(r).ok()).collect();
+        Session { allowed, ..Session::default() }
+    }
+
+    /// `path` resolved (symlinks and `..`), when that lies inside an allowed root; `what`
+    /// names the argument in the error.
+    fn allowed(&self, what: &str, path: &Path) -> Result<PathBuf, String> {
+        let real =
+            std::fs::canonicalize(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
+        if self.allowed.iter().any(|root| real.starts_with(root)) {
+            return Ok(real);
+        }
+        let roots = if self.allowed.is_empty() {
+            "none: start the server with --allow-root DIR".to_owned()
+        } else {
+            self.allowed.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+        };
+        Err(format!(
+            "{what} {}: outside the directories this server allows (allowed: {roots})",
+            path.display()
+        ))
+    }
+
     fn get(&self, handle: &str) -> Result<Arc<Loaded>, String> {
         let list = self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         list.iter().find(|(h, _)| h == handle).map(|(_, l)| l.clone()).ok_or_else(|| {
@@ -119,15 +155,20 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
         let source_root = args.source_root.as_ref().map(PathBuf::from);
-        if let Some(root) = &source_root
-            && !root.is_dir()
-        {
-            return Err(desync_core::Error::SourceRoot(root.clone()).to_string());
+        if let Some(root) = &source_root {
+            if !root.is_dir() {
+                return Err(desync_core::Error::SourceRoot(root.clone()).to_string());
+            }
+            self.allowed("source_root", root)?;
+        }
+        for (_, to) in &path_maps {
+            self.allowed("path_maps target", to)?;
         }
         let input = PathBuf::from(&args.path);
         if !input.exists() {
             return Err(format!("{}: no such file or directory", input.display()));
         }
+        self.allowed("path", &input)?;
         // Sources are read only under the roots given here; with none, not at all.
         let config = Config {
             input,
@@ -136,7 +177,7 @@ impl Session {
                 world_size: args.world_size,
                 ..Default::default()
             },
-            sources: SourceOptions { path_maps, source_root, fallback_root: None },
+            sources: SourceOptions { path_maps, source_root, ..SourceOptions::default() },
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
         let cost = Loaded::estimate(&analysis);
@@ -361,6 +402,8 @@ impl Session {
     }
 
     /// `probes_diff`: the unified diff of confirming probes, relative to the working directory.
+    /// Only `*.py` files inside the handle's roots (inside the allowed ones) are read and
+    /// patched.
     pub fn probes_diff(&self, handle: &str) -> Result<String, String> {
         let l = self.get(handle)?;
         if l.analysis.probes.is_empty() {
@@ -369,25 +412,32 @@ impl Session {
         let base = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
         Ok(desync_core::bridge::probes_diff(&l.analysis.probes, &base, &l.sources))
     }
+
+    /// `lint`: findings over Python files/directories, as `desync lint --format json` prints
+    /// them.
+    pub fn lint(&self, paths: &[String]) -> ToolResult {
+        if paths.is_empty() {
+            return Err("lint needs at least one path".to_owned());
+        }
+        let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+        // The client names what to lint; only Python files inside the allowed roots are read
+        // (a directory is searched for *.py), so `lint` cannot be pointed at a secret.
+        for path in &paths {
+            if !path.is_dir() && !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("py")) {
+                return Err(format!(
+                    "{}: lint reads Python files (*.py) and directories only",
+                    path.display()
+                ));
+            }
+            self.allowed("lint path", path)?;
+        }
+        lint_allowed(&paths)
+    }
 }
 
-/// `lint`: findings over Python files/directories, as `desync lint --format json` prints them.
-pub fn lint(paths: &[String]) -> ToolResult {
-    if paths.is_empty() {
-        return Err("lint needs at least one path".to_owned());
-    }
-    let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
-    // The client names what to lint; only Python files are read (a directory is searched
-    // for *.py), so `lint` cannot be pointed at a secret that is not code.
-    for path in &paths {
-        if !path.is_dir() && !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("py")) {
-            return Err(format!(
-                "{}: lint reads Python files (*.py) and directories only",
-                path.display()
-            ));
-        }
-    }
-    let report = desync_lint::lint_paths(&paths, &desync_lint::Options::default());
+/// [`Session::lint`] once its paths are checked.
+fn lint_allowed(paths: &[PathBuf]) -> ToolResult {
+    let report = desync_lint::lint_paths(paths, &desync_lint::Options::default());
     if report.files_checked == 0 && !report.errors.is_empty() {
         let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
         return Err(errors.join("; "));

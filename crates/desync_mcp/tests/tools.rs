@@ -10,6 +10,11 @@ fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios").join(name)
 }
 
+/// A session whose client may name the committed scenarios only.
+fn session() -> Session {
+    Session::new([scenario("")])
+}
+
 fn load_early_stop(session: &Session) -> String {
     let dir = scenario("early_stop");
     let out = session
@@ -26,7 +31,7 @@ fn load_early_stop(session: &Session) -> String {
 
 #[test]
 fn workflow_on_early_stop() {
-    let session = Session::default();
+    let session = session();
     let h = load_early_stop(&session);
     assert_eq!(h, "h1");
 
@@ -55,7 +60,7 @@ fn workflow_on_early_stop() {
 
 #[test]
 fn malformed_calls_are_errors() {
-    let session = Session::default();
+    let session = session();
     assert!(session.verdict("h1").unwrap_err().contains("unknown handle"));
     assert!(
         session
@@ -67,6 +72,35 @@ fn malformed_calls_are_errors() {
     assert!(session.rank_entries(&h, 99, None, 5).unwrap_err().contains("rank 99"));
     assert!(session.source(Some(&h), "train.py", 100_000, 2).unwrap_err().contains("out of range"));
     assert!(session.source(None, "/nonexistent.py", 1, 2).is_err());
-    assert!(desync_mcp::tools::lint(&["/nonexistent/dir".into()]).is_err());
-    assert!(desync_mcp::tools::lint(&[]).is_err());
+    assert!(session.lint(&["/nonexistent/dir".into()]).is_err());
+    assert!(session.lint(&[]).is_err());
+}
+
+#[test]
+fn paths_outside_the_allowed_roots_are_refused() {
+    let session = session();
+    let dir = scenario("early_stop");
+    let dumps = dir.join("dumps").display().to_string();
+    let load = |source_root: Option<&str>, path_maps: &[&str]| {
+        session.load(&LoadArgs {
+            path: dumps.clone(),
+            source_root: source_root.map(str::to_owned),
+            path_maps: path_maps.iter().map(|m| (*m).to_owned()).collect(),
+            ..LoadArgs::default()
+        })
+    };
+    let outside = |answer: Result<serde_json::Value, String>| {
+        let error = answer.expect_err("a path outside the allowed roots was accepted");
+        assert!(error.contains("outside the directories this server allows"), "{error}");
+    };
+    outside(load(Some("/"), &[]));
+    outside(load(None, &["/w=/"]));
+    outside(load(Some(&format!("{}/../../..", dir.display())), &[]));
+    outside(session.load(&LoadArgs { path: "/etc".into(), ..LoadArgs::default() }));
+    outside(session.lint(&["/etc".into()]));
+    assert!(load(Some(&dir.join("src").display().to_string()), &[]).is_ok());
+    // A server allowed nothing refuses everything.
+    let closed = Session::new(Vec::<PathBuf>::new());
+    let error = closed.load(&LoadArgs { path: dumps.clone(), ..LoadArgs::default() }).unwrap_err();
+    assert!(error.contains("--allow-root"), "{error}");
 }

@@ -40,6 +40,7 @@
 
 mod branch;
 mod call;
+mod code_objects;
 mod dependence;
 mod expr;
 mod flow;

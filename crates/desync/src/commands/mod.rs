@@ -35,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Report(a) => report::run(&a),
         Command::Export(a) => export::run(&a),
         Command::Summarize(a) => summarize::run(&a),
-        Command::Mcp => mcp::run(),
+        Command::Mcp(a) => mcp::run(&a),
         Command::Watch(a) => watch::run(&a),
         Command::Publish(a) => publish::run(&a),
         Command::Run(a) => run::run(&a),

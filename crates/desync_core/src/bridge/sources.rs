@@ -4,13 +4,16 @@
 //! Lookup: `--path-map FROM=TO` prefixes first, then the file under `--source-root` whose path
 //! shares the longest suffix with the frame's, then the path as written.
 //!
-//! Frame paths are text chosen by whoever wrote the dump. A file is read only when it resolves
-//! (symlinks and `..` followed) inside the *roots*: `--source-root` and every `--path-map`
-//! target; with neither, the directory given as [`SourceOptions::fallback_root`] (the CLI's
-//! working directory; none for MCP, which then reads nothing). Everything else is refused with
-//! the reason, and no report, snippet, probe or MCP answer ever holds a byte of it. A file
-//! that is read must also match the frame: the function the frame names has to be defined
-//! around the frame's line, or the local copy is not what ran (a stale checkout, a wrong root).
+//! Frame paths are text chosen by whoever wrote the dump. A file is read only when it is a
+//! Python source (`*.py`, as named and after symlinks) and resolves (symlinks and `..`
+//! followed) inside the *roots*: `--source-root` and every `--path-map` target; with neither,
+//! the directory given as [`SourceOptions::fallback_root`] (the CLI's working directory unless
+//! that is `/` or the home directory; none for MCP, which then reads nothing). Everything else
+//! is refused with the reason, and no report, snippet, probe or MCP answer ever holds a byte of
+//! it. A file that is read must also match the frame, for every frame: the code object the
+//! frame names (a `def`, a class body, `<module>`, `<lambda>`, a comprehension) has to be at
+//! the frame's line, or the local copy is not what ran (a stale checkout, a wrong root, or a
+//! crafted frame naming a file that is no training code).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -36,6 +39,10 @@ pub struct SourceOptions {
     /// The root when neither `source_root` nor a path map is given: frame paths as written are
     /// read only inside it. The CLI passes its working directory; `None` reads nothing.
     pub fallback_root: Option<PathBuf>,
+    /// The working directory the CLI did not take as the fallback root because it is `/`, the
+    /// home directory or above it (where a frame could name `~/.ssh/id_rsa`): the report then
+    /// says why no source was read.
+    pub refused_fallback: Option<PathBuf>,
 }
 
 impl SourceOptions {
@@ -93,6 +100,8 @@ pub enum SourceProblem {
     NotFound { tried: Vec<String> },
     /// The candidate resolves outside every root.
     Outside { path: PathBuf, roots: Vec<PathBuf> },
+    /// It is not a Python source file (`*.py`, as named and after symlinks).
+    NotPython { path: PathBuf },
     /// It could not be read (not a regular file, too large, an I/O error).
     Unreadable { path: PathBuf, why: String },
     /// The local file does not hold what ran there: the frame's function is not defined
@@ -108,13 +117,17 @@ impl SourceProblem {
                 "not found on this machine; pass --source-root DIR or --path-map FROM=TO".into()
             }
             Self::Outside { path, roots } if roots.is_empty() => format!(
-                "not read: {} is outside the current directory, and no --source-root or --path-map was given",
+                "not read: {}: no source root (pass --source-root DIR, the job's checkout, or --path-map FROM=TO)",
                 path.display()
             ),
             Self::Outside { path, roots } => format!(
                 "not read: {} is outside the source roots ({})",
                 path.display(),
                 roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            Self::NotPython { path } => format!(
+                "not read: {} is not a Python source file (only *.py files are read)",
+                path.display()
             ),
             Self::Unreadable { path, why } => format!("not read: {} ({why})", path.display()),
             Self::Differs { path, why } => format!(
@@ -129,6 +142,7 @@ impl SourceProblem {
         match self {
             Self::NotFound { tried } => tried.clone(),
             Self::Outside { path, .. }
+            | Self::NotPython { path }
             | Self::Unreadable { path, .. }
             | Self::Differs { path, .. } => {
                 vec![path.display().to_string()]
@@ -184,13 +198,20 @@ impl<'o> Resolver<'o> {
         })
     }
 
-    /// `local` with symlinks and `..` resolved, when that lies inside a root.
+    /// `local` with symlinks and `..` resolved, when that lies inside a root and is a Python
+    /// source file both as named and as resolved (a `train.py` linking to `.env` is not).
     pub fn contain(&self, local: &Path) -> Result<PathBuf, SourceProblem> {
+        if !is_python(local) {
+            return Err(SourceProblem::NotPython { path: local.into() });
+        }
         let real = std::fs::canonicalize(local)
             .map_err(|e| SourceProblem::Unreadable { path: local.into(), why: e.to_string() })?;
         if !self.roots().iter().any(|root| real.starts_with(root)) {
             let roots = self.options.roots().iter().map(|r| r.to_path_buf()).collect();
             return Err(SourceProblem::Outside { path: local.into(), roots });
+        }
+        if !is_python(&real) {
+            return Err(SourceProblem::NotPython { path: local.into() });
         }
         Ok(real)
     }
@@ -266,26 +287,53 @@ impl<'o> Resolver<'o> {
     }
 }
 
-/// Whether the frame's function can be the code at `line` of `module`: `Err` says what is
-/// there instead. Names `CPython` gives code objects that are not `def`s (`<module>`,
-/// `<lambda>`, comprehensions) are checked only for what they can be checked for.
+/// Whether a file is a Python source by its name: `*.py`, any case (the only sources the
+/// bridge reads; `.env`, `.netrc`, keys and credentials are not).
+fn is_python(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("py"))
+}
+
+/// Whether the frame's code object can be the code at `line` of `module`: `Err` says what is
+/// there instead. Every name is checked: a `def` must hold the line; a class body is named
+/// after its class; `<module>` must be a module-level statement; `<lambda>`, `<genexpr>` and
+/// the comprehensions must span the line; any other `<...>` name is no code `CPython` makes
+/// from a source file.
 pub(crate) fn matches_frame(module: &Module, function: &str, line: u32) -> Result<(), String> {
     let Some(text) = module.line_text(line) else {
         let lines = module.line_count();
         return Err(format!("the frame is at line {line}, but the file has {lines} lines"));
     };
-    if text.trim().is_empty() {
+    let code = text.trim();
+    if code.is_empty() {
         return Err(format!("the frame is at line {line}, which is blank here"));
+    }
+    if code.starts_with('#') {
+        return Err(format!("the frame is at line {line}, which is a comment here"));
     }
     let found = module.function_at(line);
     match (function, found) {
-        ("<module>", None) => Ok(()),
+        ("<module>", _) if module.runs_at_module_level(line) => Ok(()),
         ("<module>", Some(f)) => Err(format!(
             "line {line} is inside `{}`, not at module level as the frame says",
             f.name
         )),
-        // Lambdas, comprehensions and generator expressions run inside whatever holds them.
-        (name, _) if name.starts_with('<') => Ok(()),
+        ("<module>", None) => match module.class_at(line) {
+            Some(class) => Err(format!(
+                "line {line} is inside class `{class}`, not at module level as the frame says"
+            )),
+            None => {
+                Err(format!("line {line} holds no statement, not module code as the frame says"))
+            }
+        },
+        // Lambdas, comprehensions and generator expressions are code objects of their own,
+        // named by kind, that run wherever their expression is.
+        (name, _) if name.starts_with('<') => {
+            if module.expression_code_at(line).contains(&name) {
+                Ok(())
+            } else {
+                Err(format!("line {line} holds no `{name}` as the frame says"))
+            }
+        }
         (name, Some(f)) if f.name == name => Ok(()),
         (name, Some(f)) => {
             Err(format!("line {line} is inside `{}`, not `{name}` as the frame says", f.name))
@@ -379,7 +427,7 @@ mod tests {
         let outside =
             |file: &str| matches!(resolver.read(file), Err(SourceProblem::Outside { .. }));
         assert!(outside(&secret.display().to_string()));
-        assert!(outside("/etc/passwd"));
+        assert!(matches!(resolver.read("/etc/passwd"), Err(SourceProblem::NotPython { .. })));
         let climb = format!("{}/../secret.py", root.display());
         assert!(outside(&climb));
         #[cfg(unix)]
@@ -424,6 +472,35 @@ mod tests {
         assert!(differs("<module>", 4).contains("not at module level"));
         assert!(differs("step", 40).contains("has 8 lines"));
         assert!(differs("step", 2).contains("blank"));
+        // Every code object is checked, the unnamed ones too.
+        assert!(differs("<lambda>", 8).contains("no `<lambda>`"));
+        assert!(differs("<genexpr>", 7).contains("no `<genexpr>`"));
+        assert!(differs("<string>", 1).contains("no `<string>`"));
+        assert!(differs("<module>", 7).contains("inside `step`"));
+    }
+
+    #[test]
+    fn only_python_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        // Credentials parse as Python (`[default]`, `key = value`): the name must say Python.
+        std::fs::write(dir.path().join("credentials"), "[default]\nkey = canary\n").unwrap();
+        std::fs::write(dir.path().join(".env"), "TOKEN = 1\n").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path().join(".env"), dir.path().join("env.py")).unwrap();
+        let options = rooted(dir.path());
+        let resolver = Resolver::new(&options);
+        let not_python = |file: &str| {
+            matches!(
+                resolver.read_frame(file, "<module>", &[1]),
+                Err(SourceProblem::NotPython { .. })
+            )
+        };
+        assert!(not_python(&dir.path().join("credentials").display().to_string()));
+        assert!(not_python(&dir.path().join(".env").display().to_string()));
+        #[cfg(unix)]
+        assert!(not_python(&dir.path().join("env.py").display().to_string()), "a link to .env");
+        let text = resolver.read_local(&dir.path().join(".env"));
+        assert!(matches!(text, Err(SourceProblem::NotPython { .. })));
     }
 
     #[cfg(unix)]

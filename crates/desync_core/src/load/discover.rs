@@ -31,9 +31,26 @@ const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr",
 /// Leftovers of FR's pipe trigger and of writers still busy; never dumps.
 const TRANSIENT_EXTENSIONS: &[&str] = &["pipe", "tmp", "lock", "swp", "part"];
 
-/// Lists every regular file below `root` (recursively, sorted for determinism).
+/// Lists every regular file below `root` (recursively, sorted for determinism). A symlink to
+/// a file counts only when the file lies inside `root` too (see [`walk_listing`]).
 pub fn walk(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
+    walk_listing(root).map(|listing| listing.files)
+}
+
+/// What [`walk_listing`] found below a dump directory.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Regular files, and symlinks to regular files inside the directory.
+    pub files: Vec<PathBuf>,
+    /// Symlinks to files outside the directory: never read. A dump directory is often copied
+    /// from elsewhere, and a link named `gloo_trace_rank_5` may point at `~/.ssh/id_rsa`.
+    pub outside: Vec<PathBuf>,
+}
+
+/// [`walk`], with the symlinks it did not follow.
+pub fn walk_listing(root: &Path) -> std::io::Result<Listing> {
+    let mut listing = Listing::default();
+    let real_root = std::fs::canonicalize(root)?;
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for item in std::fs::read_dir(&dir)? {
@@ -42,13 +59,19 @@ pub fn walk(root: &Path) -> std::io::Result<Vec<PathBuf>> {
             let path = item.path();
             if file_type.is_dir() {
                 stack.push(path);
-            } else if file_type.is_file() || file_type.is_symlink() && path.is_file() {
-                files.push(path);
+            } else if file_type.is_file() {
+                listing.files.push(path);
+            } else if file_type.is_symlink() && path.is_file() {
+                match std::fs::canonicalize(&path) {
+                    Ok(real) if real.starts_with(&real_root) => listing.files.push(path),
+                    _ => listing.outside.push(path),
+                }
             }
         }
     }
-    files.sort();
-    Ok(files)
+    listing.files.sort();
+    listing.outside.sort();
+    Ok(listing)
 }
 
 /// Splits a file name into (prefix, rank) when it ends in digits, an optional dump extension

@@ -91,8 +91,13 @@ pub(crate) fn discover(
         let rank = split_rank(name).map(|(_, r)| r);
         return Ok((vec![Candidate { path: path.into(), rank }], Vec::new()));
     }
-    let files = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    let Selection { candidates, warnings } = select(path, files, options)?;
+    let listing =
+        discover::walk_listing(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let Selection { candidates, mut warnings } = select(path, listing.files, options)?;
+    for link in listing.outside {
+        let why = "a symlink to a file outside the dump directory: not followed (name the file itself to read it)";
+        warnings.push(warn(WarningKind::Skipped, Some(link), None, why.to_owned()));
+    }
     Ok((candidates, warnings))
 }
 
@@ -307,7 +312,7 @@ fn decode_bytes(
         // PROTO opcode: every pickle protocol >= 2 starts with it.
         Some(0x80) => pickle::decode(bytes, rank, path, rank_lists),
         Some(b'{') => json::decode(bytes, rank, path, rank_lists),
-        Some(_) => Err(DumpError::Foreign(describe_start(bytes))),
+        Some(_) => Err(DumpError::Foreign { size: bytes.len() }),
     }
 }
 
@@ -347,22 +352,6 @@ fn limit_expansion(decoded: &mut Decoded, file_bytes: usize) {
         );
         decoded.notes.first_reason = Some(why);
     }
-}
-
-/// The first bytes of a foreign file, printable, so the user can tell what it is.
-fn describe_start(bytes: &[u8]) -> String {
-    let head: String = bytes
-        .iter()
-        .take(16)
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                char::from(b).to_string()
-            } else {
-                format!("\\x{b:02x}")
-            }
-        })
-        .collect();
-    format!("`{head}`")
 }
 
 fn note_entries(decoded: &Decoded, warnings: &mut Vec<Warning>) {
