@@ -68,6 +68,12 @@ def test_a_hung_torchrun_job_ends_with_the_verdict_and_the_report(tmp_path: Path
     report = run_dir / "report.html"
     assert report.is_file() and report.stat().st_size > 10_000, log
     assert (run_dir / "dumps").is_dir()
+    # Before the stop, torchrun and its 4 ranks wrote their Python stacks (SIGUSR2): rank 2's
+    # shows it blocked reading its shard, the others' the gradient all_reduce.
+    stacks = [f.read_text() for f in (run_dir / "stacks").glob("*.txt")]
+    assert len(stacks) >= 5, log
+    assert sum("plain_train.py" in s for s in stacks) == 4, log
+    assert any("regression.py" in s and " in read" in s for s in stacks), log
     # The dumps left behind read the same way through `desync analyze`.
     code, analysis, _ = run_desync(run_dir / "dumps")
     assert code == 1
@@ -80,6 +86,27 @@ def test_a_hung_torchrun_job_ends_with_the_verdict_and_the_report(tmp_path: Path
     leftover = subprocess.run(["pgrep", "-f", str(JOBS / "plain_train.py")],
                               capture_output=True, text=True, check=False)
     assert leftover.stdout.strip() == "", f"workers left running: {leftover.stdout}"
+
+
+def test_a_hung_lightning_job_is_diagnosed_and_every_rank_stopped(tmp_path: Path) -> None:
+    """Lightning's own launcher (rank 0 starts rank 1) with the script's own DesyncCallback
+    naming another dump directory: `run`'s directory wins, so the hang is seen. Rank 0 waits
+    in DDP's gradient all_reduce (in C, where Lightning's SIGTERM handler never runs), rank 1
+    reads its shard; both must be gone when `run` returns."""
+    run_dir = tmp_path / "run"
+    job = [sys.executable, str(JOBS / "lightning_train.py"), "--devices", "2",
+           "--stall-rank", "1", "--pg-timeout", "600", "--steps", "40",
+           "--dump-dir", str(tmp_path / "elsewhere")]
+    started = time.monotonic()
+    proc = _desync_run(run_dir, job, "--interval", "1", "--lag", "5", "--grace", "5")
+    elapsed = time.monotonic() - started
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    assert elapsed < 240, log
+    assert "culprit rank(s) 1" in proc.stdout, log
+    assert not (tmp_path / "elsewhere").exists(), log
+    leftover = subprocess.run(["pgrep", "-f", str(JOBS / "lightning_train.py")],
+                              capture_output=True, text=True, check=False)
+    assert leftover.stdout.strip() == "", f"ranks left running: {leftover.stdout}\n{log}"
 
 
 def test_a_job_that_fails_by_itself_keeps_its_exit_code_and_is_analyzed(tmp_path: Path) -> None:

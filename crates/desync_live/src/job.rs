@@ -234,11 +234,7 @@ impl Progress {
     /// Why the job counts as hung, once (ranks dumping, their groups' seq ranges) has not
     /// changed for `limit`. `None`: the dumps could not be read this time (none yet, or
     /// unreadable), which neither moves nor resets the clock.
-    fn hung(
-        &mut self,
-        state: Option<(usize, &GroupSeqs)>,
-        limit: Duration,
-    ) -> Option<StopCause> {
+    fn hung(&mut self, state: Option<(usize, &GroupSeqs)>, limit: Duration) -> Option<StopCause> {
         let now = Instant::now();
         if let Some((ranks, groups)) = state {
             self.dumped |= ranks > 0;
