@@ -164,15 +164,18 @@ pub fn run_job(
             Ok(None) => {}
             Err(e) => wait_error = Some(e),
         }
+        // A cause, once found, stays (an alert, the better account, may still replace it).
         match &event {
             Event::Status(status) => {
                 let state = (status.ranks_seen, status.groups.as_slice());
-                cause = progress.hung(Some(state), options.hang_after);
+                cause = cause.take().or(progress.hung(Some(state), options.hang_after));
             }
             Event::Alert(alert) => {
                 cause = Some(StopCause::Desync(alert.analysis.diagnosis.headline.clone()));
             }
-            Event::SourceDown(_) => cause = progress.hung(None, options.hang_after),
+            Event::SourceDown(_) => {
+                cause = cause.take().or(progress.hung(None, options.hang_after));
+            }
         }
         if interrupted.load(Ordering::Relaxed) {
             cause = Some(StopCause::Interrupted);
@@ -261,9 +264,9 @@ struct Job {
 
 impl Job {
     /// SIGUSR2 to every running process of the tree that registered for it (a `<pid>.txt`
-    /// under `dir`); waits up to a second for their stacks. Returns how many were asked.
-    fn request_stacks(&mut self, dir: Option<&std::path::Path>) -> usize {
-        let Some(dir) = dir else { return 0 };
+    /// under `dir`); waits up to a second for their stacks.
+    fn request_stacks(&mut self, dir: Option<&std::path::Path>) {
+        let Some(dir) = dir else { return };
         let mut pids = self.tree.living();
         if matches!(self.child.try_wait(), Ok(None)) {
             pids.push(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
@@ -284,7 +287,6 @@ impl Job {
         {
             std::thread::sleep(Duration::from_millis(50));
         }
-        asked.len()
     }
 
     /// SIGTERM to every process of the tree, SIGKILL to what is left after `grace`; returns
