@@ -106,7 +106,8 @@ def enable(
     """Configure Flight Recorder for this process; call it before the process group starts.
 
     ``dump_dir``: where each rank writes ``rank_<N>`` (default: ``$DESYNC_DUMP_DIR``, else the
-    directory of ``$TORCH_FR_DUMP_TEMP_FILE``, else ``./desync-dumps``). ``buffer_size``: how
+    directory of ``$TORCH_FR_DUMP_TEMP_FILE``, else ``./desync-dumps``; under ``desync run``,
+    always the run's own directory). ``buffer_size``: how
     many collectives each rank keeps. ``cpp_stacks``: record C++ frames too (slow to symbolize;
     off). ``dump_on_timeout``: NCCL's watchdog dumps when a collective times out.
     ``timing``: NCCL records start/end events, so a dump tells "never started" from "started,
@@ -196,9 +197,14 @@ def dump(reason: str = "on request") -> Path | None:
 # --- the dump itself -------------------------------------------------------------------------
 
 def _dump_prefix(dump_dir: str | os.PathLike[str] | None) -> str:
+    env_dir = os.environ.get(ENV_DUMP_DIR)
+    # Under `desync run` (it sets DESYNC_AUTO_ENABLE) the run owns the dump path: it watches
+    # only its own directory, so a script's own `dump_dir` (a Lightning callback's argument)
+    # would hide every dump from it and the hang would go unseen.
+    if env_dir and os.environ.get(ENV_AUTO) == "1":
+        return str(Path(env_dir).resolve() / FILE_PREFIX)
     if dump_dir is not None:
         return str(Path(dump_dir).resolve() / FILE_PREFIX)
-    env_dir = os.environ.get(ENV_DUMP_DIR)
     if env_dir:
         return str(Path(env_dir).resolve() / FILE_PREFIX)
     for name in ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"):

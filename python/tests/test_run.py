@@ -12,6 +12,7 @@ print the verdict and write report.html next to the dumps, with no other step.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -67,6 +68,12 @@ def test_a_hung_torchrun_job_ends_with_the_verdict_and_the_report(tmp_path: Path
     report = run_dir / "report.html"
     assert report.is_file() and report.stat().st_size > 10_000, log
     assert (run_dir / "dumps").is_dir()
+    # Before the stop, torchrun and its 4 ranks wrote their Python stacks (SIGUSR2): rank 2's
+    # shows it blocked reading its shard, the others' the gradient all_reduce.
+    stacks = [f.read_text() for f in (run_dir / "stacks").glob("*.txt")]
+    assert len(stacks) >= 5, log
+    assert sum("plain_train.py" in s for s in stacks) == 4, log
+    assert any("regression.py" in s and " in read" in s for s in stacks), log
     # The dumps left behind read the same way through `desync analyze`.
     code, analysis, _ = run_desync(run_dir / "dumps")
     assert code == 1
@@ -79,6 +86,27 @@ def test_a_hung_torchrun_job_ends_with_the_verdict_and_the_report(tmp_path: Path
     leftover = subprocess.run(["pgrep", "-f", str(JOBS / "plain_train.py")],
                               capture_output=True, text=True, check=False)
     assert leftover.stdout.strip() == "", f"workers left running: {leftover.stdout}"
+
+
+def test_a_hung_lightning_job_is_diagnosed_and_every_rank_stopped(tmp_path: Path) -> None:
+    """Lightning's own launcher (rank 0 starts rank 1) with the script's own DesyncCallback
+    naming another dump directory: `run`'s directory wins, so the hang is seen. Rank 0 waits
+    in DDP's gradient all_reduce (in C, where Lightning's SIGTERM handler never runs), rank 1
+    reads its shard; both must be gone when `run` returns."""
+    run_dir = tmp_path / "run"
+    job = [sys.executable, str(JOBS / "lightning_train.py"), "--devices", "2",
+           "--stall-rank", "1", "--pg-timeout", "600", "--steps", "40",
+           "--dump-dir", str(tmp_path / "elsewhere")]
+    started = time.monotonic()
+    proc = _desync_run(run_dir, job, "--interval", "1", "--lag", "5", "--grace", "5")
+    elapsed = time.monotonic() - started
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    assert elapsed < 240, log
+    assert "culprit rank(s) 1" in proc.stdout, log
+    assert not (tmp_path / "elsewhere").exists(), log
+    leftover = subprocess.run(["pgrep", "-f", str(JOBS / "lightning_train.py")],
+                              capture_output=True, text=True, check=False)
+    assert leftover.stdout.strip() == "", f"ranks left running: {leftover.stdout}\n{log}"
 
 
 def test_a_job_that_fails_by_itself_keeps_its_exit_code_and_is_analyzed(tmp_path: Path) -> None:
@@ -121,3 +149,119 @@ def test_exit_codes_and_bad_usage(tmp_path: Path) -> None:
     (tmp_path / "c" / "dumps" / "rank_0").write_bytes(b"old")
     proc = _desync_run(tmp_path / "c", [sys.executable, "-c", "pass"])
     assert proc.returncode == 2 and "earlier run" in proc.stderr, proc.stderr
+
+
+# A job whose processes try to escape: the first process forks a child that starts its own
+# session and ignores SIGTERM, which forks a grandchild in a process group of its own (SIG_IGN
+# is inherited). Each writes its pid to argv[1]; argv[2] is how long the first process lives.
+# No torch: nothing here ever dumps.
+ESCAPING_JOB = r"""
+import os, signal, sys, time
+
+def record():
+    with open(sys.argv[1], "a") as f:
+        f.write(f"{os.getpid()}\n")
+
+record()
+if os.fork() == 0:
+    os.setsid()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    record()
+    if os.fork() == 0:
+        os.setpgid(0, 0)
+        record()
+    time.sleep(600)
+    os._exit(0)
+while len(open(sys.argv[1]).read().split()) < 3:
+    time.sleep(0.05)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _escaping_job(tmp_path: Path, first_lives: float) -> tuple[list[str], Path]:
+    script = tmp_path / "escaping_job.py"
+    script.write_text(ESCAPING_JOB)
+    pids = tmp_path / "pids"
+    return [sys.executable, str(script), str(pids), str(first_lives)], pids
+
+
+def _alive(pids_file: Path) -> list[int]:
+    """The recorded processes that still run (a zombie has exited)."""
+    pids = [int(p) for p in pids_file.read_text().split()]
+    assert len(pids) == 3, pids
+    running = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+            running.append(pid)
+    return running
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_hung_job_without_dumps_is_stopped_with_every_process_it_started(
+        tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    job, pids = _escaping_job(tmp_path, 600)
+    hang_after, grace = 2.0, 2.0
+    started = time.monotonic()
+    proc = _desync_run(run_dir, job, "--interval", "0.5", "--hang-after", str(hang_after),
+                       "--grace", str(grace), timeout=60)
+    elapsed = time.monotonic() - started
+    log = f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert _alive(pids) == [], log
+    # Not before --hang-after; after it, a second for the stacks, --grace before SIGKILL, and
+    # a margin.
+    assert hang_after <= elapsed < hang_after + 1 + grace + 6, (elapsed, log)
+    assert "no rank wrote a dump in 2 s" in proc.stderr, log
+    assert proc.stdout.startswith("inconclusive: no rank wrote a Flight Recorder dump"), log
+    assert "--hang-after" in proc.stdout, log
+    # The first process took SIGTERM; the two that ignore it got SIGKILL.
+    assert proc.returncode == 143, log
+    assert "2 processes outlived SIGTERM by --grace and got SIGKILL" in proc.stderr, log
+    # Before the stop, each Python process wrote its stacks (faulthandler, on SIGUSR2).
+    recorded = sorted(int(p) for p in pids.read_text().split())
+    stacks = run_dir / "stacks"
+    assert sorted(int(f.stem) for f in stacks.iterdir()) == recorded, log
+    for pid in recorded:
+        text = (stacks / f"{pid}.txt").read_text()
+        assert "escaping_job.py" in text and "line" in text, text
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_job_that_exits_leaving_processes_behind_has_them_stopped(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    job, pids = _escaping_job(tmp_path, 0)
+    started = time.monotonic()
+    proc = _desync_run(run_dir, job, "--interval", "0.5", "--grace", "1", timeout=60)
+    elapsed = time.monotonic() - started
+    log = f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert _alive(pids) == [], log
+    assert elapsed < 15, (elapsed, log)
+    # The job's own status: its first process exited 0 by itself.
+    assert proc.returncode == 0, log
+    assert "the job exited with exit code 0" in proc.stderr, log
+    assert "it left 2 processes running" in proc.stderr, log
+    assert "got SIGKILL" in proc.stderr, log
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_ctrl_c_stops_the_job_and_every_process_it_started(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    job, pids = _escaping_job(tmp_path, 600)
+    cmd = [str(desync_bin()), "run", "--dir", str(run_dir), "--interval", "0.5", "--grace", "1",
+           "--", *job]
+    desync = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+            pids.exists() and len(pids.read_text().split()) == 3):
+        time.sleep(0.1)
+    desync.send_signal(signal.SIGINT)
+    out, err = desync.communicate(timeout=30)
+    log = f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+    assert _alive(pids) == [], log
+    assert "interrupted; desync stopped it" in err, log
+    assert desync.returncode == 143, log

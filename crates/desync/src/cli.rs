@@ -62,11 +62,13 @@ pub struct RunArgs {
     /// cycle) before the job counts as hung. Mismatched collectives count at once.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub lag: f64,
-    /// Seconds without a new collective on any rank before the job counts as hung.
+    /// Seconds without a new collective on any rank before the job counts as hung; counted
+    /// from the start when no rank writes a dump at all.
     #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub hang_after: f64,
-    /// Seconds a stopped job gets between SIGTERM and SIGKILL, and a failed job's ranks get
-    /// to finish their dumps.
+    /// Seconds a stopped job's processes (all of them, also those that left its process
+    /// group) get between SIGTERM and SIGKILL, and a failed job's ranks get to finish their
+    /// dumps.
     #[arg(long, value_name = "SECS", default_value_t = 15.0)]
     pub grace: f64,
     /// Leave the job's PYTHONPATH alone: no sitecustomize hook. The script then calls

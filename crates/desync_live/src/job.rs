@@ -2,14 +2,23 @@
 //! directory its ranks rewrite with the same loop as `desync watch --dir`, and stop it when it
 //! has stopped making progress, so the caller can analyse the dumps it left.
 //!
-//! The job runs in its own process group, so stopping it reaches torchrun's workers too (and
-//! whatever they forked). The caller forwards the user's Ctrl-C through `interrupted`; this
-//! module never installs signal handlers, prints, or reads the environment: the variables the
-//! job gets are in [`JobOptions::env`].
+//! desync owns the job's whole process tree ([`tree`]): the job runs in its own process group,
+//! and on Linux desync becomes the reaper of its orphans, so a worker that started its own
+//! session (`setsid`) or outlived its parent is still found and stopped. While a job runs,
+//! nothing else in this process may start children: every child of desync counts as the
+//! job's. The caller forwards the user's Ctrl-C through `interrupted`; this module never
+//! installs signal handlers, prints, or reads the environment: the variables the job gets are
+//! in [`JobOptions::env`].
 //!
-//! When the job is judged hung: NCCL's debug-info pipes (if the job made any) are poked so its
-//! recorders dump once more, the job gets SIGTERM, then SIGKILL after `grace`.
+//! The job is hung when the watch loop alerts, or when nothing moved for `hang_after`: no
+//! collective on any rank, no new rank's dump, counted from the start when no dump appears at
+//! all. Then the job's Python processes are asked for their stacks (SIGUSR2, to those that
+//! registered for it) and the ranks for their final dumps (desync's trigger file; NCCL's
+//! debug-info pipes, if the job made any), with up to `grace` to write them when some rank
+//! can answer; then every process of the tree gets SIGTERM, and SIGKILL after `grace`.
+//! A job that exits by itself but leaves processes behind has them stopped the same way.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -20,6 +29,10 @@ use std::time::{Duration, Instant, SystemTime};
 use desync_core::load::LoadOptions;
 
 use crate::source::Directory;
+use rustix::process::{Pid, Signal, kill_process};
+use tree::Tree;
+
+mod tree;
 use crate::watch::{Event, Flow, WatchOptions};
 
 #[derive(Debug, Clone)]
@@ -36,10 +49,15 @@ pub struct JobOptions {
     /// A file whose creation asks desync's Python side for each rank's final dump, with its
     /// stacks (`DESYNC_DUMP_TRIGGER`), before a hung job is stopped.
     pub trigger: Option<PathBuf>,
+    /// Where the job's Python processes write their stacks on SIGUSR2, each to `<pid>.txt`
+    /// (`DESYNC_STACKS_DIR`): the processes of the tree with such a file get SIGUSR2 before
+    /// the stop. A process without one is never sent SIGUSR2 (it would die of it).
+    pub stacks_dir: Option<PathBuf>,
     /// The watch loop's settings; its `exit_on_alert`, `duration` and `until_gone` are ignored
     /// (the job's own exit ends the watch).
     pub watch: WatchOptions,
-    /// No rank issued a new collective for this long: the job is hung.
+    /// No rank issued a new collective (and no new rank dumped) for this long, or no dump
+    /// appeared this long after the start: the job is hung.
     pub hang_after: Duration,
     /// After the job failed: how long dumps may still be landing. After SIGTERM: how long
     /// before SIGKILL.
@@ -53,6 +71,8 @@ pub enum StopCause {
     Desync(String),
     /// No collective progressed for this long.
     NoProgress(Duration),
+    /// No rank wrote a readable dump in this long since the start.
+    NoDumps(Duration),
     /// The user interrupted desync (Ctrl-C).
     Interrupted,
 }
@@ -74,6 +94,14 @@ pub enum JobEvent<'a> {
     Watch(Event<'a>),
     /// desync is stopping the job, and why.
     Stopping(&'a StopCause),
+    /// The job's first process exited, and these processes of its tree still run: desync
+    /// asks them for dumps and stops them.
+    Leftovers(&'a [i32]),
+    /// These processes outlived SIGTERM by `grace` and got SIGKILL (the first process
+    /// included).
+    Killed(&'a [i32]),
+    /// These processes still run after SIGKILL (stuck in the kernel, or out of reach).
+    Unkillable(&'a [i32]),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +127,10 @@ pub fn run_job(
         std::fs::create_dir_all(dir)
             .map_err(|source| JobError::Io { path: dir.clone(), source })?;
     }
-    let mut child = Command::new(program)
+    // Before the spawn: an orphan of the job's very first moments is adopted too. Where this
+    // fails, orphans escape to init and only those seen before are found.
+    Tree::adopt_orphans();
+    let child = Command::new(program)
         .args(args)
         .envs(options.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
@@ -108,7 +139,10 @@ pub fn run_job(
             program: program.to_string_lossy().into_owned(),
             source,
         })?;
-    on_event(JobEvent::Started { pid: child.id() });
+    let pid = child.id();
+    // From here on, any way out of this function stops the tree (`Job`'s drop).
+    let mut job = Job { tree: Tree::new(pid), child, finished: false };
+    on_event(JobEvent::Started { pid });
 
     let mut source = Directory::new(options.dump_dir.clone(), options.load.clone());
     let watch_options = WatchOptions {
@@ -117,26 +151,31 @@ pub fn run_job(
         until_gone: None,
         ..options.watch.clone()
     };
-    let mut progress = Progress::default();
+    let mut progress = Progress::new(Instant::now());
     let mut cause = None;
     let mut exited = None;
     let mut wait_error = None;
     crate::watch(&mut source, &watch_options, &mut |event| {
-        match child.try_wait() {
+        // Each look records the tree while parents still link it: a member that leaves its
+        // group later is known by then.
+        job.tree.living();
+        match job.child.try_wait() {
             Ok(Some(status)) => exited = Some(status),
             Ok(None) => {}
             Err(e) => wait_error = Some(e),
         }
+        // A cause, once found, stays (an alert, the better account, may still replace it).
         match &event {
             Event::Status(status) => {
-                if progress.stalled(&status.groups, options.hang_after) {
-                    cause = Some(StopCause::NoProgress(options.hang_after));
-                }
+                let state = (status.ranks_seen, status.groups.as_slice());
+                cause = cause.take().or(progress.hung(Some(state), options.hang_after));
             }
             Event::Alert(alert) => {
                 cause = Some(StopCause::Desync(alert.analysis.diagnosis.headline.clone()));
             }
-            Event::SourceDown(_) => {}
+            Event::SourceDown(_) => {
+                cause = cause.take().or(progress.hung(None, options.hang_after));
+            }
         }
         if interrupted.load(Ordering::Relaxed) {
             cause = Some(StopCause::Interrupted);
@@ -153,23 +192,22 @@ pub fn run_job(
     }
     if let Some(status) = exited {
         settle(&options.dump_dir, options.grace);
+        let leftovers = job.tree.living();
+        if !leftovers.is_empty() {
+            on_event(JobEvent::Leftovers(&leftovers));
+            job.request_stacks(options.stacks_dir.as_deref());
+            request_final_dumps(options)?;
+            job.stop(options.grace, on_event).map_err(JobError::Wait)?;
+        }
+        job.finished = true;
         return Ok(Ending::Exited(status));
     }
     // The loop only stops for an exit, a cause or an error: a cause it is.
     let cause = cause.unwrap_or(StopCause::Interrupted);
     on_event(JobEvent::Stopping(&cause));
-    let asked = SystemTime::now();
-    if let Some(trigger) = &options.trigger {
-        std::fs::write(trigger, b"")
-            .map_err(|source| JobError::Io { path: trigger.clone(), source })?;
-    }
-    if let Some(pipes) = &options.pipe_dir {
-        poke_pipes(pipes);
-    }
-    if options.trigger.is_some() || options.pipe_dir.is_some() {
-        await_fresh_dumps(&options.dump_dir, asked, options.grace);
-    }
-    let status = stop(&mut child, options.grace).map_err(JobError::Wait)?;
+    job.request_stacks(options.stacks_dir.as_deref());
+    request_final_dumps(options)?;
+    let status = job.stop(options.grace, on_event).map_err(JobError::Wait)?;
     settle(&options.dump_dir, Duration::from_secs(2));
     Ok(Ending::Stopped { cause, status })
 }
@@ -179,56 +217,171 @@ pub fn exit_code(status: ExitStatus) -> i32 {
     status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
 }
 
-/// Tracks when any process group's newest collective last moved.
-#[derive(Default)]
+/// Per process group: (label, lowest and highest last seq), as [`crate::watch::Status`] has it.
+type GroupSeqs = [(String, u64, u64)];
+
+/// Tracks when the job last moved: a process group's newest collective, or a new rank's dump.
 struct Progress {
-    last: Vec<(String, u64, u64)>,
-    since: Option<Instant>,
+    last: (usize, Vec<(String, u64, u64)>),
+    since: Instant,
+    /// Whether any dump was ever read: without one, a stall is "no dumps".
+    dumped: bool,
 }
 
 impl Progress {
-    /// True once the groups' seq ranges have not changed for `limit` (and there are some).
-    fn stalled(&mut self, groups: &[(String, u64, u64)], limit: Duration) -> bool {
+    /// The clock starts with the job: a job that never dumps is hung after the limit too.
+    fn new(start: Instant) -> Self {
+        Self { last: (0, Vec::new()), since: start, dumped: false }
+    }
+
+    /// Why the job counts as hung, once (ranks dumping, their groups' seq ranges) has not
+    /// changed for `limit`. `None`: the dumps could not be read this time (none yet, or
+    /// unreadable), which neither moves nor resets the clock.
+    fn hung(&mut self, state: Option<(usize, &GroupSeqs)>, limit: Duration) -> Option<StopCause> {
         let now = Instant::now();
-        if groups.is_empty() || self.last != groups {
-            self.last = groups.to_vec();
-            self.since = Some(now);
-            return false;
+        if let Some((ranks, groups)) = state {
+            self.dumped |= ranks > 0;
+            if self.last.0 != ranks || self.last.1 != groups {
+                self.last = (ranks, groups.to_vec());
+                self.since = now;
+                return None;
+            }
         }
-        self.since.is_some_and(|since| now.duration_since(since) >= limit)
+        if now.duration_since(self.since) < limit {
+            return None;
+        }
+        Some(if self.dumped { StopCause::NoProgress(limit) } else { StopCause::NoDumps(limit) })
     }
 }
 
-/// SIGTERM to the job's process group, SIGKILL after `grace`; returns the job's status.
-fn stop(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
-    let group = rustix::process::Pid::from_raw(child.id() as i32);
-    if let Some(group) = group {
-        // ESRCH: it just exited by itself; `wait` below collects it.
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+/// The running job: its first process and its tree. Dropped unfinished (an error, a panic),
+/// it kills the whole tree at once rather than leave it running.
+struct Job {
+    child: Child,
+    tree: Tree,
+    finished: bool,
+}
+
+impl Job {
+    /// SIGUSR2 to every running process of the tree that registered for it (a `<pid>.txt`
+    /// under `dir`); waits up to a second for their stacks.
+    fn request_stacks(&mut self, dir: Option<&std::path::Path>) {
+        let Some(dir) = dir else { return };
+        let mut pids = self.tree.living();
+        if matches!(self.child.try_wait(), Ok(None)) {
+            pids.push(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
+        }
+        let file = |pid: i32| dir.join(format!("{pid}.txt"));
+        let asked: Vec<i32> = pids
+            .into_iter()
+            .filter(|&pid| file(pid).is_file())
+            .filter(|&pid| {
+                Pid::from_raw(pid).is_some_and(|p| kill_process(p, Signal::USR2).is_ok())
+            })
+            .collect();
+        // faulthandler writes from the handler itself; a process in uninterruptible sleep
+        // takes the signal only when it wakes.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline
+            && asked.iter().any(|&pid| std::fs::metadata(file(pid)).is_ok_and(|m| m.len() == 0))
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    let deadline = Instant::now() + grace;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            // The leader is gone; stragglers in its group (orphaned workers) go too.
-            if let Some(group) = group {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+
+    /// SIGTERM to every process of the tree, SIGKILL to what is left after `grace`; returns
+    /// the first process's status. Processes that appear meanwhile get the same.
+    fn stop(
+        &mut self,
+        grace: Duration,
+        on_event: &mut dyn FnMut(JobEvent<'_>),
+    ) -> std::io::Result<ExitStatus> {
+        self.finished = true;
+        let mut told: BTreeSet<i32> = self.tree.signal(Signal::TERM).into_iter().collect();
+        let deadline = Instant::now() + grace;
+        loop {
+            let first = self.child.try_wait()?;
+            let living = self.tree.living();
+            if let Some(status) = first
+                && living.is_empty()
+            {
+                return Ok(status);
             }
-            return Ok(status);
-        }
-        if Instant::now() >= deadline {
-            if let Some(group) = group {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            if Instant::now() >= deadline {
+                break;
             }
-            return child.wait();
+            for &pid in &living {
+                if told.insert(pid) {
+                    let _ = Pid::from_raw(pid).map(|p| kill_process(p, Signal::TERM));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        let mut killed: BTreeSet<i32> = BTreeSet::new();
+        if self.child.try_wait()?.is_none() {
+            killed.insert(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
+        }
+        // SIGKILL is not ignorable, but a process in uninterruptible sleep dies only when it
+        // leaves the kernel: a few seconds, then desync says which are left.
+        let until = Instant::now() + Duration::from_secs(5);
+        let mut living = Vec::new();
+        while Instant::now() < until {
+            killed.extend(self.tree.signal(Signal::KILL));
+            std::thread::sleep(Duration::from_millis(50));
+            living = self.tree.living();
+            if self.child.try_wait()?.is_some() && living.is_empty() {
+                break;
+            }
+        }
+        let killed: Vec<i32> = killed.into_iter().collect();
+        if !killed.is_empty() {
+            on_event(JobEvent::Killed(&killed));
+        }
+        if !living.is_empty() {
+            on_event(JobEvent::Unkillable(&living));
+        }
+        self.child.wait()
     }
 }
 
-/// Writes a byte into every `*.pipe` FIFO under `dir`: NCCL's recorders dump on it
-/// (`TORCH_NCCL_DEBUG_INFO_PIPE_FILE`; torch opens the FIFO non-blocking for reading).
-fn poke_pipes(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+impl Drop for Job {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.tree.signal(Signal::KILL);
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.tree.living();
+        }
+    }
+}
+
+/// Asks every rank for its final dump before the job is stopped: desync's trigger file (the
+/// ranks' Python side writes a dump with stacks when it appears) and NCCL's debug-info pipes.
+/// Waits up to `grace` for fresh dumps, but only when some rank can answer: one that already
+/// dumps (the trigger is read by its live-dump thread), or a pipe that took the byte.
+fn request_final_dumps(options: &JobOptions) -> Result<(), JobError> {
+    let asked = SystemTime::now();
+    let mut answering = false;
+    if let Some(trigger) = &options.trigger {
+        std::fs::write(trigger, b"")
+            .map_err(|source| JobError::Io { path: trigger.clone(), source })?;
+        answering |= !fingerprint(&options.dump_dir).is_empty();
+    }
+    if let Some(pipes) = &options.pipe_dir {
+        answering |= poke_pipes(pipes) > 0;
+    }
+    if answering {
+        await_fresh_dumps(&options.dump_dir, asked, options.grace);
+    }
+    Ok(())
+}
+
+/// Writes a byte into every `*.pipe` FIFO under `dir` and counts those taken: NCCL's recorders
+/// dump on it (`TORCH_NCCL_DEBUG_INFO_PIPE_FILE`; torch opens the FIFO non-blocking for
+/// reading).
+fn poke_pipes(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut poked = 0;
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "pipe") {
@@ -239,11 +392,14 @@ fn poke_pipes(dir: &std::path::Path) {
                 .write(true)
                 .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
                 .open(&path);
-            if let Ok(mut pipe) = opened {
-                let _ = std::io::Write::write_all(&mut pipe, b"1");
+            if let Ok(mut pipe) = opened
+                && std::io::Write::write_all(&mut pipe, b"1").is_ok()
+            {
+                poked += 1;
             }
         }
     }
+    poked
 }
 
 /// Waits until every dump under `dir` was rewritten after `asked` (at most `limit`): a rank's
@@ -304,14 +460,41 @@ mod tests {
 
     #[test]
     fn progress_stalls_only_when_nothing_moves() {
-        let mut p = Progress::default();
+        let mut p = Progress::new(Instant::now());
         let a = vec![("0".to_owned(), 5, 7)];
-        assert!(!p.stalled(&a, Duration::ZERO), "the first sighting starts the clock");
-        assert!(p.stalled(&a, Duration::ZERO));
+        assert_eq!(
+            p.hung(Some((2, &a)), Duration::ZERO),
+            None,
+            "the first sighting starts the clock"
+        );
+        assert_eq!(
+            p.hung(Some((2, &a)), Duration::ZERO),
+            Some(StopCause::NoProgress(Duration::ZERO))
+        );
         let b = vec![("0".to_owned(), 6, 7)];
-        assert!(!p.stalled(&b, Duration::from_mins(1)));
-        assert!(!p.stalled(&b, Duration::from_mins(1)));
-        assert!(!p.stalled(&[], Duration::ZERO));
+        assert_eq!(p.hung(Some((2, &b)), Duration::from_mins(1)), None);
+        assert_eq!(p.hung(Some((2, &b)), Duration::from_mins(1)), None);
+        // A new rank's dump is progress too.
+        assert_eq!(p.hung(Some((3, &b)), Duration::ZERO), None);
+        // Unreadable dumps neither reset nor stop the clock.
+        assert!(p.hung(None, Duration::ZERO).is_some());
+    }
+
+    #[test]
+    fn a_job_without_dumps_is_hung_counting_from_its_start() {
+        let start = Instant::now().checked_sub(Duration::from_secs(10)).unwrap();
+        let mut p = Progress::new(start);
+        assert_eq!(p.hung(None, Duration::from_mins(1)), None);
+        assert_eq!(
+            p.hung(None, Duration::from_secs(5)),
+            Some(StopCause::NoDumps(Duration::from_secs(5)))
+        );
+        // Dumps without collectives yet: still counted from the start.
+        let mut p = Progress::new(start);
+        assert_eq!(
+            p.hung(Some((0, &[])), Duration::from_secs(5)),
+            Some(StopCause::NoDumps(Duration::from_secs(5)))
+        );
     }
 
     #[test]
@@ -329,6 +512,7 @@ mod tests {
             load: LoadOptions::default(),
             pipe_dir: None,
             trigger: None,
+            stacks_dir: None,
             watch: WatchOptions {
                 interval: Duration::from_millis(100),
                 lag: Duration::from_secs(1),
@@ -343,8 +527,42 @@ mod tests {
         }
     }
 
+    /// Every child of this process counts as the running job's: the job tests take turns.
+    static ONE_JOB_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Whether `pid` still runs (a zombie has exited).
+    fn running(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| tree_state(&stat))
+            .is_some_and(|state| state != "Z")
+    }
+
+    fn tree_state(stat: &str) -> Option<String> {
+        Some(stat[stat.rfind(')')? + 1..].split_whitespace().next()?.to_owned())
+    }
+
+    /// A shell line that starts, in its own session, a process ignoring SIGTERM and writes
+    /// that process's pid to `pidfile`.
+    fn escaping_worker(pidfile: &std::path::Path) -> String {
+        format!("setsid sh -c 'trap \"\" TERM; echo $$ > {}; exec sleep 60' &", pidfile.display())
+    }
+
+    fn await_file(path: &std::path::Path) -> i32 {
+        for _ in 0..100 {
+            if let Some(pid) =
+                std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok())
+            {
+                return pid;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{} never written", path.display());
+    }
+
     #[test]
     fn a_failing_job_keeps_its_status() {
+        let _turn = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let dir = tempfile::tempdir().unwrap();
         let options = test_job(&["sh", "-c", "exit 7"], dir.path(), Duration::from_millis(200));
         let ending = run_job(&options, &AtomicBool::new(false), &mut |_| {}).unwrap();
@@ -355,20 +573,70 @@ mod tests {
     }
 
     #[test]
-    fn an_interrupt_stops_the_whole_group() {
+    fn an_interrupt_stops_the_whole_tree() {
+        let _turn = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !std::path::Path::new("/proc/self/stat").exists() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
-        // The shell's child (sleep) is in the job's group too and must not outlive it.
-        let options =
-            test_job(&["sh", "-c", "sleep 30 & wait"], dir.path(), Duration::from_secs(2));
-        let interrupted = AtomicBool::new(true);
+        let pidfile = dir.path().join("escaped");
+        // The shell's child (sleep) is in the job's group; the escaping worker is not, and
+        // ignores SIGTERM: neither may outlive the job.
+        let line = format!("{} sleep 30 & wait", escaping_worker(&pidfile));
+        let options = test_job(&["sh", "-c", &line], dir.path(), Duration::from_millis(500));
+        let mut looks = 0;
+        let interrupted = AtomicBool::new(false);
         let started = Instant::now();
-        let ending = run_job(&options, &interrupted, &mut |_| {}).unwrap();
+        let mut killed = Vec::new();
+        let ending = run_job(&options, &interrupted, &mut |e| match e {
+            // The worker has written its pid before the interrupt lands.
+            JobEvent::Watch(_) => {
+                looks += 1;
+                if pidfile.exists() {
+                    interrupted.store(true, Ordering::Relaxed);
+                }
+            }
+            JobEvent::Killed(pids) => killed = pids.to_vec(),
+            _ => {}
+        })
+        .unwrap();
         assert!(started.elapsed() < Duration::from_secs(10));
+        let escaped = await_file(&pidfile);
         match ending {
             Ending::Stopped { cause: StopCause::Interrupted, status } => {
                 assert_eq!(exit_code(status), 143);
             }
             other => panic!("{other:?}"),
         }
+        assert!(killed.contains(&escaped), "{killed:?} lacks {escaped}");
+        assert!(!running(escaped), "the worker that left the session still runs");
+        assert!(looks > 0);
+    }
+
+    #[test]
+    fn a_job_that_exits_leaving_workers_behind_has_them_stopped() {
+        let _turn = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !std::path::Path::new("/proc/self/stat").exists() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("escaped");
+        // The first process exits at once: the worker is an orphan before desync ever looked.
+        let line = format!("{} exit 3", escaping_worker(&pidfile));
+        let options = test_job(&["sh", "-c", &line], dir.path(), Duration::from_millis(300));
+        let mut leftovers = Vec::new();
+        let ending = run_job(&options, &AtomicBool::new(false), &mut |e| {
+            if let JobEvent::Leftovers(pids) = e {
+                leftovers = pids.to_vec();
+            }
+        })
+        .unwrap();
+        let escaped = await_file(&pidfile);
+        match ending {
+            Ending::Exited(status) => assert_eq!(exit_code(status), 3),
+            other @ Ending::Stopped { .. } => panic!("{other:?}"),
+        }
+        assert!(leftovers.contains(&escaped), "{leftovers:?} lacks {escaped}");
+        assert!(!running(escaped), "the orphaned worker still runs");
     }
 }

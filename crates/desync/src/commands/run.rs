@@ -46,6 +46,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     let dir = absolute(&dir)?;
     let dumps = dir.join("dumps");
     let pipes = dir.join("pipes");
+    let stacks = dir.join("stacks");
     if dumps.is_dir() && std::fs::read_dir(&dumps)?.next().is_some() {
         bail!("{}: already holds dumps of an earlier run; give another --dir", dumps.display());
     }
@@ -68,6 +69,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         write_python_side(&python)?;
         env.push(prepend_path("PYTHONPATH", &python));
         env.push(("DESYNC_AUTO_ENABLE".into(), "1".into()));
+        env.push(("DESYNC_STACKS_DIR".into(), stacks.clone().into()));
     }
     let options = JobOptions {
         command: args.command.clone(),
@@ -76,6 +78,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         load: load.clone(),
         pipe_dir: Some(pipes),
         trigger: Some(dir.join("dump-now")),
+        stacks_dir: (!args.no_inject).then(|| stacks.clone()),
         watch: WatchOptions {
             interval,
             lag: seconds("--lag", args.lag)?,
@@ -107,8 +110,64 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     };
     let code = desync_live::job::exit_code(status).clamp(0, 255) as u8;
     eprintln!("desync run: {headline}");
+    keep_stacks(&stacks)?;
+    if let Ending::Stopped { cause: StopCause::NoDumps(after), .. } = &ending {
+        no_dumps_verdict(*after, args.no_inject)?;
+    }
     report(&dir, &dumps, &load, &sources, status.success())?;
     Ok(Outcome::Exit(code))
+}
+
+/// Keeps the stacks that processes wrote (on SIGUSR2, before the stop) and says where; the
+/// empty files of processes never asked go, and the directory too when nothing is left.
+fn keep_stacks(stacks: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(stacks) else { return Ok(()) };
+    let mut kept = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        } else {
+            kept += 1;
+        }
+    }
+    if kept == 0 {
+        let _ = std::fs::remove_dir(stacks);
+    } else {
+        eprintln!(
+            "desync run: Python stacks of {}, taken before the stop: {}",
+            processes(kept),
+            stacks.display()
+        );
+    }
+    Ok(())
+}
+
+/// The verdict of a job stopped before any rank dumped: there is nothing to analyse, and the
+/// way to get something next time.
+fn no_dumps_verdict(after: Duration, no_inject: bool) -> anyhow::Result<()> {
+    let how = if no_inject {
+        "without the injected hook (--no-inject), the script must call desync.torch.enable() \
+         before the process group starts"
+    } else {
+        "the injected hook dumps each rank once its process group exists; a rank that never \
+         creates one (stuck before init_process_group, or not a torch.distributed job) never \
+         dumps"
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "inconclusive: no rank wrote a Flight Recorder dump in {:.0} s; desync stopped the job",
+        after.as_secs_f64()
+    )?;
+    writeln!(
+        out,
+        "  To get dumps: {how}. NCCL ranks also dump on a watchdog timeout \
+         (TORCH_FR_BUFFER_SIZE > 0). A job that needs longer to reach its first collective \
+         wants a larger --hang-after."
+    )?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Flight Recorder's settings for the job (docs/flight-recorder.md says why each).
@@ -244,7 +303,24 @@ impl Log {
             }
             // Before the ranks' first dumps there is nothing to read; not worth a line.
             JobEvent::Watch(Event::SourceDown(_)) => return,
-            JobEvent::Stopping(cause) => format!("{}: stopping the job", cause_text(cause)),
+            JobEvent::Stopping(cause) => {
+                format!("{}: stopping the job and every process it started", cause_text(cause))
+            }
+            JobEvent::Leftovers(pids) => format!(
+                "the job's first process exited, but it left {} running ({}): stopping them",
+                processes(pids.len()),
+                pid_list(pids)
+            ),
+            JobEvent::Killed(pids) => format!(
+                "{} outlived SIGTERM by --grace and got SIGKILL ({})",
+                processes(pids.len()),
+                pid_list(pids)
+            ),
+            JobEvent::Unkillable(pids) => format!(
+                "{} still running after SIGKILL, stuck in the kernel ({})",
+                processes(pids.len()),
+                pid_list(pids)
+            ),
         };
         if line != self.last {
             eprintln!("desync run: {line}");
@@ -253,11 +329,26 @@ impl Log {
     }
 }
 
+fn processes(count: usize) -> String {
+    if count == 1 { "1 process".to_owned() } else { format!("{count} processes") }
+}
+
+/// `pid 12, 13, 14` (the first eight, then how many more).
+fn pid_list(pids: &[i32]) -> String {
+    let shown: Vec<String> = pids.iter().take(8).map(i32::to_string).collect();
+    let more = pids.len().saturating_sub(shown.len());
+    let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+    format!("pid {}{tail}", shown.join(", "))
+}
+
 fn cause_text(cause: &StopCause) -> String {
     match cause {
         StopCause::Desync(headline) => format!("hang: {headline}"),
         StopCause::NoProgress(after) => {
             format!("hang: no rank issued a collective for {:.0} s", after.as_secs_f64())
+        }
+        StopCause::NoDumps(after) => {
+            format!("hang: no rank wrote a dump in {:.0} s", after.as_secs_f64())
         }
         StopCause::Interrupted => "interrupted".to_owned(),
     }
