@@ -1,26 +1,41 @@
 //! Minimal confirming probes at the branch point, as snippets and as a unified diff that
-//! applies with `git apply` / `patch -p1` from the directory given as base.
+//! applies with `git apply` / `patch -p1` from the directory given as base ([`patch`]).
 //!
 //! 1. consensus: all ranks `all_reduce` MIN and MAX of the decision and assert they agree, so
 //!    the job fails fast at the branch with a clear message instead of timing out;
-//! 2. decision log: each rank prints the condition's value with a per-rank counter;
+//! 2. decision log: each rank prints the decision with a per-rank counter;
 //!    for a `for` loop, a length consensus and a per-iteration count instead (a decision on
 //!    `bool(loader)` says nothing);
-//! 3. call log: before the collective, a structured "about to call" line with the hash of the
-//!    shape and dtype of the tensor it sends; an arrival log (no hash) before a call that only
+//! 3. call log: before the collective, a structured "about to call" line with the CRC of the
+//!    shape and dtype of the tensor it sends; an arrival log (no CRC) before a call that only
 //!    issues collectives inside a library (`loss.backward()`).
 //!
-//! Probes evaluate the condition once more; conditions with side effects need care, and the
-//! snippet says so.
+//! Placement comes from the syntax tree ([`desync_python::DecisionSite`]): probes are simple
+//! statements inserted before the statement that evaluates the condition, at its indentation.
+//! Source text never becomes part of a format string: the condition is pasted once as code (its
+//! exact span, in parentheses) and shown as a string literal escaped here ([`literal`]). An
+//! `elif`'s decision is evaluated before the whole `if` as `not (earlier tests) and (its
+//! test)`; that is written into the patch only when those tests only read values, since
+//! otherwise what they call would run once more, and before the `if` (the probe is then a
+//! snippet only, and its description says why). Every probe at one place evaluates the
+//! decision once (the patch shares the statement).
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+mod patch;
 
-use super::{CodeFinding, Resolver, SourceOptions};
+use std::path::PathBuf;
+
+use desync_python::{DecisionSite, InsertionPoint, LoopSite, Module};
+
+use super::{BranchPoint, CodeFinding, Resolver, SourceOptions};
 use crate::diagnose::short_path;
 
-/// The first line of every probe.
+pub use patch::probes_diff;
+
+/// The first statement of every probe.
 const PROBE_IMPORTS: &str = "import torch as _desync_torch, torch.distributed as _desync_dist";
+/// The decision, evaluated once at a place however many probes there use it.
+const DECISION: &str = "_desync_decision = ";
+const RANK: &str = "str(_desync_dist.get_rank())";
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Probe {
@@ -33,6 +48,13 @@ pub struct Probe {
     /// The probe goes right before this line.
     pub line: u32,
     pub snippet: String,
+    /// Written by [`probes_diff`]; `false` for a snippet the user must place (the description
+    /// says why).
+    #[serde(skip)]
+    pub in_patch: bool,
+    /// The snippet's statements, indented; one may span lines (a multi-line condition).
+    #[serde(skip)]
+    statements: Vec<String>,
 }
 
 /// The probes for a code finding; its file is read again through the same roots.
@@ -40,173 +62,280 @@ pub fn probes(code: &CodeFinding, sources: &SourceOptions) -> Vec<Probe> {
     let Some(b) = &code.branch else { return Vec::new() };
     let Some(local) = &b.local_path else { return Vec::new() };
     let Ok(text) = Resolver::new(sources).read_local(local) else { return Vec::new() };
-    let lines: Vec<&str> = text.lines().collect();
-    let indent_of = |line: u32| -> String {
-        let text = lines.get(line as usize - 1).copied().unwrap_or("");
-        text[..text.len() - text.trim_start().len()].to_owned()
-    };
-    let at = format!("{}:{}", short_path(&b.file), b.line);
-    let rank = "_desync_dist.get_rank()";
+    let module = Module::parse(&text);
+    let writer = Writer { b, local, at: format!("{}:{}", short_path(&b.file), b.line) };
     let mut out = Vec::new();
-    let probe = |name, description: String, line: u32, body: Vec<String>| {
-        let indent = indent_of(line);
-        // The file may not import torch, or may bind `torch`/`dist` to something else: the
-        // probe imports under private names (a plain `import torch` inside a function would
-        // make `torch` local to all of it and break earlier uses).
-        let snippet = std::iter::once(PROBE_IMPORTS)
-            .chain(body.iter().map(String::as_str))
-            .map(|l| format!("{indent}{l}\n"))
-            .collect::<String>();
-        Probe {
-            name,
-            description,
-            file: b.file.clone(),
-            local_path: Some(local.clone()),
-            line,
-            snippet,
-        }
-    };
     // An exception type is no condition to agree on; the call log still shows who skipped.
     let condition =
         b.condition.as_ref().filter(|_| b.handler_line.is_none() && b.construct != "except");
-    let is_loop_over = b.construct == "for";
-    if let (true, Some(iterable)) = (is_loop_over, condition) {
-        out.extend(loop_probes(&lines, b.line, iterable, &at, &probe));
-    } else if let (Some(cond), Some(cond_line)) = (condition, b.condition_line.or(Some(b.line))) {
-        let quoted = cond.replace('"', "'").replace('{', "{{").replace('}', "}}");
-        out.push(probe(
-            "consensus",
-            format!("assert that every rank takes the same decision on `{cond}` (all_reduce MIN/MAX); fails fast at {at} instead of timing out"),
-            cond_line,
-            vec![
-                "# desync probe: do all ranks take the same decision here?".into(),
-                format!("_desync_flag = _desync_torch.tensor([int(bool({cond}))], dtype=_desync_torch.int64)"),
-                "_desync_lo, _desync_hi = _desync_flag.clone(), _desync_flag.clone()".into(),
-                "_desync_dist.all_reduce(_desync_lo, op=_desync_dist.ReduceOp.MIN)".into(),
-                "_desync_dist.all_reduce(_desync_hi, op=_desync_dist.ReduceOp.MAX)".into(),
-                format!(
-                    "assert _desync_lo.item() == _desync_hi.item(), f\"desync probe {at}: ranks disagree on `{quoted}` (rank {{{rank}}}: {{bool(_desync_flag.item())}})\""
-                ),
-            ],
-        ));
-        out.push(probe(
-            "decision_log",
-            format!("log each rank's value of `{cond}` with a per-rank counter"),
-            cond_line,
-            vec![
-                "# desync probe: per-rank decision log".into(),
-                "globals()['_desync_n'] = globals().get('_desync_n', 0) + 1".into(),
-                format!(
-                    "print(f\"[desync-probe] rank={{{rank}}} n={{globals()['_desync_n']}} {at} `{quoted}`={{bool({cond})}}\", flush=True)"
-                ),
-            ],
-        ));
+    if let Some(cond) = condition {
+        if b.construct == "for" {
+            if let Some(site) = module.loop_site(b.line) {
+                out.extend(writer.loop_probes(&site, cond));
+            }
+        } else if let Some(site) = module.decision_site(b.condition_line.unwrap_or(b.line), cond) {
+            out.extend(writer.decision_probes(&site, cond));
+        }
     }
     let call_line = match b.construct.as_str() {
         "call" => Some(b.line),
         _ => b.skipped_line,
     };
-    if let Some(line) = call_line {
-        let text = lines.get(line as usize - 1).copied().unwrap_or("");
-        let call = text.trim().replace('"', "'").replace('{', "{{").replace('}', "}}");
-        let place = format!("{}:{line}", short_path(&b.file));
+    if let Some(line) = call_line
+        && let Some(at) = module.statement_site(line)
+    {
+        out.push(writer.call_probe(&at, line, module.line_text(line).unwrap_or("").trim()));
+    }
+    out
+}
+
+/// Builds the probes of one branch.
+struct Writer<'a> {
+    b: &'a BranchPoint,
+    local: &'a PathBuf,
+    /// `train.py:12`, as the probes' messages name the branch.
+    at: String,
+}
+
+impl Writer<'_> {
+    fn probe(
+        &self,
+        name: &'static str,
+        description: String,
+        at: &InsertionPoint,
+        body: Vec<String>,
+    ) -> Probe {
+        // The file may not import torch, or may bind `torch`/`dist` to something else: the
+        // probe imports under private names (a plain `import torch` inside a function would
+        // make `torch` local to all of it and break earlier uses).
+        let statements: Vec<String> = std::iter::once(PROBE_IMPORTS.to_owned())
+            .chain(body)
+            .map(|s| format!("{}{s}", at.indent))
+            .collect();
+        let snippet = statements.iter().map(|s| format!("{s}\n")).collect();
+        Probe {
+            name,
+            description,
+            file: self.b.file.clone(),
+            local_path: Some(self.local.clone()),
+            line: at.line,
+            snippet,
+            in_patch: true,
+            statements,
+        }
+    }
+
+    /// `consensus` and `decision_log` before the statement that evaluates the condition.
+    fn decision_probes(&self, site: &DecisionSite, cond: &str) -> Vec<Probe> {
+        let at = &self.at;
+        let shown = flat(cond);
+        let decide = format!("{DECISION}bool({})", site.expression);
+        let where_ = if site.elif {
+            "# desync probe: evaluated before the `if`, as the decision to take its `elif`"
+        } else {
+            "# desync probe: evaluated right before the statement that tests it"
+        };
+        let mut consensus = self.probe(
+            "consensus",
+            format!("assert that every rank takes the same decision on `{shown}` (all_reduce MIN/MAX); fails fast at {at} instead of timing out"),
+            &site.at,
+            vec![
+                "# desync probe: do all ranks take the same decision here?".into(),
+                where_.into(),
+                decide.clone(),
+                "_desync_flag = _desync_torch.tensor([int(_desync_decision)], dtype=_desync_torch.int64)".into(),
+                "_desync_lo, _desync_hi = _desync_flag.clone(), _desync_flag.clone()".into(),
+                "_desync_dist.all_reduce(_desync_lo, op=_desync_dist.ReduceOp.MIN)".into(),
+                "_desync_dist.all_reduce(_desync_hi, op=_desync_dist.ReduceOp.MAX)".into(),
+                format!(
+                    "assert _desync_lo.item() == _desync_hi.item(), {} + {RANK} + ': ' + str(_desync_decision) + ')'",
+                    literal(&format!("desync probe {at}: ranks disagree on `{shown}` (rank "))
+                ),
+            ],
+        );
+        let mut log = self.probe(
+            "decision_log",
+            format!("log each rank's value of `{shown}` with a per-rank counter"),
+            &site.at,
+            vec![
+                "# desync probe: per-rank decision log".into(),
+                decide,
+                "globals()['_desync_n'] = globals().get('_desync_n', 0) + 1".into(),
+                format!(
+                    "print('[desync-probe] rank=' + {RANK} + ' n=' + str(globals()['_desync_n']) + {} + str(_desync_decision), flush=True)",
+                    literal(&format!(" {at} `{shown}`="))
+                ),
+            ],
+        );
+        let note = match (&site.effect, site.yields, site.elif) {
+            (_, true, _) => {
+                Some((false, "the condition yields, and the probe would yield again".to_owned()))
+            }
+            (Some(effect), false, true) => Some((
+                false,
+                format!(
+                    "an `elif` is decided before the whole `if`, and its tests {effect}, which would run once more and even when an earlier clause is taken"
+                ),
+            )),
+            (Some(effect), false, false) => Some((
+                true,
+                format!(
+                    "the probe evaluates the condition once more: it {effect}, and that happens twice"
+                ),
+            )),
+            (None, ..) => None,
+        };
+        for p in [&mut consensus, &mut log] {
+            match &note {
+                Some((true, why)) => p.description.push_str(&format!(" ({why})")),
+                Some((false, why)) => {
+                    p.in_patch = false;
+                    p.description.push_str(&format!(
+                        " (not in the patch: {why}; place it by hand where that is safe)"
+                    ));
+                }
+                None => {}
+            }
+        }
+        vec![consensus, log]
+    }
+
+    /// Probes for a `for` loop the sides left after different numbers of iterations: agreeing
+    /// on `bool(loader)` says nothing, so the ranks agree on the iterable's *length* where it
+    /// only reads values (evaluated again without side effects), and each iteration logs its
+    /// per-rank count, which shows where the counts part.
+    fn loop_probes(&self, site: &LoopSite, iterable: &str) -> Vec<Probe> {
+        let at = &self.at;
+        let shown = flat(iterable);
+        let mut out = Vec::new();
+        if site.effect.is_none() {
+            // `operator.length_hint` is `len()` where it works, else the iterator's own hint,
+            // else -1: a DataLoader over an IterableDataset has `__len__` and raises TypeError.
+            // A rank without a length says so in its log; ranks that differ in having one fail
+            // the assertion like a length mismatch.
+            out.push(self.probe(
+                "length_consensus",
+                format!("assert that every rank iterates `{shown}` the same number of times (all_reduce MIN/MAX of its length; where it has none, each rank logs that and the iteration_log counts); fails fast at {at}"),
+                &site.at,
+                vec![
+                    "# desync probe: do all ranks loop the same number of times?".into(),
+                    "import operator as _desync_operator".into(),
+                    format!("_desync_len = _desync_operator.length_hint({}, -1)", site.iterable),
+                    format!(
+                        "if _desync_len < 0: print('[desync-probe] rank=' + {RANK} + {}, flush=True)",
+                        literal(&format!(" {at}: `{shown}` has no len(), so its length is not compared; count the iteration_log lines"))
+                    ),
+                    "_desync_count = _desync_torch.tensor([_desync_len], dtype=_desync_torch.int64)".into(),
+                    "_desync_lo, _desync_hi = _desync_count.clone(), _desync_count.clone()".into(),
+                    "_desync_dist.all_reduce(_desync_lo, op=_desync_dist.ReduceOp.MIN)".into(),
+                    "_desync_dist.all_reduce(_desync_hi, op=_desync_dist.ReduceOp.MAX)".into(),
+                    format!(
+                        "assert _desync_lo.item() == _desync_hi.item(), {} + {RANK} + (': no len()' if _desync_len < 0 else ': ' + str(_desync_len)) + ')'",
+                        literal(&format!("desync probe {at}: ranks iterate `{shown}` a different number of times (rank "))
+                    ),
+                ],
+            ));
+        }
+        if let Some(body) = &site.body {
+            out.push(self.probe(
+                "iteration_log",
+                format!("log each rank's iteration count of the loop at {at}"),
+                body,
+                vec![
+                    "# desync probe: per-rank iteration count".into(),
+                    "globals()['_desync_iter'] = globals().get('_desync_iter', 0) + 1".into(),
+                    format!(
+                        "print('[desync-probe] rank=' + {RANK} + {} + str(globals()['_desync_iter']), flush=True)",
+                        literal(&format!(" {at} iteration="))
+                    ),
+                ],
+            ));
+        }
+        out
+    }
+
+    /// `call_log` (or `arrival_log`) before the statement holding the collective call.
+    fn call_probe(&self, at: &InsertionPoint, line: u32, call: &str) -> Probe {
+        let place = format!("{}:{line}", short_path(&self.b.file));
         let counter = "globals()['_desync_calls'] = globals().get('_desync_calls', 0) + 1";
         let arrival = format!(
-            "print(f\"[desync-probe] rank={{{rank}}} call={{globals()['_desync_calls']}} about to run `{call}` at {place}"
+            "print('[desync-probe] rank=' + {RANK} + ' call=' + str(globals()['_desync_calls']) + {}",
+            literal(&format!(" about to run `{}` at {place}", flat(call)))
         );
-        out.push(match collective_input(text) {
-            // The collective's own tensor: its shape and dtype are what peers must match.
-            Some(input) => probe(
+        // The collective's own tensor: its shape and dtype are what peers must match. Only an
+        // expression that reads values is evaluated again.
+        match collective_input(call).filter(|input| reads_only(input)) {
+            Some(input) => self.probe(
                 "call_log",
-                format!("log every rank's arrival at {place} with a counter and a hash of `{input}`'s shape and dtype"),
-                line,
+                format!("log every rank's arrival at {place} with a counter and a CRC of `{input}`'s shape and dtype"),
+                at,
                 vec![
                     "# desync probe: about to call a collective".into(),
+                    "import zlib as _desync_zlib".into(),
                     counter.into(),
                     format!("_desync_meta = (tuple(getattr({input}, 'shape', ())), str(getattr({input}, 'dtype', '')))"),
-                    format!("{arrival} meta={{_desync_meta}} hash={{hash(str(_desync_meta)) & 0xffffffff:08x}}\", flush=True)"),
+                    // crc32, not hash(): str hashes are salted per process, so ranks would differ.
+                    format!("{arrival} + ' meta=' + str(_desync_meta) + ' crc=' + format(_desync_zlib.crc32(str(_desync_meta).encode()), '08x'), flush=True)"),
                 ],
             ),
             // A call that issues collectives inside a library (`loss.backward()`): no tensor
             // here to describe, so only who arrives, and how often.
-            None => probe(
+            None => self.probe(
                 "arrival_log",
                 format!("log every rank's arrival at {place} with a per-rank counter"),
-                line,
+                at,
                 vec![
                     "# desync probe: about to run code that issues collectives".into(),
                     counter.into(),
-                    format!("{arrival}\", flush=True)"),
+                    format!("{arrival}, flush=True)"),
                 ],
             ),
-        });
-    }
-    out
-}
-
-/// Probes for a `for` loop the sides left after different numbers of iterations: agreeing on
-/// `bool(loader)` says nothing, so the ranks agree on the iterable's *length* where it has
-/// one (a name or attribute, evaluated again without side effects), and each iteration logs
-/// its per-rank count, which shows where the counts part.
-fn loop_probes(
-    lines: &[&str],
-    for_line: u32,
-    iterable: &str,
-    at: &str,
-    probe: &dyn Fn(&'static str, String, u32, Vec<String>) -> Probe,
-) -> Vec<Probe> {
-    let rank = "_desync_dist.get_rank()";
-    let quoted = iterable.replace('"', "'").replace('{', "{{").replace('}', "}}");
-    let mut out = Vec::new();
-    let plain = iterable.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
-    if plain {
-        out.push(probe(
-            "length_consensus",
-            format!("assert that every rank iterates `{iterable}` the same number of times (all_reduce MIN/MAX of its length, where it has one); fails fast at {at}"),
-            for_line,
-            vec![
-                "# desync probe: do all ranks loop the same number of times?".into(),
-                format!("_desync_len = _desync_torch.tensor([len({iterable}) if hasattr({iterable}, '__len__') else -1], dtype=_desync_torch.int64)"),
-                "_desync_lo, _desync_hi = _desync_len.clone(), _desync_len.clone()".into(),
-                "_desync_dist.all_reduce(_desync_lo, op=_desync_dist.ReduceOp.MIN)".into(),
-                "_desync_dist.all_reduce(_desync_hi, op=_desync_dist.ReduceOp.MAX)".into(),
-                format!("assert _desync_lo.item() == _desync_hi.item(), f\"desync probe {at}: ranks iterate `{quoted}` a different number of times (rank {{{rank}}}: {{_desync_len.item()}})\""),
-            ],
-        ));
-    }
-    if let Some(body_line) = first_body_line(lines, for_line) {
-        out.push(probe(
-            "iteration_log",
-            format!("log each rank's iteration count of the loop at {at}"),
-            body_line,
-            vec![
-                "# desync probe: per-rank iteration count".into(),
-                "globals()['_desync_iter'] = globals().get('_desync_iter', 0) + 1".into(),
-                format!("print(f\"[desync-probe] rank={{{rank}}} {at} iteration={{globals()['_desync_iter']}}\", flush=True)"),
-            ],
-        ));
-    }
-    out
-}
-
-/// The first line of the block a header on `header_line` opens (deeper indented, not blank
-/// or a comment); `None` for a one-line body (`for x in y: f(x)`).
-fn first_body_line(lines: &[&str], header_line: u32) -> Option<u32> {
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let header = lines.get(header_line as usize - 1)?;
-    let mut i = header_line as usize - 1;
-    // A header may span lines; the block starts after the line that ends with ':'.
-    while !lines.get(i)?.split('#').next()?.trim_end().ends_with(':') {
-        i += 1;
-    }
-    let base = indent(header);
-    lines.iter().enumerate().skip(i + 1).find_map(|(n, l)| {
-        let t = l.trim();
-        if t.is_empty() || t.starts_with('#') {
-            return None;
         }
-        Some(if indent(l) > base { Some(n as u32 + 1) } else { None })
-    })?
+    }
+}
+
+/// Source text on one line, for descriptions and messages.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` as a Python string literal, ASCII only: quotes, backslashes and control characters
+/// escaped, anything past ASCII as `\u`/`\U` escapes (valid whatever the file's encoding).
+fn literal(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            ' '..='~' => out.push(c),
+            c if u32::from(c) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if u32::from(c) < 0x1_0000 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", u32::from(c));
+            }
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Whether an argument written `text` only reads values (no call, walrus, `await`, `yield`
+/// or `lambda`): evaluating it again changes nothing.
+fn reads_only(text: &str) -> bool {
+    !text.contains(['(', '\'', '"', '#', '\\'])
+        && !text.contains(":=")
+        && !text
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|w| matches!(w, "await" | "yield" | "lambda"))
 }
 
 /// The tensor a collective call on this line sends, whose shape and dtype its peers must
@@ -259,90 +388,6 @@ fn positional_arguments(rest: &str) -> Vec<String> {
     out
 }
 
-/// A unified diff inserting every probe, per file, paths relative to `base` when possible.
-/// Files are read through `sources`' roots, like every source file.
-pub fn probes_diff(probes: &[Probe], base: &Path, sources: &SourceOptions) -> String {
-    let resolver = Resolver::new(sources);
-    let mut by_file: Vec<(&PathBuf, Vec<&Probe>)> = Vec::new();
-    for p in probes {
-        let Some(path) = &p.local_path else { continue };
-        match by_file.iter_mut().find(|(f, _)| *f == path) {
-            Some((_, list)) => list.push(p),
-            None => by_file.push((path, vec![p])),
-        }
-    }
-    let mut out = String::new();
-    for (path, mut list) in by_file {
-        let Ok(text) = resolver.read_local(path) else { continue };
-        list.sort_by_key(|p| p.line);
-        let name = relative(path, base);
-        let _ = writeln!(out, "--- a/{name}\n+++ b/{name}");
-        out.push_str(&hunks(&text, &list));
-    }
-    out
-}
-
-fn relative(path: &Path, base: &Path) -> String {
-    let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let (p, b) = (absolute(path), absolute(base));
-    p.strip_prefix(&b).map_or_else(|_| path.display().to_string(), |r| r.display().to_string())
-}
-
-/// Insertions as unified-diff hunks with three lines of context; insertion points closer
-/// than that share a hunk so that hunks never overlap (git apply rejects overlaps).
-fn hunks(text: &str, probes: &[&Probe]) -> String {
-    const CONTEXT: usize = 3;
-    let lines: Vec<&str> = text.lines().collect();
-    // Insertion points (1-based line the text goes before) with their lines, in order.
-    let mut points: Vec<(usize, Vec<String>)> = Vec::new();
-    for p in probes {
-        let line = (p.line as usize).clamp(1, lines.len().max(1));
-        match points.last_mut() {
-            Some((l, body)) if *l == line => body.extend(p.snippet.lines().map(str::to_owned)),
-            _ => points.push((line, p.snippet.lines().map(str::to_owned).collect())),
-        }
-    }
-    let mut out = String::new();
-    let mut added_before = 0usize;
-    let mut i = 0;
-    while i < points.len() {
-        let mut j = i;
-        while j + 1 < points.len() && points[j + 1].0 - points[j].0 <= 2 * CONTEXT {
-            j += 1;
-        }
-        let first = points[i].0;
-        let last = points[j].0;
-        let start = first.saturating_sub(CONTEXT).max(1);
-        let end = (last + CONTEXT - 1).min(lines.len());
-        let mut body = String::new();
-        let mut inserted = 0;
-        let mut next = i;
-        for line in start..=end.max(start) {
-            if next <= j && points[next].0 == line {
-                for l in &points[next].1 {
-                    let _ = writeln!(body, "+{l}");
-                    inserted += 1;
-                }
-                next += 1;
-            }
-            if let Some(l) = lines.get(line - 1) {
-                let _ = writeln!(body, " {l}");
-            }
-        }
-        let old_len = if lines.is_empty() { 0 } else { end.max(start) - start + 1 };
-        let _ = writeln!(
-            out,
-            "@@ -{start},{old_len} +{},{} @@",
-            start + added_before,
-            old_len + inserted
-        );
-        out.push_str(&body);
-        added_before += inserted;
-        i = j + 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,10 +403,15 @@ mod tests {
     }
 
     #[test]
-    fn the_loop_body_starts_after_the_header() {
-        let lines =
-            ["    for x in (a,", "              b):  # pairs", "", "        # c", "        f(x)"];
-        assert_eq!(first_body_line(&lines, 1), Some(5));
-        assert_eq!(first_body_line(&["for x in y: f(x)", "g()"], 1), None);
+    fn only_inputs_that_read_values_are_evaluated_again() {
+        assert!(reads_only("t[:n]") && reads_only("self.grads[0]"));
+        assert!(!reads_only("f(a, b)") && !reads_only("(n := t)") && !reads_only("await t"));
+    }
+
+    #[test]
+    fn literals_escape_everything_python_would_read_as_code() {
+        assert_eq!(literal("a 'b' \"c\" {d} %s"), r#"'a \'b\' "c" {d} %s'"#);
+        assert_eq!(literal("x\\\ny\r\t"), r"'x\\\ny\r\t'");
+        assert_eq!(literal("é\u{1}😀"), r"'\xe9\x01\U0001f600'");
     }
 }
