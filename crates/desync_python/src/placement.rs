@@ -35,9 +35,9 @@ pub struct DecisionSite {
     pub expression: String,
     /// The clause is an `elif`: the probe evaluates the earlier tests too, before the `if`.
     pub elif: bool,
-    /// What running the expression once more would repeat, as written (`calls \`f(x)\``,
-    /// `binds \`n\``, `iterates \`(b for b in x)\``, `awaits`, `yields`); `None` when it only
-    /// reads names, attributes, items and constants.
+    /// What running the expression once more would repeat, as a phrase naming the part as
+    /// written ("calls `f(x)`", "binds `n`", "iterates `(b for b in x)`", "awaits",
+    /// "yields"); `None` when it only reads names, attributes, items and constants.
     pub effect: Option<String>,
     /// The expression yields: evaluating it again would hand the caller an extra value.
     pub yields: bool,
