@@ -141,15 +141,16 @@ impl Module {
         self.before_stmt_at(stmt.start())
     }
 
-    /// The statement starting at `start` must be the first thing on its line: lines inserted
-    /// before that line then run right before it, in its block.
+    /// The statement starting at `start` must be the first thing on its line, and that line
+    /// no continuation of the one above (`a = 1; \`): lines inserted before it then run right
+    /// before it, in its block.
     fn before_stmt_at(&self, start: TextSize) -> Option<InsertionPoint> {
         let line = self.line_of(start);
         let line_start = self.line_starts().get(line as usize - 1).copied()?;
         let indent = self.source().get(line_start.to_usize()..start.to_usize())?;
-        indent
-            .chars()
-            .all(|c| c == ' ' || c == '\t' || c == '\x0c')
+        let continued = line > 1
+            && self.line_text(line - 1).is_some_and(|above| above.trim_end().ends_with('\\'));
+        (!continued && indent.chars().all(|c| c == ' ' || c == '\t' || c == '\x0c'))
             .then(|| InsertionPoint { line, indent: indent.to_owned() })
     }
 
@@ -266,6 +267,8 @@ def f(mode, it, loader):
         assert_eq!(site.body, Some(InsertionPoint { line: 10, indent: "\t\t".into() }));
         assert_eq!(site.iterable, "(it)");
         assert_eq!(m.statement_site(13), Some(InsertionPoint { line: 12, indent: "\t".into() }));
+        let continued = Module::parse("a = 1; \\\nb = 2\n");
+        assert_eq!(continued.statement_site(2), None, "line 2 continues line 1");
     }
 
     #[test]
