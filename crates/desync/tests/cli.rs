@@ -188,7 +188,14 @@ fn emit_probes_writes_a_diff_against_the_local_source() {
         diff.contains("+            # desync probe: do all ranks take the same decision here?\n"),
         "{diff}"
     );
-    assert!(diff.contains("+            _desync_flag = _desync_torch.tensor([int(bool(val_loss < args.target_loss))], dtype=_desync_torch.int64)\n"), "{diff}");
+    // The condition is evaluated once, as code, for both the consensus and the decision log.
+    assert_eq!(
+        diff.matches("+            _desync_decision = bool((val_loss < args.target_loss))\n")
+            .count(),
+        1,
+        "{diff}"
+    );
+    assert!(diff.contains("+            _desync_flag = _desync_torch.tensor([int(_desync_decision)], dtype=_desync_torch.int64)\n"), "{diff}");
     // The probe brings its own imports, under names the file cannot already use.
     assert!(
         diff.contains(

@@ -48,6 +48,7 @@ pub mod knowledge;
 mod module;
 mod nesting;
 mod outline;
+mod placement;
 mod tree;
 mod types;
 
@@ -70,6 +71,7 @@ pub use outline::{
     Call, Clause, Conditional, Conjunct, Handler, Import, JumpStmt, LineRange, Loop, Membership,
     Outline, TryBlock,
 };
+pub use placement::{DecisionSite, InsertionPoint, LoopSite};
 pub use types::{
     ArgOrigin, Branch, CallOrigin, CallSite, Construct, Dependence, DependenceKind, Function, Jump,
 };

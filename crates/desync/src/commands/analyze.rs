@@ -52,8 +52,16 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
         } else {
             let base = std::env::current_dir().context("current directory")?;
             let diff = desync_core::bridge::probes_diff(&analysis.probes, &base, &config.sources);
-            std::fs::write(path, diff)
-                .map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
+            if diff.is_empty() {
+                // An empty file would only make `git apply` fail with "No valid patches".
+                eprintln!(
+                    "desync: no probe can be written as a patch (each one's description says why; the report shows them as snippets); {} not written",
+                    path.display()
+                );
+            } else {
+                std::fs::write(path, diff)
+                    .map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
+            }
         }
     }
     Ok(if analysis.diagnosis.category.is_problem() { Outcome::Findings } else { Outcome::Clean })
