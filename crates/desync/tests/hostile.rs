@@ -288,3 +288,80 @@ fn watch_durations_and_counts_are_validated() {
     let out = desync_in(dir.path(), &["watch", "--dir", ".", "--concurrency", "100000000"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Runs desync in `cwd` and waits at most `limit` seconds (a write into a FIFO would block
+/// forever): `None` when it had to be killed.
+fn desync_within(cwd: &Path, args: &[&str], limit: u64) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .current_dir(cwd)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(limit);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn output_targets_that_are_not_regular_files_are_refused_at_once() {
+    let dumps = some_dumps("healthy", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let fifo = out_dir.path().join("out.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let file = out_dir.path().join("plain.txt");
+    std::fs::write(&file, b"").unwrap();
+    let (fifo, dir, file) =
+        (fifo.to_str().unwrap(), out_dir.path().to_str().unwrap(), file.to_str().unwrap());
+    let at = dumps.path().to_str().unwrap();
+    // Every writer, each with a FIFO, a device and a directory where a file goes (or a FIFO
+    // and a file where a directory goes).
+    let mut runs: Vec<(Vec<&str>, &str)> = Vec::new();
+    for target in [fifo, "/dev/null", dir] {
+        let kind = match target {
+            t if t == fifo => "not a regular file (a FIFO)",
+            "/dev/null" => "not a regular file (a character device)",
+            _ => "not a regular file (a directory)",
+        };
+        runs.push((vec!["report", at, "-o", target], kind));
+        runs.push((vec!["analyze", at, "--html", target], kind));
+        runs.push((vec!["analyze", at, "--emit-probes", target], kind));
+        runs.push((vec!["export", at, "--perfetto", target], kind));
+    }
+    for target in [fifo, file] {
+        let kind = if target == fifo {
+            "not a directory (a FIFO)"
+        } else {
+            "not a directory (a regular file)"
+        };
+        runs.push((vec!["summarize", at, "-o", target], kind));
+        runs.push((vec!["watch", "--dir", at, "--save", target, "--for", "5"], kind));
+        runs.push((vec!["run", "--dir", target, "--", "true"], kind));
+    }
+    for (args, kind) in runs {
+        let out = desync_within(out_dir.path(), &args, 30)
+            .unwrap_or_else(|| panic!("{args:?} blocked on its output"));
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(kind), "{args:?} must say {kind:?}: {said}");
+        assert!(!said.contains("written"), "{args:?}: refused only after the work: {said}");
+    }
+    // A plain file is still replaced whole, and no temporary file is left beside it.
+    let report = out_dir.path().join("report.html");
+    let out = desync_in(out_dir.path(), &["report", at, "-o", report.to_str().unwrap()]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", text(&out));
+    assert!(std::fs::read_to_string(&report).unwrap().contains("<html"));
+    let names: Vec<String> = std::fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}

@@ -10,6 +10,9 @@ use crate::progress::Bar;
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
     let config = args.input.config()?;
+    for path in args.html.iter().chain(&args.emit_probes) {
+        super::report::check_output(path)?;
+    }
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
     let analysis = crate::input::analyze(&config, &bar)?;
 
@@ -52,8 +55,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
         } else {
             let base = std::env::current_dir().context("current directory")?;
             let diff = desync_core::bridge::probes_diff(&analysis.probes, &base, &config.sources);
-            std::fs::write(path, diff)
-                .map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
+            desync_core::output::write_file(path, |out| out.write_all(diff.as_bytes()))?;
         }
     }
     Ok(if analysis.diagnosis.category.is_problem() { Outcome::Findings } else { Outcome::Clean })

@@ -44,6 +44,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         }
     };
     let dir = absolute(&dir)?;
+    desync_core::output::check_dir_target(&dir)?;
     let dumps = dir.join("dumps");
     let pipes = dir.join("pipes");
     if dumps.is_dir() && std::fs::read_dir(&dumps)?.next().is_some() {
@@ -148,7 +149,8 @@ fn write_python_side(root: &Path) -> anyhow::Result<()> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        desync_core::output::write_bytes(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
