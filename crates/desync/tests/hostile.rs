@@ -365,3 +365,58 @@ fn output_targets_that_are_not_regular_files_are_refused_at_once() {
         .collect();
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
 }
+
+#[test]
+fn a_deep_or_unreadable_folder_among_the_dumps_is_a_warning() {
+    let dumps = some_dumps("healthy", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    for rank in ["gloo_trace_rank_2", "gloo_trace_rank_3"] {
+        let node = dumps.path().join("node1");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::copy(scenario("healthy").join("dumps").join(rank), node.join(rank)).unwrap();
+    }
+    // 3,000 levels: deeper than PATH_MAX lets one path name, so made 500 at a time below an
+    // open folder (named through /proc/self/fd).
+    let mut deepest = std::fs::File::open(dumps.path()).unwrap();
+    for _ in 0..6 {
+        use std::os::fd::AsRawFd;
+        let below = format!("/proc/self/fd/{}/{}", deepest.as_raw_fd(), "d/".repeat(500));
+        std::fs::create_dir_all(&below).unwrap();
+        deepest = std::fs::File::open(&below).unwrap();
+    }
+    let out = desync_in(dumps.path(), &["analyze", ".", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = json_of(&out);
+    assert_eq!(report["verdict"]["category"], "healthy");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("not searched: more than 64 levels"), "{warnings}");
+
+    // An unreadable folder: chmod 000 stops no one but root's inferiors, so as root the
+    // binary runs as `nobody` (setpriv), over a copy everyone may read.
+    let locked = dumps.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let chmod = |path: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    chmod(dumps.path(), 0o755);
+    chmod(&dumps.path().join("node1"), 0o755);
+    chmod(&locked, 0o000);
+    let exe = env!("CARGO_BIN_EXE_desync");
+    let as_root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut command = if as_root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let out = command.current_dir(dumps.path()).args(["analyze", ".", "--format", "json"]).output();
+    chmod(&locked, 0o755);
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let warnings = json_of(&out)["warnings"].to_string();
+    assert!(
+        warnings.contains("locked") && warnings.contains("directory not searched"),
+        "{warnings}"
+    );
+}

@@ -172,8 +172,9 @@ fn report(
     sources: &desync_core::bridge::SourceOptions,
     job_succeeded: bool,
 ) -> anyhow::Result<()> {
-    let has_dumps = desync_core::load::walk(dumps).is_ok_and(|files| {
-        files
+    let has_dumps = desync_core::load::walk(dumps).is_ok_and(|listing| {
+        listing
+            .files
             .iter()
             .any(|f| f.file_name().and_then(OsStr::to_str).is_some_and(|n| n.starts_with(PREFIX)))
     });

@@ -31,24 +31,63 @@ const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr",
 /// Leftovers of FR's pipe trigger and of writers still busy; never dumps.
 const TRANSIENT_EXTENSIONS: &[&str] = &["pipe", "tmp", "lock", "swp", "part"];
 
-/// Lists every regular file below `root` (recursively, sorted for determinism).
-pub fn walk(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for item in std::fs::read_dir(&dir)? {
-            let item = item?;
-            let file_type = item.file_type()?;
-            let path = item.path();
+/// Directory levels searched below the root: dumps sit a level or two down (one folder per
+/// node or per attempt); a deeper tree is not a dump layout, and its paths grow past `PATH_MAX`.
+pub const MAX_WALK_DEPTH: usize = 64;
+
+/// What [`walk`] found below a root.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Every regular file (or link to one), sorted for determinism.
+    pub files: Vec<PathBuf>,
+    /// Directories below the root that were not searched, and why (unreadable, too deep).
+    pub unsearched: Vec<(PathBuf, String)>,
+}
+
+/// Lists every regular file below `root`, recursively. Only the root itself must be readable:
+/// a subdirectory that cannot be listed, or lies deeper than [`MAX_WALK_DEPTH`], is set aside
+/// with the reason, and the rest is listed.
+pub fn walk(root: &Path) -> std::io::Result<Listing> {
+    let mut listing = Listing::default();
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let items = match std::fs::read_dir(&dir) {
+            Ok(items) => items,
+            Err(e) if depth == 0 => return Err(e),
+            Err(e) => {
+                listing.unsearched.push((dir, format!("directory not searched: {e}")));
+                continue;
+            }
+        };
+        for item in items {
+            let entry = item.and_then(|item| Ok((item.file_type()?, item.path())));
+            let (file_type, path) = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    listing
+                        .unsearched
+                        .push((dir.clone(), format!("directory not fully searched: {e}")));
+                    break;
+                }
+            };
             if file_type.is_dir() {
-                stack.push(path);
+                if depth + 1 > MAX_WALK_DEPTH {
+                    let why = format!(
+                        "directory not searched: more than {MAX_WALK_DEPTH} levels below {}",
+                        root.display()
+                    );
+                    listing.unsearched.push((path, why));
+                } else {
+                    stack.push((path, depth + 1));
+                }
             } else if file_type.is_file() || file_type.is_symlink() && path.is_file() {
-                files.push(path);
+                listing.files.push(path);
             }
         }
     }
-    files.sort();
-    Ok(files)
+    listing.files.sort();
+    listing.unsearched.sort();
+    Ok(listing)
 }
 
 /// Splits a file name into (prefix, rank) when it ends in digits, an optional dump extension
