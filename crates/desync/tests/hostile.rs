@@ -420,3 +420,103 @@ fn a_deep_or_unreadable_folder_among_the_dumps_is_a_warning() {
         "{warnings}"
     );
 }
+
+/// Python files near the 16 MiB lint limit, of every shape that once cost the parser gigabytes
+/// or its stack: (name, text, whether `lint` must refuse it).
+fn huge_python_shapes() -> Vec<(&'static str, String, bool)> {
+    let size = (16 << 20) - 64;
+    let lines = |line: String| line.repeat(size / line.len());
+    vec![
+        ("nul", "\0".repeat(size), true),
+        ("dollar", "$".repeat(size), true),
+        ("closers", ")".repeat(size), true),
+        ("statements", "a;".repeat(size / 2), true),
+        ("numbers", "x = [".to_owned() + &"1,".repeat(size / 2 - 4) + "]\n", true),
+        ("stray_backslash_brackets", lines(format!("x = {}1\n", "\\[".repeat(2_900))), true),
+        ("lone_cr_blocks", (0..5_000).map(|d| format!("{}if x:\r", " ".repeat(d))).collect(), true),
+        ("unary", lines(format!("x = {}a\n", "- ".repeat(2_900))), true),
+        ("attributes", lines(format!("x = a{}\n", ".b".repeat(2_900))), true),
+        ("subscripts", lines(format!("x = a{}\n", "[0]".repeat(2_900))), true),
+        ("calls", lines(format!("x = {}a{}\n", "f(".repeat(1_400), ")".repeat(1_400))), true),
+        ("binary", "x = a".to_owned() + &"+a".repeat(size / 2 - 4) + "\n", true),
+        ("comparisons", "x = a".to_owned() + &"<a".repeat(size / 2 - 4) + "\n", true),
+        ("long_string", format!("x = \"{}\"\n", "a".repeat(size - 8)), false),
+        ("long_name", format!("x = {}\n", "a".repeat(size - 8)), false),
+    ]
+}
+
+#[test]
+fn lint_survives_every_huge_python_shape_under_a_memory_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, source, refused) in huge_python_shapes() {
+        let path = dir.path().join(format!("{name}.py"));
+        std::fs::write(&path, source).unwrap();
+        // The hostile tests' cap: 4 GiB of address space.
+        let script = format!(
+            "ulimit -v 4194304; exec '{}' lint '{}' --format json",
+            env!("CARGO_BIN_EXE_desync"),
+            path.display()
+        );
+        let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let said = text(&out);
+        assert!(out.status.code().is_some_and(|c| c <= 2), "{name}: {:?} {said}", out.status);
+        assert!(!said.contains("panicked"), "{name}: {said}");
+        assert_eq!(
+            said.contains("not linted"),
+            refused,
+            "{name}: {}",
+            &said[said.len().saturating_sub(600)..]
+        );
+    }
+}
+
+#[test]
+fn the_mcp_server_survives_any_lint() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls = Vec::new();
+    for (name, source, _) in huge_python_shapes().into_iter().take(6) {
+        let path = dir.path().join(format!("{name}.py"));
+        std::fs::write(&path, source).unwrap();
+        calls.push(path.display().to_string());
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .arg("mcp")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut send = |message: Value| writeln!(input, "{message}").unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "hostile", "version": "0"}}}));
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for (i, path) in calls.iter().enumerate() {
+        send(serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": "lint", "arguments": {"paths": [path]}}}));
+    }
+    let last = calls.len() + 1;
+    send(serde_json::json!({"jsonrpc": "2.0", "id": last, "method": "tools/list"}));
+    let mut answered = std::collections::BTreeSet::new();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    while answered.len() < last + 1 {
+        let Some(Ok(line)) = lines.next() else { break };
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = message["id"].as_u64() {
+            if (1..last as u64).contains(&id) {
+                let said = message.to_string();
+                assert!(said.contains("not linted") || said.contains("not parsed"), "{said:.600}");
+            }
+            answered.insert(id);
+        }
+    }
+    drop(send);
+    drop(input);
+    let status = child.wait().unwrap();
+    assert_eq!(answered.len(), last + 1, "the server stopped answering: {status:?}");
+    assert!(status.code().is_some(), "killed by a signal: {status:?}");
+}
