@@ -514,7 +514,6 @@ fn the_mcp_server_survives_any_lint() {
             answered.insert(id);
         }
     }
-    drop(send);
     drop(input);
     let status = child.wait().unwrap();
     assert_eq!(answered.len(), last + 1, "the server stopped answering: {status:?}");

@@ -235,9 +235,8 @@ impl Scan<'_> {
     /// The length of the line end at `at` (`\n`, `\r\n` or a lone `\r`), 0 if none is there.
     fn line_end_at(&self, at: usize) -> usize {
         match self.bytes.get(at) {
-            Some(b'\n') => 1,
             Some(b'\r') if self.bytes.get(at + 1) == Some(&b'\n') => 2,
-            Some(b'\r') => 1,
+            Some(b'\n' | b'\r') => 1,
             _ => 0,
         }
     }
@@ -614,7 +613,7 @@ mod against_the_parser {
     fn scan_depth(source: &str) -> u32 {
         let (mut low, mut high) = (0u32, 1u32 << 16);
         while low < high {
-            let mid = (low + high) / 2;
+            let mid = low.midpoint(high);
             if super::too_deep(source, mid).is_none() { high = mid } else { low = mid + 1 }
         }
         low
@@ -699,10 +698,11 @@ mod against_the_parser {
                 for _ in 0..next(6) {
                     source.push_str(PIECES[next(PIECES.len())]);
                 }
-                let motif: Vec<&str> =
-                    (0..1 + next(4)).map(|_| PIECES[next(PIECES.len())]).collect();
+                let motif: Vec<&str> = (0..=next(4)).map(|_| PIECES[next(PIECES.len())]).collect();
                 for _ in 0..next(300) {
-                    motif.iter().for_each(|p| source.push_str(p));
+                    for piece in &motif {
+                        source.push_str(piece);
+                    }
                 }
                 for _ in 0..next(6) {
                     source.push_str(PIECES[next(PIECES.len())]);
