@@ -289,6 +289,237 @@ fn watch_durations_and_counts_are_validated() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Runs desync in `cwd` and waits at most `limit` seconds (a write into a FIFO would block
+/// forever): `None` when it had to be killed.
+fn desync_within(cwd: &Path, args: &[&str], limit: u64) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .current_dir(cwd)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(limit);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn output_targets_that_are_not_regular_files_are_refused_at_once() {
+    let dumps = some_dumps("healthy", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let fifo = out_dir.path().join("out.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let file = out_dir.path().join("plain.txt");
+    std::fs::write(&file, b"").unwrap();
+    let (fifo, dir, file) =
+        (fifo.to_str().unwrap(), out_dir.path().to_str().unwrap(), file.to_str().unwrap());
+    let at = dumps.path().to_str().unwrap();
+    // Every writer, each with a FIFO, a device and a directory where a file goes (or a FIFO
+    // and a file where a directory goes).
+    let mut runs: Vec<(Vec<&str>, &str)> = Vec::new();
+    for target in [fifo, "/dev/null", dir] {
+        let kind = match target {
+            t if t == fifo => "not a regular file (a FIFO)",
+            "/dev/null" => "not a regular file (a character device)",
+            _ => "not a regular file (a directory)",
+        };
+        runs.push((vec!["report", at, "-o", target], kind));
+        runs.push((vec!["analyze", at, "--html", target], kind));
+        runs.push((vec!["analyze", at, "--emit-probes", target], kind));
+        runs.push((vec!["export", at, "--perfetto", target], kind));
+    }
+    for target in [fifo, file] {
+        let kind = if target == fifo {
+            "not a directory (a FIFO)"
+        } else {
+            "not a directory (a regular file)"
+        };
+        runs.push((vec!["summarize", at, "-o", target], kind));
+        runs.push((vec!["watch", "--dir", at, "--save", target, "--for", "5"], kind));
+        runs.push((vec!["run", "--dir", target, "--", "true"], kind));
+    }
+    for (args, kind) in runs {
+        let out = desync_within(out_dir.path(), &args, 30)
+            .unwrap_or_else(|| panic!("{args:?} blocked on its output"));
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(kind), "{args:?} must say {kind:?}: {said}");
+        assert!(!said.contains("written"), "{args:?}: refused only after the work: {said}");
+    }
+    // A plain file is still replaced whole, and no temporary file is left beside it.
+    let report = out_dir.path().join("report.html");
+    let out = desync_in(out_dir.path(), &["report", at, "-o", report.to_str().unwrap()]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", text(&out));
+    assert!(std::fs::read_to_string(&report).unwrap().contains("<html"));
+    let names: Vec<String> = std::fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}
+
+#[test]
+fn a_deep_or_unreadable_folder_among_the_dumps_is_a_warning() {
+    let dumps = some_dumps("healthy", &["gloo_trace_rank_0", "gloo_trace_rank_1"]);
+    for rank in ["gloo_trace_rank_2", "gloo_trace_rank_3"] {
+        let node = dumps.path().join("node1");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::copy(scenario("healthy").join("dumps").join(rank), node.join(rank)).unwrap();
+    }
+    // 3,000 levels: deeper than PATH_MAX lets one path name, so made 500 at a time below an
+    // open folder (named through /proc/self/fd).
+    let mut deepest = std::fs::File::open(dumps.path()).unwrap();
+    for _ in 0..6 {
+        use std::os::fd::AsRawFd;
+        let below = format!("/proc/self/fd/{}/{}", deepest.as_raw_fd(), "d/".repeat(500));
+        std::fs::create_dir_all(&below).unwrap();
+        deepest = std::fs::File::open(&below).unwrap();
+    }
+    let out = desync_in(dumps.path(), &["analyze", ".", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = json_of(&out);
+    assert_eq!(report["verdict"]["category"], "healthy");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("not searched: more than 64 levels"), "{warnings}");
+
+    // An unreadable folder: chmod 000 stops no one but root's inferiors, so as root the
+    // binary runs as `nobody` (setpriv), over a copy everyone may read.
+    let locked = dumps.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let chmod = |path: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    chmod(dumps.path(), 0o755);
+    chmod(&dumps.path().join("node1"), 0o755);
+    chmod(&locked, 0o000);
+    let exe = env!("CARGO_BIN_EXE_desync");
+    let as_root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut command = if as_root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let out = command.current_dir(dumps.path()).args(["analyze", ".", "--format", "json"]).output();
+    chmod(&locked, 0o755);
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let warnings = json_of(&out)["warnings"].to_string();
+    assert!(
+        warnings.contains("locked") && warnings.contains("directory not searched"),
+        "{warnings}"
+    );
+}
+
+/// Python files near the 16 MiB lint limit, of every shape that once cost the parser gigabytes
+/// or its stack: (name, text, whether `lint` must refuse it).
+fn huge_python_shapes() -> Vec<(&'static str, String, bool)> {
+    let size = (16 << 20) - 64;
+    let lines = |line: String| line.repeat(size / line.len());
+    vec![
+        ("nul", "\0".repeat(size), true),
+        ("dollar", "$".repeat(size), true),
+        ("closers", ")".repeat(size), true),
+        ("statements", "a;".repeat(size / 2), true),
+        ("numbers", "x = [".to_owned() + &"1,".repeat(size / 2 - 4) + "]\n", true),
+        ("stray_backslash_brackets", lines(format!("x = {}1\n", "\\[".repeat(2_900))), true),
+        ("lone_cr_blocks", (0..5_000).map(|d| format!("{}if x:\r", " ".repeat(d))).collect(), true),
+        ("unary", lines(format!("x = {}a\n", "- ".repeat(2_900))), true),
+        ("attributes", lines(format!("x = a{}\n", ".b".repeat(2_900))), true),
+        ("subscripts", lines(format!("x = a{}\n", "[0]".repeat(2_900))), true),
+        ("calls", lines(format!("x = {}a{}\n", "f(".repeat(1_400), ")".repeat(1_400))), true),
+        ("binary", "x = a".to_owned() + &"+a".repeat(size / 2 - 4) + "\n", true),
+        ("comparisons", "x = a".to_owned() + &"<a".repeat(size / 2 - 4) + "\n", true),
+        ("long_string", format!("x = \"{}\"\n", "a".repeat(size - 8)), false),
+        ("long_name", format!("x = {}\n", "a".repeat(size - 8)), false),
+    ]
+}
+
+#[test]
+fn lint_survives_every_huge_python_shape_under_a_memory_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, source, refused) in huge_python_shapes() {
+        let path = dir.path().join(format!("{name}.py"));
+        std::fs::write(&path, source).unwrap();
+        // The hostile tests' cap: 4 GiB of address space.
+        let script = format!(
+            "ulimit -v 4194304; exec '{}' lint '{}' --format json",
+            env!("CARGO_BIN_EXE_desync"),
+            path.display()
+        );
+        let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let said = text(&out);
+        assert!(out.status.code().is_some_and(|c| c <= 2), "{name}: {:?} {said}", out.status);
+        assert!(!said.contains("panicked"), "{name}: {said}");
+        assert_eq!(
+            said.contains("not linted"),
+            refused,
+            "{name}: {}",
+            &said[said.len().saturating_sub(600)..]
+        );
+    }
+}
+
+#[test]
+fn the_mcp_server_survives_any_lint() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls = Vec::new();
+    for (name, source, _) in huge_python_shapes().into_iter().take(6) {
+        let path = dir.path().join(format!("{name}.py"));
+        std::fs::write(&path, source).unwrap();
+        calls.push(path.display().to_string());
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .arg("mcp")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut send = |message: Value| writeln!(input, "{message}").unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "hostile", "version": "0"}}}));
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for (i, path) in calls.iter().enumerate() {
+        send(serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": "lint", "arguments": {"paths": [path]}}}));
+    }
+    let last = calls.len() + 1;
+    send(serde_json::json!({"jsonrpc": "2.0", "id": last, "method": "tools/list"}));
+    let mut answered = std::collections::BTreeSet::new();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    while answered.len() < last + 1 {
+        let Some(Ok(line)) = lines.next() else { break };
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = message["id"].as_u64() {
+            if (1..last as u64).contains(&id) {
+                let said = message.to_string();
+                assert!(said.contains("not linted") || said.contains("not parsed"), "{said:.600}");
+            }
+            answered.insert(id);
+        }
+    }
+    drop(input);
+    let status = child.wait().unwrap();
+    assert_eq!(answered.len(), last + 1, "the server stopped answering: {status:?}");
+    assert!(status.code().is_some(), "killed by a signal: {status:?}");
+}
+
 #[test]
 fn home_is_no_default_source_root_and_dump_links_out_are_not_followed() {
     let home = tempfile::tempdir().unwrap();

@@ -21,6 +21,12 @@ pub enum Error {
     SourceRoot(PathBuf),
     #[error("cannot write {}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+    /// An output file that exists and is not a regular file (writing to a FIFO blocks).
+    #[error("cannot write {}: not a regular file ({kind}); give a file name to write to", path.display())]
+    NotWritable { path: PathBuf, kind: &'static str },
+    /// An output directory (or an output file's folder) that exists and is not a directory.
+    #[error("cannot write into {}: not a directory ({kind})", path.display())]
+    NotADirectory { path: PathBuf, kind: &'static str },
 }
 
 /// Why one file could not be used.

@@ -11,6 +11,7 @@ mod error;
 pub mod load;
 pub mod model;
 pub mod next_steps;
+pub mod output;
 pub mod report;
 pub mod summary;
 

@@ -175,10 +175,10 @@ pub fn lint_text(path: &Path, source: &str, options: &Options) -> Report {
 
 /// The warning for a file linted despite syntax errors, if it has any.
 fn syntax_warning(path: &Path, module: &desync_python::Module) -> Option<LintError> {
-    module.syntax_errors().split_first().map(|(first, rest)| LintError::Syntax {
+    module.syntax_errors().first().map(|first| LintError::Syntax {
         path: path.to_path_buf(),
         first: first.clone(),
-        more: rest.len(),
+        more: module.syntax_error_count() - 1,
     })
 }
 

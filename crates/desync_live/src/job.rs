@@ -444,6 +444,7 @@ fn settle(dir: &std::path::Path, limit: Duration) {
 fn fingerprint(dir: &std::path::Path) -> Vec<(PathBuf, Option<std::time::SystemTime>, u64)> {
     desync_core::load::walk(dir)
         .unwrap_or_default()
+        .files
         .into_iter()
         .map(|p| {
             let meta = std::fs::metadata(&p).ok();

@@ -129,11 +129,10 @@ fn dump_names(rank: u32) -> [String; 2] {
 }
 
 /// Writes `name` under `dir` through a temporary file the loader skips (`.tmp`), then renames
-/// it into place: a reader sees the old file or the new one, never a part.
+/// it into place: a reader sees the old file or the new one, never a part (and a FIFO planted
+/// under either name never blocks the write: [`desync_core::output`]).
 fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temporary = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, dir.join(name))
+    desync_core::output::write_bytes(&dir.join(name), bytes)
 }
 
 #[cfg(test)]

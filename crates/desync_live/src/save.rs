@@ -62,7 +62,8 @@ pub fn save(
                 MAX_BYTES >> 20
             )));
         }
-        std::fs::write(path, bytes)?;
+        // Never opens a FIFO or device planted under a predictable snapshot name.
+        desync_core::output::write_bytes(path, bytes)?;
         saved.bytes += bytes.len() as u64;
         Ok(())
     };

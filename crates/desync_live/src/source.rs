@@ -485,7 +485,7 @@ impl Directory {
     /// any rewrite changes it. A file gone between the listing and this look (renamed over,
     /// removed with its rank) is left out; the next poll sees the directory as it is then.
     fn fingerprint(&self) -> std::io::Result<Vec<DumpFile>> {
-        let listing = desync_core::load::walk(&self.dir)?;
+        let listing = desync_core::load::walk(&self.dir)?.files;
         let dumps = desync_core::load::classify(listing, self.load.prefix.as_deref()).candidates;
         let mut files = Vec::with_capacity(dumps.len());
         for dump in dumps {

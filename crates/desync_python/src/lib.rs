@@ -66,7 +66,7 @@ pub use flow::{
     grid_axes, grid_group, merge_groups,
 };
 pub use module::Module;
-pub use nesting::MAX_NESTING;
+pub use nesting::{MAX_NESTING, MAX_TOKENS};
 pub use outline::{
     Call, Clause, Conditional, Conjunct, Handler, Import, JumpStmt, LineRange, Loop, Membership,
     Outline, TryBlock,

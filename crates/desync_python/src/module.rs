@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use ruff_python_ast::ModModule;
 use ruff_python_ast::{Expr, PySourceType, Stmt};
-use ruff_python_parser::parse_unchecked_source;
+use ruff_python_parser::{Parsed, parse_unchecked_source};
 use ruff_source_file::{LineIndex, OneIndexed};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
@@ -19,6 +20,66 @@ use crate::outline::Outline;
 use crate::tree::{self, Path};
 use crate::types::{Branch, CallOrigin, CallSite, Function};
 
+/// Syntax errors kept as text per module: a file of garbage has one per byte, and the first
+/// few say what is wrong.
+pub const MAX_KEPT_ERRORS: usize = 100;
+
+/// Why `source` is not given to the parser, if it is not: bytes `CPython` refuses to compile
+/// (NUL), or more nesting or tokens than the parser and the walks of its tree can hold
+/// ([`crate::nesting`]).
+fn not_parsable(source: &str) -> Option<String> {
+    if let Some(at) = memchr::memchr(0, source.as_bytes()) {
+        return Some(format!(
+            "holds a NUL byte at byte {at} (CPython refuses such source: \"source code string cannot contain null bytes\"); not parsed"
+        ));
+    }
+    match crate::nesting::past_limits(source, crate::MAX_NESTING, crate::MAX_TOKENS)? {
+        crate::nesting::Past::Nesting { line, depth } => Some(format!(
+            "nested {depth}+ levels deep at line {line}, past the limit of {} (CPython refuses such code too); not parsed",
+            crate::MAX_NESTING
+        )),
+        crate::nesting::Past::Tokens { line } => Some(format!(
+            "more than {} tokens (passed at line {line}): generated data, not training code; not parsed",
+            crate::MAX_TOKENS
+        )),
+    }
+}
+
+/// Stack of the thread each parse runs on: the parser recurses per level of nesting (3,000
+/// levels take under 2 MiB), and a tree the scan let through may still nest deeper than it
+/// counted (Ruff's error recovery nests in ways no scan of the text can follow exactly).
+const PARSE_STACK_BYTES: usize = 16 << 20;
+
+/// Levels a tree may nest past [`MAX_NESTING`](crate::MAX_NESTING): a statement or two and an
+/// expression statement around its value, which the scan does not count.
+const TREE_SLACK: u32 = 8;
+
+/// Parses `source` on a thread with a large stack and measures the tree there: a tree deeper
+/// than the walks of this crate can take (on 2 MiB threads) is dropped there and refused, and a
+/// panic in the parser is a refusal, not the end of the process.
+fn parse_bounded(source: &str) -> Result<Parsed<ModModule>, String> {
+    std::thread::scope(|scope| {
+        let parse = std::thread::Builder::new().stack_size(PARSE_STACK_BYTES).spawn_scoped(scope, || {
+            let parsed = parse_unchecked_source(source, PySourceType::Python);
+            let depth = crate::nesting::tree_depth(parsed.suite());
+            if depth > crate::MAX_NESTING + TREE_SLACK {
+                drop(parsed);
+                return Err(format!(
+                    "nested {depth} levels deep once parsed (syntax errors the parser recovered from), past the limit of {}; not parsed",
+                    crate::MAX_NESTING
+                ));
+            }
+            Ok(parsed)
+        });
+        match parse {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err("the Python parser failed on this file; not parsed".into())
+            }),
+            Err(e) => Err(format!("no thread to parse on ({e}); not parsed")),
+        }
+    })
+}
+
 /// A parsed Python source file. Building one never fails.
 pub struct Module {
     /// Shared by the copies [`Module::relabel`] makes, like the tree.
@@ -26,7 +87,9 @@ pub struct Module {
     index: LineIndex,
     /// Shared by the copies [`Module::relabel`] makes: the tree is never changed.
     body: Arc<Vec<Stmt>>,
+    /// The first [`MAX_KEPT_ERRORS`] syntax errors, formatted; `error_count` counts them all.
     errors: Vec<String>,
+    error_count: usize,
     /// Where the file was read from, when it was: imports are resolved relative to it.
     path: Option<std::path::PathBuf>,
     /// Why the file was not parsed at all (too large, nested too deep), if it was not.
@@ -122,18 +185,19 @@ impl Module {
         if u32::try_from(source.len()).is_err() {
             return Module::refused(Arc::from(""), "file is larger than 4 GiB; not parsed".into());
         }
-        if let Some((line, depth)) = crate::nesting::too_deep(&source, crate::MAX_NESTING) {
-            let why = format!(
-                "nested {depth}+ levels deep at line {line}, past the limit of {} (CPython refuses such code too); not parsed",
-                crate::MAX_NESTING
-            );
+        if let Some(why) = not_parsable(&source) {
             return Module::refused(source, why);
         }
-        let parsed = parse_unchecked_source(&source, PySourceType::Python);
+        let parsed = match parse_bounded(&source) {
+            Ok(parsed) => parsed,
+            Err(why) => return Module::refused(source, why),
+        };
         let index = LineIndex::from_source_text(&source);
+        let error_count = parsed.errors().len();
         let errors = parsed
             .errors()
             .iter()
+            .take(MAX_KEPT_ERRORS)
             .map(|e| {
                 let line = index.line_index(e.location.start()).get();
                 format!("line {line}: {}", e.error)
@@ -144,6 +208,7 @@ impl Module {
             index,
             body: Arc::new(parsed.into_suite().into()),
             errors,
+            error_count,
             path: None,
             refused: None,
             derived: Arc::default(),
@@ -172,6 +237,7 @@ impl Module {
             index: self.index.clone(),
             body: Arc::clone(&self.body),
             errors: self.errors.clone(),
+            error_count: self.error_count,
             path: Some(path.to_path_buf()),
             refused: self.refused.clone(),
             derived: Arc::clone(&self.derived),
@@ -189,6 +255,7 @@ impl Module {
             source,
             body: Arc::default(),
             errors: vec![why.clone()],
+            error_count: 1,
             path: None,
             refused: Some(why),
             derived: Arc::default(),
@@ -302,9 +369,15 @@ impl Module {
         None
     }
 
-    /// Syntax errors the parser recovered from, as `line N: message`.
+    /// Syntax errors the parser recovered from, as `line N: message`: the first
+    /// [`MAX_KEPT_ERRORS`] of them ([`Module::syntax_error_count`] counts them all).
     pub fn syntax_errors(&self) -> &[String] {
         &self.errors
+    }
+
+    /// How many syntax errors the parser recovered from.
+    pub fn syntax_error_count(&self) -> usize {
+        self.error_count
     }
 
     /// The text of 1-based `line` without its line terminator; `None` past the end.

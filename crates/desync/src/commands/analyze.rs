@@ -10,6 +10,9 @@ use crate::progress::Bar;
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
     let config = args.input.config()?;
+    for path in args.html.iter().chain(&args.emit_probes) {
+        super::report::check_output(path)?;
+    }
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
     let analysis = crate::input::analyze(&config, &bar)?;
 
@@ -59,8 +62,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
                     path.display()
                 );
             } else {
-                std::fs::write(path, diff)
-                    .map_err(|source| desync_core::Error::Write { path: path.clone(), source })?;
+                desync_core::output::write_file(path, |out| out.write_all(diff.as_bytes()))?;
             }
         }
     }

@@ -20,6 +20,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
         },
         sources: desync_core::bridge::SourceOptions::default(),
     };
+    super::report::check_output(&args.perfetto)?;
     let bar = Bar::new(std::io::stderr().is_terminal());
     let analysis = crate::input::analyze(&config, &bar)?;
     super::report::write_output(&args.perfetto, |out| {

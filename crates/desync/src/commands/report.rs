@@ -11,6 +11,7 @@ use crate::progress::Bar;
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<Outcome> {
     let config = args.input.config()?;
+    check_output(&args.output)?;
     let bar = Bar::new(std::io::stderr().is_terminal());
     let analysis = crate::input::analyze(&config, &bar)?;
     write_output(&args.output, |out| {
@@ -30,7 +31,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Outcome> {
     Ok(if analysis.diagnosis.category.is_problem() { Outcome::Findings } else { Outcome::Clean })
 }
 
-/// Runs `render` into `path` (`-`: stdout) through a buffer; a failure names the path.
+/// Refuses an output path that is not a regular file or a new name (a FIFO would block the
+/// write, a device or a directory cannot hold a report), before the analysis runs.
+pub(super) fn check_output(path: &Path) -> anyhow::Result<()> {
+    if path.as_os_str() != "-" {
+        desync_core::output::check_file_target(path)?;
+    }
+    Ok(())
+}
+
+/// Runs `render` into `path` (`-`: stdout) through a buffer, or into a file through a
+/// temporary name renamed over it ([`desync_core::output`]); a failure names the path.
 pub(super) fn write_output(
     path: &Path,
     render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -42,10 +53,6 @@ pub(super) fn write_output(
         out.flush()?;
         return Ok(());
     }
-    let fail = |source| desync_core::Error::Write { path: path.to_path_buf(), source };
-    let file = std::fs::File::create(path).map_err(fail)?;
-    let mut out = std::io::BufWriter::new(file);
-    render(&mut out).map_err(fail)?;
-    out.flush().map_err(fail)?;
+    desync_core::output::write_file(path, render)?;
     Ok(())
 }

@@ -44,6 +44,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         }
     };
     let dir = absolute(&dir)?;
+    desync_core::output::check_dir_target(&dir)?;
     let dumps = dir.join("dumps");
     let pipes = dir.join("pipes");
     let stacks = dir.join("stacks");
@@ -207,7 +208,8 @@ fn write_python_side(root: &Path) -> anyhow::Result<()> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        desync_core::output::write_bytes(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
@@ -229,8 +231,9 @@ fn report(
     sources: &desync_core::bridge::SourceOptions,
     job_succeeded: bool,
 ) -> anyhow::Result<()> {
-    let has_dumps = desync_core::load::walk(dumps).is_ok_and(|files| {
-        files
+    let has_dumps = desync_core::load::walk(dumps).is_ok_and(|listing| {
+        listing
+            .files
             .iter()
             .any(|f| f.file_name().and_then(OsStr::to_str).is_some_and(|n| n.starts_with(PREFIX)))
     });

@@ -26,6 +26,10 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
         save_dir: (!args.no_save).then(|| args.save.clone()),
         sources: args.sources.options()?,
     };
+    if let Some(dir) = &options.save_dir {
+        // Refused before watching: the first alert would otherwise fail to save.
+        desync_core::output::check_dir_target(dir)?;
+    }
     let mut source: Box<dyn Source> = if let Some(dir) = &args.dir {
         if !dir.is_dir() {
             bail!("--dir {}: not a directory", dir.display());

@@ -31,34 +31,60 @@ const DUMP_EXTENSIONS: &[&str] = &["json", "pkl", "pickle", "bin", "dump", "fr",
 /// Leftovers of FR's pipe trigger and of writers still busy; never dumps.
 const TRANSIENT_EXTENSIONS: &[&str] = &["pipe", "tmp", "lock", "swp", "part"];
 
-/// Lists every regular file below `root` (recursively, sorted for determinism). A symlink to
-/// a file counts only when the file lies inside `root` too (see [`walk_listing`]).
-pub fn walk(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    walk_listing(root).map(|listing| listing.files)
-}
+/// Directory levels searched below the root: dumps sit a level or two down (one folder per
+/// node or per attempt); a deeper tree is not a dump layout, and its paths grow past `PATH_MAX`.
+pub const MAX_WALK_DEPTH: usize = 64;
 
-/// What [`walk_listing`] found below a dump directory.
+/// What [`walk`] found below a root.
 #[derive(Debug, Default)]
 pub struct Listing {
-    /// Regular files, and symlinks to regular files inside the directory.
+    /// Every regular file, and symlink to a regular file inside the root, sorted for
+    /// determinism.
     pub files: Vec<PathBuf>,
-    /// Symlinks to files outside the directory: never read. A dump directory is often copied
-    /// from elsewhere, and a link named `gloo_trace_rank_5` may point at `~/.ssh/id_rsa`.
+    /// Symlinks to files outside the root: never read. A dump directory is often copied from
+    /// elsewhere, and a link named `gloo_trace_rank_5` may point at `~/.ssh/id_rsa`.
     pub outside: Vec<PathBuf>,
+    /// Directories below the root that were not searched, and why (unreadable, too deep).
+    pub unsearched: Vec<(PathBuf, String)>,
 }
 
-/// [`walk`], with the symlinks it did not follow.
-pub fn walk_listing(root: &Path) -> std::io::Result<Listing> {
+/// Lists every regular file below `root`, recursively. Only the root itself must be readable:
+/// a subdirectory that cannot be listed, or lies deeper than [`MAX_WALK_DEPTH`], is set aside
+/// with the reason, and the rest is listed.
+pub fn walk(root: &Path) -> std::io::Result<Listing> {
     let mut listing = Listing::default();
     let real_root = std::fs::canonicalize(root)?;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for item in std::fs::read_dir(&dir)? {
-            let item = item?;
-            let file_type = item.file_type()?;
-            let path = item.path();
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let items = match std::fs::read_dir(&dir) {
+            Ok(items) => items,
+            Err(e) if depth == 0 => return Err(e),
+            Err(e) => {
+                listing.unsearched.push((dir, format!("directory not searched: {e}")));
+                continue;
+            }
+        };
+        for item in items {
+            let entry = item.and_then(|item| Ok((item.file_type()?, item.path())));
+            let (file_type, path) = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    listing
+                        .unsearched
+                        .push((dir.clone(), format!("directory not fully searched: {e}")));
+                    break;
+                }
+            };
             if file_type.is_dir() {
-                stack.push(path);
+                if depth + 1 > MAX_WALK_DEPTH {
+                    let why = format!(
+                        "directory not searched: more than {MAX_WALK_DEPTH} levels below {}",
+                        root.display()
+                    );
+                    listing.unsearched.push((path, why));
+                } else {
+                    stack.push((path, depth + 1));
+                }
             } else if file_type.is_file() {
                 listing.files.push(path);
             } else if file_type.is_symlink() && path.is_file() {
@@ -71,6 +97,7 @@ pub fn walk_listing(root: &Path) -> std::io::Result<Listing> {
     }
     listing.files.sort();
     listing.outside.sort();
+    listing.unsearched.sort();
     Ok(listing)
 }
 

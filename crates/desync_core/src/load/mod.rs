@@ -91,12 +91,24 @@ pub(crate) fn discover(
         let rank = split_rank(name).map(|(_, r)| r);
         return Ok((vec![Candidate { path: path.into(), rank }], Vec::new()));
     }
-    let listing =
-        discover::walk_listing(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    let Selection { candidates, mut warnings } = select(path, listing.files, options)?;
+    let listing = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let selected =
+        select(path, listing.files, options).map_err(|e| match (e, listing.unsearched.first()) {
+            (Error::NoDumps { path, hint }, Some((dir, why))) => {
+                let n = listing.unsearched.len();
+                let hint = format!("{hint}; {n} folder(s) not searched ({}: {why})", dir.display());
+                Error::NoDumps { path, hint }
+            }
+            (e, _) => e,
+        });
+    let Selection { candidates, mut warnings } = selected?;
     for link in listing.outside {
         let why = "a symlink to a file outside the dump directory: not followed (name the file itself to read it)";
         warnings.push(warn(WarningKind::Skipped, Some(link), None, why.to_owned()));
+    }
+    // One unreadable or absurdly deep folder must not hide the dumps beside it.
+    for (dir, why) in listing.unsearched {
+        warnings.push(warn(WarningKind::Skipped, Some(dir), None, why));
     }
     Ok((candidates, warnings))
 }

@@ -37,6 +37,8 @@ pub fn summarize(
     options: &LoadOptions,
     progress: &dyn Progress,
 ) -> Result<Summarized, Error> {
+    // A FIFO or a file named as the output folder is refused before any dump is read.
+    crate::output::check_dir_target(out_dir)?;
     std::fs::create_dir_all(out_dir)
         .map_err(|source| Error::Write { path: out_dir.to_path_buf(), source })?;
     // Summaries written into an input directory must not be read back as inputs next time.
@@ -86,7 +88,8 @@ struct Outcome {
 }
 
 /// Decodes one dump and writes its summary (through a `.tmp` name, which discovery skips, so
-/// a reader never sees half a file).
+/// a reader never sees half a file, and which is created new: a FIFO planted under either
+/// name cannot block the write).
 fn summarize_one(c: Candidate, target: &Path, rank_lists: &RankLists) -> Result<Outcome, Error> {
     // Regular files only, bounded, like every dump the loader reads (docs/security.md).
     let limit = crate::load::limits::MAX_DUMP_BYTES;
@@ -95,9 +98,7 @@ fn summarize_one(c: Candidate, target: &Path, rank_lists: &RankLists) -> Result<
         Err(e) => (Attempt { path: c.path, rank: c.rank, result: Err(DumpError::File(e)) }, 0),
     };
     let summary = super::write(&attempt);
-    let partial = target.with_extension("desync.tmp");
-    std::fs::write(&partial, &summary)
-        .and_then(|()| std::fs::rename(&partial, target))
+    crate::output::write_bytes(target, &summary)
         .map_err(|source| Error::Write { path: target.to_path_buf(), source })?;
     let mut warnings = Vec::new();
     attempt.warnings(&mut warnings);
