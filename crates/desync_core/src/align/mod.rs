@@ -5,6 +5,7 @@
 //! behave. Mismatches are found between classes, and the side most ranks are on is the
 //! reference: torchfrtrace instead compares everyone to whichever file loaded first.
 
+mod by_group;
 mod p2p;
 mod signature;
 
@@ -15,7 +16,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::model::{Entry, OpKind, ProcessGroup, RankDump, RankSet, State, Trace};
 
-pub use p2p::{P2pMismatch, align_p2p};
+pub use p2p::P2pMismatch;
 pub use signature::{Difference, Token, difference, numel, token as token_of};
 
 #[derive(Debug)]
@@ -148,11 +149,13 @@ pub struct Side {
 }
 
 pub fn align(trace: &Trace) -> Alignment {
+    let by_group::ByGroup { groups: held, status_of } = by_group::ByGroup::new(trace);
     let groups = trace
         .process_groups
         .par_iter()
         .enumerate()
-        .map(|(i, pg)| align_group(trace, i, pg))
+        .zip(held.into_par_iter())
+        .map(|((i, pg), held)| align_group(trace, i, pg, held, &status_of))
         .collect();
     Alignment { groups }
 }
@@ -223,18 +226,32 @@ fn entries_at<'t>(dump: &'t RankDump, indices: &[u32], seq: u64) -> Vec<&'t Entr
         .collect()
 }
 
-fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignment {
-    let dumps: Vec<&RankDump> = pg.members.iter().filter_map(|&r| trace.rank(r)).collect();
-    let mut streams: Vec<RankStream> = dumps.iter().map(|dump| stream(dump, pg, None)).collect();
-    // Only a member without entries needs the group's agreed pg_id: a pass over every entry
+fn align_group(
+    trace: &Trace,
+    pg_index: usize,
+    pg: &ProcessGroup,
+    mut held: Vec<by_group::Held>,
+    status_of: &[by_group::StatusIndex],
+) -> GroupAlignment {
+    // Only a member without entries needs the group's agreed pg_id: a pass over the entries
     // of the group, skipped on the common path where each member holds some.
-    if streams.iter().any(|s| s.entries.is_empty()) {
-        let agreed = agreed_pg_id(trace, pg);
-        for (s, dump) in streams.iter_mut().zip(&dumps) {
-            if s.entries.is_empty() {
-                *s = stream(dump, pg, agreed);
-            }
-        }
+    let holds_no_collective = |rank: u32| match held.binary_search_by_key(&rank, |h| h.rank) {
+        Ok(j) => held[j].collectives.is_empty(),
+        Err(_) => true,
+    };
+    let agreed = if pg.members.iter().any(|&r| trace.rank(r).is_some() && holds_no_collective(r)) {
+        agreed_pg_id(trace, pg, &held)
+    } else {
+        None
+    };
+    let mut streams: Vec<RankStream> = Vec::new();
+    for &rank in &pg.members {
+        let Ok(at) = trace.ranks.binary_search_by_key(&rank, |d| d.rank) else { continue };
+        let entries = match held.binary_search_by_key(&rank, |h| h.rank) {
+            Ok(j) => std::mem::take(&mut held[j].collectives),
+            Err(_) => Vec::new(),
+        };
+        streams.push(stream(&trace.ranks[at], entries, &status_of[at], agreed));
     }
     let absent = pg.members.iter().copied().filter(|&r| trace.rank(r).is_none()).collect();
     let window_start = streams
@@ -263,7 +280,7 @@ fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignm
         p2p_mismatches: Vec::new(),
     };
     group.mismatches = mismatches(trace, &group);
-    group.p2p_mismatches = align_p2p(trace, &group, pg);
+    group.p2p_mismatches = p2p::align_p2p(trace, &group, pg, &held);
     group
 }
 
@@ -271,24 +288,26 @@ fn align_group(trace: &Trace, pg_index: usize, pg: &ProcessGroup) -> GroupAlignm
 /// carry the same one. `pg_status` is keyed by that id; a rank that holds no entry of the
 /// group (a recorder asked for active entries only, between two collectives; or a ring
 /// buffer that has dropped them all) can only be tied to its status through it.
-fn agreed_pg_id(trace: &Trace, pg: &ProcessGroup) -> Option<i64> {
-    let mut ids = pg
-        .members
+fn agreed_pg_id(trace: &Trace, pg: &ProcessGroup, held: &[by_group::Held]) -> Option<i64> {
+    let mut ids = held
         .iter()
-        .filter_map(|&r| trace.rank(r))
-        .flat_map(|d| d.entries.iter().filter(|e| *e.pg_name() == pg.name).map(Entry::pg_id));
+        .filter(|h| pg.members.binary_search(&h.rank).is_ok())
+        .filter_map(|h| trace.rank(h.rank).map(|d| (d, h)))
+        .flat_map(|(d, h)| {
+            h.collectives.iter().chain(&h.p2p).map(|&i| d.entries[i as usize].pg_id())
+        });
     let first = ids.next()?;
     ids.all(|id| id == first).then_some(first)
 }
 
-fn stream(dump: &RankDump, pg: &ProcessGroup, agreed_pg_id: Option<i64>) -> RankStream {
-    let mut entries: Vec<u32> = dump
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| *e.pg_name() == pg.name && !e.is_p2p())
-        .map(|(i, _)| i as u32)
-        .collect();
+/// One member's stream: its collective entries of the group (indices, in file order), ordered
+/// by seq, with its progress from them and from its `pg_status`.
+fn stream(
+    dump: &RankDump,
+    mut entries: Vec<u32>,
+    status_of: &by_group::StatusIndex,
+    agreed_pg_id: Option<i64>,
+) -> RankStream {
     entries.sort_by_key(|&i| {
         let e = &dump.entries[i as usize];
         (e.collective_seq_id, e.record_id)
@@ -307,7 +326,7 @@ fn stream(dump: &RankDump, pg: &ProcessGroup, agreed_pg_id: Option<i64>) -> Rank
     }
     // pg_status is keyed by the process-local pg_id; any entry of this group tells it.
     let pg_id = entries.first().map(|&i| dump.entries[i as usize].pg_id()).or(agreed_pg_id);
-    if let Some(status) = pg_id.and_then(|id| dump.pg_status.iter().find(|s| s.pg_id == id)) {
+    if let Some(status) = pg_id.and_then(|id| status_of.get(&id)).map(|&i| &dump.pg_status[i]) {
         progress.last_enqueued = progress.last_enqueued.max(status.last_enqueued);
         progress.last_started = progress.last_started.max(status.last_started);
         progress.last_completed = progress.last_completed.max(status.last_completed);

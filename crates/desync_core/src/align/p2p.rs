@@ -8,6 +8,7 @@
 use rustc_hash::FxHashMap;
 
 use super::GroupAlignment;
+use super::by_group::Held;
 use crate::model::{Entry, P2pDirection, ProcessGroup, Trace};
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -34,12 +35,18 @@ pub enum P2pProblem {
 
 type Channel<'t> = (Vec<&'t Entry>, Vec<&'t Entry>);
 
-pub fn align_p2p(trace: &Trace, group: &GroupAlignment, pg: &ProcessGroup) -> Vec<P2pMismatch> {
+/// `held`: what each dump holds of the group (by rank); only members' p2p ops are paired.
+pub(super) fn align_p2p(
+    trace: &Trace,
+    group: &GroupAlignment,
+    pg: &ProcessGroup,
+    held: &[Held],
+) -> Vec<P2pMismatch> {
     let global = |local: Option<u32>| local.and_then(|l| pg.members.get(l as usize).copied());
     let mut channels: FxHashMap<(u32, u32), Channel<'_>> = FxHashMap::default();
-    for stream in &group.streams {
-        let Some(dump) = trace.rank(stream.rank) else { continue };
-        for e in dump.entries.iter().filter(|e| e.is_p2p() && *e.pg_name() == pg.name) {
+    for h in held.iter().filter(|h| !h.p2p.is_empty() && group.stream(h.rank).is_some()) {
+        let Some(dump) = trace.rank(h.rank) else { continue };
+        for e in h.p2p.iter().map(|&i| &dump.entries[i as usize]) {
             let Some(p2p) = e.op().p2p else { continue };
             let (Some(src), Some(dst)) = (global(p2p.src), global(p2p.dst)) else { continue };
             let channel = channels.entry((src, dst)).or_default();

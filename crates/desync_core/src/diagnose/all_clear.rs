@@ -16,10 +16,14 @@
 //! - **Records that contradict each other**: entries marked completed past the collective the
 //!   rank's own `pg_status` says it completed last.
 
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
 use crate::align::Alignment;
 use crate::diagnose::BehaviourGroup;
 use crate::diagnose::position::Position;
-use crate::model::{Membership, RankSet, State, Trace};
+use crate::model::{Membership, RankDump, RankSet, State, Trace};
 
 /// Which gap the records leave; the next steps depend on it (`next_steps.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,24 +153,46 @@ fn unfinished_collective(
     None
 }
 
+/// Per process-local `pg_id` of one dump: its newest collective seq and its newest seq marked
+/// completed, each with the group's name. One pass over the entries (a dump may hold
+/// thousands of groups).
+struct Newest<'t> {
+    issued: FxHashMap<i64, (u64, &'t Arc<str>)>,
+    completed: FxHashMap<i64, (u64, &'t Arc<str>)>,
+}
+
+impl<'t> Newest<'t> {
+    fn of(dump: &'t RankDump) -> Self {
+        let mut newest = Self { issued: FxHashMap::default(), completed: FxHashMap::default() };
+        for e in dump.entries.iter().filter(|e| !e.is_p2p()) {
+            let seen = (e.collective_seq_id, e.pg_name());
+            let slot = newest.issued.entry(e.pg_id()).or_insert(seen);
+            slot.0 = slot.0.max(seen.0);
+            if e.state == State::Completed {
+                let slot = newest.completed.entry(e.pg_id()).or_insert(seen);
+                slot.0 = slot.0.max(seen.0);
+            }
+        }
+        newest
+    }
+}
+
+fn label_of(trace: &Trace, name: &str) -> (Option<usize>, String) {
+    let pg = trace.process_groups.iter().position(|p| &*p.name == name);
+    (pg, pg.map_or_else(|| format!("pg {name}"), |i| trace.process_groups[i].label()))
+}
+
 /// A rank whose `pg_status` claims a later collective of a group than its newest entry there.
 fn status_ahead_of_entries(trace: &Trace) -> Option<Doubt> {
     for dump in &trace.ranks {
+        let newest = Newest::of(dump);
         for status in &dump.pg_status {
             let Some(enqueued) = status.last_enqueued else { continue };
-            let newest = dump
-                .entries
-                .iter()
-                .filter(|e| e.pg_id() == status.pg_id && !e.is_p2p())
-                .map(|e| (e.collective_seq_id, e.pg_name()))
-                .max_by_key(|(seq, _)| *seq);
-            let Some((newest, name)) = newest else { continue };
+            let Some(&(newest, name)) = newest.issued.get(&status.pg_id) else { continue };
             if enqueued <= newest {
                 continue;
             }
-            let pg = trace.process_groups.iter().position(|p| p.name == *name);
-            let label =
-                pg.map_or_else(|| format!("pg {name}"), |i| trace.process_groups[i].label());
+            let (pg, label) = label_of(trace, name);
             let headline = format!(
                 "rank {}'s pg_status says it enqueued seq {enqueued} of {label}, but its newest entry there is seq {newest}: {} collective(s) were not recorded, so agreement up to seq {newest} is no all-clear",
                 dump.rank,
@@ -188,25 +214,18 @@ fn status_ahead_of_entries(trace: &Trace) -> Option<Doubt> {
 /// A rank whose entries say a collective completed past what its own `pg_status` says.
 fn completion_contradicted(trace: &Trace) -> Option<Doubt> {
     for dump in &trace.ranks {
+        let newest = Newest::of(dump);
         for status in &dump.pg_status {
             // A status with nothing completed yet (-1) still says "nothing completed".
             if status.last_enqueued.is_none() {
                 continue;
             }
             let done = status.last_completed.unwrap_or(0);
-            let marked = dump
-                .entries
-                .iter()
-                .filter(|e| e.pg_id() == status.pg_id && e.state == State::Completed)
-                .map(|e| (e.collective_seq_id, e.pg_name()))
-                .max_by_key(|(seq, _)| *seq);
-            let Some((marked, name)) = marked else { continue };
+            let Some(&(marked, name)) = newest.completed.get(&status.pg_id) else { continue };
             if marked <= done {
                 continue;
             }
-            let pg = trace.process_groups.iter().position(|p| p.name == *name);
-            let label =
-                pg.map_or_else(|| format!("pg {name}"), |i| trace.process_groups[i].label());
+            let (pg, label) = label_of(trace, name);
             let headline = format!(
                 "rank {}'s entries mark seq {marked} of {label} completed, but its pg_status says the last collective it completed there is seq {done}: the records contradict each other, so this is no all-clear",
                 dump.rank

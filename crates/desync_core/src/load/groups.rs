@@ -53,7 +53,9 @@ pub fn infer(trace: &mut Trace, stated: Stated) {
     let mut shapes = ConfigShapes::default();
     let mut over_limit: Vec<String> = Vec::new();
     for dump in &trace.ranks {
-        let mut named_here: Vec<&Arc<str>> = Vec::new();
+        // The groups this dump names, each counted once (a set: a dump may name thousands).
+        let mut named_here: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        let mut last_named: Option<&Arc<str>> = None;
         for e in &dump.entries {
             let seen = groups.entry(e.pg_name().clone()).or_default();
             if !e.pg_desc().is_empty() {
@@ -69,9 +71,11 @@ pub fn infer(trace: &mut Trace, stated: Stated) {
             } else {
                 seen.implied_size = seen.implied_size.max(implied);
             }
-            if named_here.last() != Some(&e.pg_name()) && !named_here.contains(&e.pg_name()) {
-                named_here.push(e.pg_name());
-                seen.ranks.push(dump.rank);
+            if last_named != Some(e.pg_name()) {
+                last_named = Some(e.pg_name());
+                if named_here.insert(&**e.pg_name()) {
+                    seen.ranks.push(dump.rank);
+                }
             }
         }
         if dump.pg_config.is_empty() {
