@@ -29,7 +29,7 @@ pub struct LoadArgs {
 
 /// Handles kept at once; loading one more drops the oldest.
 pub const MAX_HANDLES: usize = 16;
-/// Estimated memory of the analyses kept at once (see [`Loaded::cost`]); past it, the oldest
+/// Memory of the analyses kept at once (see `Loaded::cost`); past it, the oldest
 /// handles are dropped until the new one fits.
 pub const MAX_LOADED_BYTES: usize = 2 << 30;
 
@@ -38,32 +38,52 @@ struct Loaded {
     analysis: Analysis,
     report: Value,
     sources: SourceOptions,
-    /// What keeping it costs, roughly: its entries, frames and report.
+    /// What keeping it costs: the analysis (estimated from what it holds) and the report
+    /// (measured).
     cost: usize,
 }
 
-/// What one rank number costs in a kept report (a `serde_json::Value` number in an array).
-const BYTES_PER_REPORTED_RANK: usize = 40;
+/// What a process group costs in an analysis beyond its entries (its model, its alignment and
+/// the slots that hold them), and what each member holding it adds (its stream, and in its
+/// dump the group's `pg_config` and `pg_status` items and interned call). Measured: 100,000
+/// groups of one collective on 4 ranks grow the server by about 640 MB per load (RSS before
+/// and after), of which the report, measured by [`value_bytes`], is about 100 MB and the
+/// entries about 50 MB.
+const BYTES_PER_GROUP: usize = 1_100;
+const BYTES_PER_MEMBER: usize = 1_100;
 
 impl Loaded {
-    /// A rough size, computed before the report is built (serializing it to measure it doubled
-    /// the peak): each entry with its share of interned parts, plus the rank numbers the
-    /// report lists (group members, mismatch sides, behavioural groups), which dominate at
-    /// large world sizes.
-    fn estimate(analysis: &Analysis) -> usize {
+    /// What the analysis alone holds, roughly: each entry with its share of interned parts,
+    /// each process group and each member's part of it, and a token per class and seq.
+    fn analysis_bytes(analysis: &Analysis) -> usize {
         let entries: usize = analysis.trace.ranks.iter().map(|r| r.entries.len()).sum();
-        let members: usize = analysis.trace.process_groups.iter().map(|g| g.members.len()).sum();
-        let sides: usize = analysis
+        let groups: usize = analysis
             .alignment
             .groups
             .iter()
-            .flat_map(|g| &g.mismatches)
-            .flat_map(|m| &m.sides)
-            .map(|s| s.ranks.len())
+            .map(|g| {
+                BYTES_PER_GROUP
+                    + g.streams.len() * BYTES_PER_MEMBER
+                    + g.classes.len() * g.seqs.len() * 16
+            })
             .sum();
-        let groups: usize = analysis.diagnosis.groups.iter().map(|g| g.ranks.len()).sum();
-        // A mismatch lists its ranks twice: all of them, and per side.
-        entries * 128 + (members + 2 * sides + groups) * BYTES_PER_REPORTED_RANK
+        entries * 128 + groups
+    }
+}
+
+/// Bytes a JSON value holds in memory, measured by walking it: every `Value` slot, the bytes
+/// strings own, and per object entry its key and map node share.
+fn value_bytes(value: &Value) -> usize {
+    const SLOT: usize = std::mem::size_of::<Value>();
+    match value {
+        Value::String(s) => s.capacity(),
+        Value::Array(items) => {
+            items.capacity() * SLOT + items.iter().map(value_bytes).sum::<usize>()
+        }
+        Value::Object(map) => {
+            map.iter().map(|(key, v)| key.capacity() + 24 + SLOT + value_bytes(v)).sum::<usize>()
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
     }
 }
 
@@ -180,7 +200,7 @@ impl Session {
             sources: SourceOptions { path_maps, source_root, ..SourceOptions::default() },
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
-        let cost = Loaded::estimate(&analysis);
+        let cost = Loaded::analysis_bytes(&analysis);
         if cost > MAX_LOADED_BYTES {
             return Err(format!(
                 "the analysis of {} would take about {} MiB to keep, past this server's {} MiB \
@@ -193,6 +213,7 @@ impl Session {
         }
         let report = serde_json::to_value(desync_core::report::to_json(&analysis))
             .map_err(|e| format!("could not serialize the report: {e}"))?;
+        let cost = cost + value_bytes(&report);
         let trace = &analysis.trace;
         let summary = json!({
             "ranks_loaded": trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
