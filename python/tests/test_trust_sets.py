@@ -96,7 +96,7 @@ def test_every_gloo_rank_in_flight_in_the_same_collective_is_no_all_clear(tmp_pa
     assert code == 1
     assert verdict(report) == ("inconclusive", [])
     assert report["verdict"]["collective_seq_id"] == 38
-    assert "none completed it" in report["verdict"]["headline"]
+    assert "none of them completed it" in report["verdict"]["headline"]
 
 
 def test_one_rank_still_finishing_the_last_collective_stays_healthy(tmp_path):
@@ -158,3 +158,25 @@ def test_a_wait_cycle_through_a_group_nobody_lists_is_no_deadlock_when_it_may_no
     assert code == 1
     assert report["verdict"]["category"] == "inconclusive"
     assert "Not called a deadlock" in report["verdict"]["headline"]
+
+
+def test_a_broadcast_finished_on_some_ranks_only_is_no_all_clear(tmp_path):
+    # A rooted collective finishes on the root once it has sent and on a receiver once it has
+    # heard from the root: the healthy job cut after its fourth parameter broadcast, rank 0
+    # (the root) and rank 1 done, ranks 2-3 still in it. For an all_reduce one finished member
+    # would show that all arrived; for a broadcast it does not.
+    copy_dumps("healthy", tmp_path)
+    for path in tmp_path.iterdir():
+        rank = int(path.name.rsplit("_", 1)[-1])
+
+        def cut(dump, rank=rank):
+            dump["entries"] = [e for e in dump["entries"] if e["collective_seq_id"] <= 4]
+            done = 4 if rank < 2 else 3
+            dump["pg_status"]["0"].update(last_enqueued_collective=4,
+                                          last_completed_collective=done)
+
+        edit(path, cut)
+    code, report, _ = run_desync(tmp_path)
+    assert code == 1
+    assert verdict(report) == ("inconclusive", [])
+    assert "not all of them completed it" in report["verdict"]["headline"]

@@ -8,7 +8,9 @@
 //!   of the world size, a rank that left no file is invisible too. Agreement among the ranks
 //!   that did record a collective proves nothing when none of them completed it: the member
 //!   they wait for may be one nobody recorded. Completion on any one member proves the others
-//!   arrived (a collective completes only when every member has issued it).
+//!   arrived (an `all_reduce`, `all_gather` or barrier completes only when every member has
+//!   issued it); for a rooted collective (broadcast, reduce, gather, scatter) only completion
+//!   on every member that issued it does.
 //! - **A collective every member issued and none completed**, members known: Gloo leaves no
 //!   started/completed states to tell a transport hang from a dump taken while it ran.
 //! - **Entries missing at the newest end**: a rank's `pg_status` says it enqueued a later
@@ -20,10 +22,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::align::Alignment;
+use crate::align::{Alignment, RankStream};
 use crate::diagnose::BehaviourGroup;
 use crate::diagnose::position::Position;
-use crate::model::{Membership, RankDump, RankSet, State, Trace};
+use crate::model::{Membership, OpKind, RankDump, RankSet, State, Trace};
 
 /// Which gap the records leave; the next steps depend on it (`next_steps.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,23 +71,31 @@ fn unfinished_collective(
             continue;
         }
         let group = &alignment.groups[at.pg];
-        let finished_somewhere =
-            group.streams.iter().any(|s| s.progress.last_completed.is_some_and(|c| c >= at.seq));
-        if finished_somewhere {
+        let finished = |s: &RankStream| s.progress.last_completed.is_some_and(|c| c >= at.seq);
+        let issued_it = |s: &&RankStream| s.progress.last_enqueued.is_some_and(|e| e >= at.seq);
+        // A rooted collective finishes on the root once it has sent, and on a receiver once it
+        // has heard from the root: only every member's completion shows that all arrived.
+        let rooted = group.first_at(trace, g.ranks.as_slice()[0], at.seq).is_some_and(|e| {
+            matches!(
+                e.op().kind,
+                OpKind::Broadcast | OpKind::Reduce | OpKind::Gather | OpKind::Scatter
+            )
+        });
+        let arrived = if rooted {
+            group.streams.iter().filter(issued_it).all(finished)
+        } else {
+            group.streams.iter().any(finished)
+        };
+        if arrived {
             continue;
         }
         let pg = &trace.process_groups[at.pg];
         let label = pg.label();
-        let issued: RankSet = group
-            .streams
-            .iter()
-            .filter(|s| s.progress.last_enqueued.is_some_and(|e| e >= at.seq))
-            .map(|s| s.rank)
-            .collect();
-        let stuck_where = format!(
-            "rank(s) {issued} issued {} seq {} of {label} and none of them completed it",
-            at.op, at.seq
-        );
+        let issued: RankSet = group.streams.iter().filter(issued_it).map(|s| s.rank).collect();
+        let unfinished =
+            if rooted { "not all of them completed it" } else { "none of them completed it" };
+        let stuck_where =
+            format!("rank(s) {issued} issued {} seq {} of {label} and {unfinished}", at.op, at.seq);
         let members_known = match pg.membership {
             Membership::PgConfig => true,
             Membership::InferredWorld => trace.world_stated,
@@ -95,7 +105,7 @@ fn unfinished_collective(
             (
                 DoubtKind::NoneCompleted,
                 format!(
-                    "every member of {label} issued {} seq {} and none completed it: a hang in the transport, or dumps taken while it ran; the dumps cannot tell which (Gloo records no start or completion per collective)",
+                    "every member of {label} issued {} seq {} and {unfinished}: a hang in the transport, or dumps taken while it ran; the dumps cannot tell which (Gloo records no start or completion per collective)",
                     at.op, at.seq
                 ),
                 RankSet::default(),
@@ -144,10 +154,16 @@ fn unfinished_collective(
             ranks,
             pg: Some(at.pg),
             seq: Some(at.seq),
-            evidence: vec![format!(
-                "no member of {label} completed seq {} (pg_status of rank(s) {issued}): completion on any one member would have shown that every member arrived",
-                at.seq
-            )],
+            evidence: vec![if rooted {
+                format!(
+                    "{stuck_where} (pg_status): a rooted collective finishes on the root once it has sent and on a receiver once it has heard from the root, so only every member's completion would have shown that all arrived"
+                )
+            } else {
+                format!(
+                    "no member of {label} completed seq {} (pg_status of rank(s) {issued}): completion on any one member would have shown that every member arrived",
+                    at.seq
+                )
+            }],
         });
     }
     None
