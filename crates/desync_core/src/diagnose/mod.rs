@@ -512,14 +512,22 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
 
 /// A group of the cycle whose members no record shows (assumed to span the world) and whose
 /// wait may rest on a rank that is not a member. Its collective never completed, so it has
-/// some member that did not issue it; when every rank that did not is on the cycle, whichever
-/// of them the members are, the wait leads back into the cycle and the cycle stands.
+/// some member that did not issue it; when every rank that did not is stuck waiting for the
+/// group's own ranks, whichever of them the members are, the wait leads back and a cycle
+/// stands.
 fn assumed_group_in(trace: &Trace, d: &Diagnosis, cycle: &[usize]) -> Option<usize> {
-    let on_cycle = |r: u32| cycle.iter().any(|&h| d.groups[h].ranks.contains(r));
+    let waits_back = |g: usize, r: u32| {
+        d.groups.iter().enumerate().any(|(h, other)| {
+            h != g
+                && other.stuck
+                && other.ranks.contains(r)
+                && other.waiting_for.as_slice().iter().any(|&w| d.groups[g].ranks.contains(w))
+        })
+    };
     cycle.iter().find_map(|&g| match &d.groups[g].position {
         Position::At(at)
             if trace.process_groups[at.pg].membership == Membership::AssumedWorld
-                && !d.groups[g].waiting_for.as_slice().iter().all(|&r| on_cycle(r)) =>
+                && !d.groups[g].waiting_for.as_slice().iter().all(|&r| waits_back(g, r)) =>
         {
             Some(at.pg)
         }
@@ -534,7 +542,7 @@ fn unproven_cycle(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg: usize) 
     d.process_group = Some(pg);
     d.collective_seq_id = d.groups[cycle[0]].position_seq();
     d.headline = format!(
-        "rank(s) {} wait for each other across process groups, but the cycle rests on the members of {}, which no record lists: only one rank's entries name it, and the ranks it may wait for are not all on the cycle. Not called a deadlock",
+        "rank(s) {} wait for each other across process groups, but the cycle rests on the members of {}, which no record lists: only one rank's entries name it, and not every rank it may wait for waits for it in turn. Not called a deadlock",
         ranks.brief(),
         trace.process_groups[pg].label()
     );
