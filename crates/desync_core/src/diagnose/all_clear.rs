@@ -11,8 +11,9 @@
 //!   arrived (an `all_reduce`, `all_gather` or barrier completes only when every member has
 //!   issued it); for a rooted collective (broadcast, reduce, gather, scatter) only completion
 //!   on every member that issued it does.
-//!   Gloo also counts a collective that failed because a peer vanished as completed, so on
-//!   a group spanning a world no record states, a collective in flight on any rank is enough.
+//!   Known gap: Gloo's `pg_status` also counts a collective that failed (a peer vanished, a
+//!   timeout) as completed, so a dump taken after one member recorded the failure reads as
+//!   if that member finished; nothing in the dump tells the two apart.
 //! - **A collective every member issued and none completed**, members known: Gloo leaves no
 //!   started/completed states to tell a transport hang from a dump taken while it ran.
 //! - **Entries missing at the newest end**: a rank's `pg_status` says it enqueued a later
@@ -84,13 +85,7 @@ fn unfinished_collective(
             )
         });
         let pg = &trace.process_groups[at.pg];
-        // Gloo counts a collective that failed because a peer vanished as completed: on a
-        // group spanning a world no record states, where a vanished rank leaves no trace, no
-        // completion shows that every member arrived.
-        let world_unstated = pg.membership == Membership::InferredWorld && !trace.world_stated;
-        let arrived = if world_unstated {
-            false
-        } else if rooted {
+        let arrived = if rooted {
             group.streams.iter().filter(issued_it).all(finished)
         } else {
             group.streams.iter().any(finished)
@@ -100,13 +95,8 @@ fn unfinished_collective(
         }
         let label = pg.label();
         let issued: RankSet = group.streams.iter().filter(issued_it).map(|s| s.rank).collect();
-        let unfinished = if world_unstated {
-            "it is in flight on some of them"
-        } else if rooted {
-            "not all of them completed it"
-        } else {
-            "none of them completed it"
-        };
+        let unfinished =
+            if rooted { "not all of them completed it" } else { "none of them completed it" };
         let stuck_where =
             format!("rank(s) {issued} issued {} seq {} of {label} and {unfinished}", at.op, at.seq);
         let members_known = match pg.membership {
@@ -167,11 +157,7 @@ fn unfinished_collective(
             ranks,
             pg: Some(at.pg),
             seq: Some(at.seq),
-            evidence: vec![if world_unstated {
-                format!(
-                    "{stuck_where} (pg_status): Gloo marks a collective that failed because a peer vanished as completed, and no record states the world, so completion on some members does not show that every member arrived"
-                )
-            } else if rooted {
+            evidence: vec![if rooted {
                 format!(
                     "{stuck_where} (pg_status): a rooted collective finishes on the root once it has sent and on a receiver once it has heard from the root, so only every member's completion would have shown that all arrived"
                 )
