@@ -24,7 +24,8 @@ from desync_jobs.run import run_job
 
 CASES = sorted(p for p in cases_dir().iterdir() if (p / "job.json").is_file())
 LOCAL_PATH = re.compile(rb"/work/|/root/|/home/")
-FRAMEWORKS = {"lightning": "pytorch_lightning", "accelerate": "accelerate", "hf": "transformers"}
+FRAMEWORKS = {"lightning": "pytorch_lightning", "accelerate": "accelerate", "hf": "transformers",
+              "ds": "deepspeed"}
 
 
 def _score_module():

@@ -1,0 +1,3 @@
+from callbacks.convergence import StopOnConvergence
+
+__all__ = ["StopOnConvergence"]
