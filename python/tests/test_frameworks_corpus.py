@@ -25,7 +25,7 @@ from desync_jobs.run import run_job
 CASES = sorted(p for p in cases_dir().iterdir() if (p / "job.json").is_file())
 LOCAL_PATH = re.compile(rb"/work/|/root/|/home/")
 FRAMEWORKS = {"lightning": "pytorch_lightning", "accelerate": "accelerate", "hf": "transformers",
-              "ds": "deepspeed"}
+              "ds": "deepspeed", "pipe": "torch.distributed.pipelining", "inhouse": "yaml"}
 
 
 def _score_module():
@@ -120,6 +120,10 @@ def test_project_imports_what_its_name_says(case):
         assert "fully_shard" in source
     elif kind == "dtensor":
         assert "init_device_mesh" in source and "parallelize_module" in source
+    elif kind == "moe":
+        assert "all_to_all_single" in source
+    elif kind == "hier":
+        assert "new_group" in source
     else:
         assert "DistributedDataParallel" in source
     assert "desync_jobs" not in source, "the projects must not know about the harness"
