@@ -104,6 +104,9 @@ pub enum MismatchKind {
     Missing,
     /// Everyone issued it compatibly but it completed on some ranks only (NCCL states).
     State,
+    /// Compatible collectives reached from different code: where ranks parted before a
+    /// later conflict (set by the diagnosis, never found by the alignment itself).
+    CallPath,
 }
 
 impl MismatchKind {
@@ -116,6 +119,7 @@ impl MismatchKind {
             Self::Numel => "numel",
             Self::Missing => "missing",
             Self::State => "state",
+            Self::CallPath => "call_path",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What must agree across ranks for a collective to be compatible: a hash of the op and the
 //! shapes and dtypes that its kind requires to match (torchfrtrace's rules, made symmetric),
-//! plus a separate hash of the user call site.
+//! plus a separate hash of the user call site and one of the whole call path.
 //!
 //! Sizes that legitimately differ by rank are left out: gather's outputs and scatter's inputs
 //! exist on the root only, and `all_to_all` splits may be uneven (only the totals must agree,
@@ -19,20 +19,30 @@ pub struct Token {
     pub sig: u64,
     /// Hash of the user frames; 0 when the dump has no frames.
     pub site: u64,
+    /// Hash of every frame above torch's own (the user's and the frameworks' between them);
+    /// 0 when the dump has no frames. Two ranks under the same `trainer.fit` line that reach
+    /// a barrier from different framework code have the same `site` and different paths.
+    pub path: u64,
 }
 
 pub fn token(entries: &[&Entry]) -> Token {
     let mut sig = FxHasher::default();
     let mut site = FxHasher::default();
-    let mut has_site = false;
+    let mut path = FxHasher::default();
+    let (mut has_site, mut has_path) = (false, false);
     for e in entries {
         signature(e, &mut sig);
         for f in e.user_frames() {
             has_site = true;
             (&*f.file, f.line, &*f.function).hash(&mut site);
         }
+        for f in e.call_path() {
+            has_path = true;
+            (&*f.file, f.line, &*f.function).hash(&mut path);
+        }
     }
-    Token { sig: sig.finish(), site: if has_site { site.finish().max(1) } else { 0 } }
+    let nonzero = |used: bool, h: FxHasher| if used { h.finish().max(1) } else { 0 };
+    Token { sig: sig.finish(), site: nonzero(has_site, site), path: nonzero(has_path, path) }
 }
 
 fn signature(e: &Entry, h: &mut FxHasher) {

@@ -26,6 +26,18 @@ pub struct Earliest {
     pub departure: Departure,
     /// Why the reference side is taken as the normal path, for the evidence list.
     pub reference_reason: &'static str,
+    /// When the call paths parted before the first conflicting collective (`mismatch` is
+    /// then where they parted, of kind `call_path`): that conflict, the symptom.
+    pub symptom: Option<Symptom>,
+}
+
+/// The first conflicting collective, when the ranks had already parted before it.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Symptom {
+    pub collective_seq_id: u64,
+    pub kind: MismatchKind,
+    /// How the departing side's collective there differs (as it reads on its own).
+    pub departure: Departure,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -108,24 +120,74 @@ fn explain(trace: &Trace, group: &GroupAlignment, m: &Mismatch, time_ns: Option<
             departed: Vec::new(),
             departure: Departure::Numel,
             reference_reason: "all ranks take part in an all_to_all whose totals do not add up",
+            symptom: None,
         };
     }
     let issued: Vec<usize> = (0..m.sides.len()).filter(|&i| m.sides[i].holder.is_some()).collect();
     let class = |i: usize| m.sides[i].holder.and_then(|r| group.class_of(r));
     let (reference, reason) = choose_reference(group, m, &issued);
     let departed: Vec<usize> = issued.iter().copied().filter(|&i| i != reference).collect();
-    let departure = match (class(reference), departed.first().and_then(|&i| class(i))) {
-        (Some(r), Some(d)) => departure(trace, group, m, r, d),
+    let classes = class(reference).zip(departed.first().and_then(|&i| class(i)));
+    let departure = match classes {
+        Some((r, d)) => departure(trace, group, m, r, d),
         _ => Departure::DifferentOp,
     };
+    let parted = classes.and_then(|(r, d)| paths_parted(group, m.seq, r, d));
+    let Some(seq) = parted else {
+        return Earliest {
+            mismatch: m.clone(),
+            time_ns,
+            reference,
+            departed,
+            departure,
+            reference_reason: reason,
+            symptom: None,
+        };
+    };
+    let mut at = m.clone();
+    at.seq = seq;
+    at.kind = MismatchKind::CallPath;
+    let time_ns = creation_time(trace, group, &at).or(time_ns);
     Earliest {
-        mismatch: m.clone(),
+        mismatch: at,
         time_ns,
         reference,
         departed,
-        departure,
+        departure: Departure::DifferentCallSite,
         reference_reason: reason,
+        symptom: Some(Symptom { collective_seq_id: m.seq, kind: m.kind, departure }),
     }
+}
+
+/// The first seq of the run of collectives, right before the conflict at `seq`, that both
+/// sides issued alike (op, sizes, dtypes) but reached by different call paths: the ranks had
+/// already parted there, and their collectives paired by shape until `seq` (a per-step
+/// token-count `all_reduce` against an evaluation one of the same shape). `None` when the
+/// paths are the same just before the conflict, or at it (the same call with other metadata
+/// is a metadata mismatch, whatever happened earlier), or the dumps carry no frames.
+fn paths_parted(
+    group: &GroupAlignment,
+    seq: u64,
+    reference: &StreamClass,
+    departed: &StreamClass,
+) -> Option<u64> {
+    let apart = |s: u64| -> Option<bool> {
+        let (r, d) = (reference.token(s)?, departed.token(s)?);
+        (r.path != 0 && d.path != 0).then_some(r.path != d.path)
+    };
+    if apart(seq) != Some(true) {
+        return None;
+    }
+    let mut parted = None;
+    for &s in group.seqs.iter().rev().filter(|&&s| s < seq && s >= group.window_start) {
+        let same_shape =
+            reference.token(s).zip(departed.token(s)).is_some_and(|(r, d)| r.sig == d.sig);
+        if !same_shape || apart(s) != Some(true) {
+            break;
+        }
+        parted = Some(s);
+    }
+    parted
 }
 
 /// The side most ranks are on; on an even split, the side whose collective fits the pattern
@@ -326,7 +388,7 @@ mod tests {
     use super::*;
 
     fn t(sig: u64) -> Token {
-        Token { sig, site: 0 }
+        Token { sig, site: 0, path: 0 }
     }
 
     #[test]

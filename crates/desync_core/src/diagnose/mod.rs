@@ -15,7 +15,7 @@ use crate::align::{Alignment, Token};
 use crate::model::{Membership, RankSet, State, Trace};
 
 pub use all_clear::DoubtKind;
-pub use earliest::{Departure, Earliest, is_conflict};
+pub use earliest::{Departure, Earliest, Symptom, is_conflict};
 pub use position::{At, Position};
 pub use timing::{IntervalEnd, SiteRef, SlowInterval, Straggler};
 
@@ -412,35 +412,79 @@ fn conflict(
     let there = format!("{} seq {}", pg_label(m.pg), m.seq);
     let culprit_text = e.departed.first().map(|&i| describe(m.sides[i].holder)).unwrap_or_default();
     let reference_text = describe(reference.holder);
-    d.headline = match e.departure {
-        Departure::Inserted { count } => format!(
-            "rank(s) {departed} issued {count} extra collective(s) at {there}: {culprit_text}, where rank(s) {} issued {reference_text}",
-            reference.ranks
-        ),
-        Departure::Skipped { count } => format!(
-            "rank(s) {departed} skipped {count} collective(s) at {there}: they issued {culprit_text} where rank(s) {} issued {reference_text}",
-            reference.ranks
-        ),
-        Departure::DifferentOp | Departure::DifferentCallSite => format!(
-            "rank(s) {departed} took a different path at {there}: they issued {culprit_text} while rank(s) {} issued {reference_text}",
-            reference.ranks
-        ),
-        Departure::Substituted { difference } => format!(
-            "rank(s) {departed} called the same collective with a different {} at {there}: {culprit_text} vs {reference_text} on rank(s) {}",
-            match difference {
-                crate::align::Difference::Dtype => "dtype",
-                _ => "size",
-            },
-            reference.ranks
-        ),
-        Departure::Numel => {
-            format!("all_to_all at {there} sends and receives different totals across ranks")
-        }
-        Departure::BrokePattern => format!(
-            "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
-            reference.ranks
-        ),
-    };
+    if let Some(symptom) = e.symptom {
+        // Each side's first frame (outermost in) that the other side's path does not share:
+        // where the two paths part.
+        let path_of = |rank: Option<u32>| -> Vec<crate::model::Frame> {
+            let entries = rank.map(|r| group.entries_at(trace, r, m.seq)).unwrap_or_default();
+            entries
+                .first()
+                .map(|x| x.call_path().iter().rev().cloned().collect())
+                .unwrap_or_default()
+        };
+        let departed_path = path_of(e.departed.first().and_then(|&i| m.sides[i].holder));
+        let reference_path = path_of(reference.holder);
+        let common = departed_path.iter().zip(&reference_path).take_while(|(a, b)| a == b).count();
+        // The user's call sites say it when they differ; otherwise the framework code where
+        // the paths part (named by package and function: it is not the user's code).
+        let parting = |p: &[crate::model::Frame]| -> String {
+            if departed_path
+                .iter()
+                .filter(|f| !f.is_library())
+                .ne(reference_path.iter().filter(|f| !f.is_library()))
+            {
+                return String::new();
+            }
+            p.get(common).or(p.last()).map_or_else(String::new, |f| {
+                format!(" (through {} {}() line {})", f.package(), f.function, f.line)
+            })
+        };
+        d.headline = format!(
+            "rank(s) {departed} took a different path at {there}: they issued {}{}, while rank(s) {} issued {}{}",
+            culprit_text.replace("  ", " "),
+            parting(&departed_path),
+            reference.ranks,
+            reference_text.replace("  ", " "),
+            parting(&reference_path)
+        );
+        d.evidence.push(format!(
+            "the two sides' collectives kept matching in op, sizes and dtypes from seq {} on, from different code, until seq {} ({}: {}): that conflict is a symptom of the earlier parting",
+            m.seq,
+            symptom.collective_seq_id,
+            symptom.kind.as_str(),
+            symptom.departure.describe()
+        ));
+    } else {
+        d.headline = match e.departure {
+            Departure::Inserted { count } => format!(
+                "rank(s) {departed} issued {count} extra collective(s) at {there}: {culprit_text}, where rank(s) {} issued {reference_text}",
+                reference.ranks
+            ),
+            Departure::Skipped { count } => format!(
+                "rank(s) {departed} skipped {count} collective(s) at {there}: they issued {culprit_text} where rank(s) {} issued {reference_text}",
+                reference.ranks
+            ),
+            Departure::DifferentOp | Departure::DifferentCallSite => format!(
+                "rank(s) {departed} took a different path at {there}: they issued {culprit_text} while rank(s) {} issued {reference_text}",
+                reference.ranks
+            ),
+            Departure::Substituted { difference } => format!(
+                "rank(s) {departed} called the same collective with a different {} at {there}: {culprit_text} vs {reference_text} on rank(s) {}",
+                match difference {
+                    crate::align::Difference::Dtype => "dtype",
+                    _ => "size",
+                },
+                reference.ranks
+            ),
+            Departure::Numel => {
+                format!("all_to_all at {there} sends and receives different totals across ranks")
+            }
+            Departure::BrokePattern => format!(
+                "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
+                reference.ranks
+            ),
+        };
+    }
     d.evidence.push(if e.departure == Departure::Numel {
         e.reference_reason.to_owned()
     } else {

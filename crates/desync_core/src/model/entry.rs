@@ -35,6 +35,12 @@ impl Frame {
         self.library
     }
 
+    /// The installed package the frame's file belongs to (`pytorch_lightning`), `torch` in a
+    /// torch source tree, the file's name for the user's code.
+    pub fn package(&self) -> &str {
+        package_of(&self.file)
+    }
+
     /// The same frame, with its library/user decision overridden (`--library`/`--user-code`).
     #[must_use]
     pub fn with_library(mut self, library: bool) -> Self {
@@ -283,6 +289,16 @@ impl Entry {
     }
 
     /// The user part of the stack, innermost first.
+    /// The frames above the innermost package's own (torch's, for every collective): the
+    /// path by which the user's code, and the frameworks it called, reached the collective.
+    pub fn call_path(&self) -> &[Frame] {
+        let Some(stack) = self.stack() else { return &[] };
+        let Some(inner) = stack.first() else { return &[] };
+        let package = package_of(&inner.file);
+        let own = stack.iter().take_while(|f| package_of(&f.file) == package).count();
+        &stack[own..]
+    }
+
     pub fn user_frames(&self) -> impl Iterator<Item = &Frame> {
         self.stack().map_or(&[][..], |s| &s[..]).iter().filter(|f| !f.is_library())
     }

@@ -101,6 +101,8 @@ struct Earliest {
     reference_ranks: Vec<u32>,
     departed_ranks: Vec<u32>,
     time_created_ns: Option<i64>,
+    /// When the call paths parted before the first conflict (`kind` is then `call_path`).
+    symptom: Option<crate::diagnose::Symptom>,
 }
 
 #[derive(Serialize)]
@@ -207,6 +209,7 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
                 .flat_map(|&i| e.mismatch.sides[i].ranks.as_slice().to_vec())
                 .collect(),
             time_created_ns: e.time_ns,
+            symptom: e.symptom,
         }),
         stuck_at: d.stuck_at.map(|(pg, seq)| At {
             process_group: pg_ref(&t.process_groups[pg]),
