@@ -315,7 +315,11 @@ fn departure(
     if m.kind == MismatchKind::Op {
         return Departure::DifferentOp;
     }
-    if r.site != 0 && d.site != 0 && r.site != d.site {
+    // Another user line, or the same user line into other framework code (`trainer.train()`
+    // reaching `store_flos`'s gather on one side and the step's token-count gather on the
+    // other): another path, whatever the shapes say.
+    let apart = |a: u64, b: u64| a != 0 && b != 0 && a != b;
+    if apart(r.site, d.site) || apart(r.path, d.path) {
         return Departure::DifferentCallSite;
     }
     let holder = |c: &StreamClass| group.streams[c.representative].rank;
