@@ -76,6 +76,9 @@ pub(crate) struct Raw {
     pub distance: usize,
     /// The construct is a call (a setup call whose arguments differ), not a keyword.
     pub call: bool,
+    /// What the construct decides, when it is not a frame's own line (a decision at a
+    /// distance): the first evidence for it.
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +91,9 @@ pub(crate) enum Origin {
     ReferenceOnly,
     /// Configuration that decides what a collective carries.
     Setup,
+    /// In the user's code the framework ran off the stack: a stop flag's write or a
+    /// collective's guard (`distance.rs`).
+    AtADistance,
 }
 
 impl Origin {
@@ -97,6 +103,7 @@ impl Origin {
             Self::DepartedOnly => "around code only the departing ranks ran",
             Self::ReferenceOnly => "around code only the other ranks ran",
             Self::Setup => "setup that decides what the collective carries",
+            Self::AtADistance => "in code the framework ran off the stack",
         }
     }
 
@@ -107,6 +114,7 @@ impl Origin {
             Self::DepartedOnly => "departed_only",
             Self::ReferenceOnly => "reference_only",
             Self::Setup => "setup",
+            Self::AtADistance => "at_a_distance",
         }
     }
 }
@@ -170,6 +178,7 @@ fn raw(
         origin,
         distance,
         call: false,
+        note: None,
     }
 }
 
@@ -288,7 +297,9 @@ fn score(
         Origin::Parting => 30,
         Origin::Setup => 20,
         Origin::DepartedOnly | Origin::ReferenceOnly => 22 - 2 * (r.distance.min(6) as i32),
+        Origin::AtADistance => 16 - 2 * (r.distance.min(6) as i32),
     };
+    pro.extend(r.note.clone());
     pro.push(format!("it is {}", r.origin.as_str()));
     score += match b.construct {
         Construct::For | Construct::While => 0,

@@ -10,6 +10,7 @@
 //! `branch`, all are `candidates`. Stalls, crashes and hangs show the line where ranks wait.
 
 mod candidates;
+mod distance;
 mod probes;
 mod setup;
 mod sources;
@@ -113,6 +114,11 @@ pub struct Snippet {
     pub lines: Vec<String>,
 }
 
+/// Both entries' user frames are the same frames at the same lines.
+fn same_user_stacks(a: &Entry, b: &Entry) -> bool {
+    a.user_frames().eq(b.user_frames())
+}
+
 /// Sides whose stacks are compared: (role, ranks, entry).
 type Sides<'t> = Vec<(&'static str, RankSet, &'t Entry)>;
 
@@ -157,7 +163,13 @@ pub fn find_code(
     let late = straggler_late_entry(trace, alignment, d);
     finding.candidates = match (d.category, departed, reference) {
         (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
-            let mut found = candidates::rank(candidates::between(&ws, dep, reference), &counts);
+            let mut raws = candidates::between(&ws, dep, reference);
+            // The same user stacks on both sides: they part inside a framework, and what
+            // decided is on no stack.
+            if raws.is_empty() || same_user_stacks(dep, reference) {
+                raws.extend(distance::candidates(&ws, &[dep, reference]));
+            }
+            let mut found = candidates::rank(raws, &counts);
             // Identical stacks on both sides of a deadlock: the order of the groups, not the
             // path, differs. Look for a conditional reordering around each frame.
             if d.category == Category::Deadlock && found.first().is_none_or(|c| c.score < 40) {
@@ -205,6 +217,14 @@ pub fn find_code(
     {
         let jumpers = jumping_side(&best, &sides, &d.culprit_ranks);
         finding.explanation = explain(&best, d, &jumpers, &module);
+        // Off the stack: say what the construct decides, or nothing shows why it matters.
+        if let Some(first) = finding.candidates.first()
+            && first.origin == candidates::Origin::AtADistance.code()
+            && let Some(note) = first.evidence_for.first()
+        {
+            finding.explanation.push_str("; ");
+            finding.explanation.push_str(note);
+        }
         finding.snippet = Some(match straggler_from_line(d, &best) {
             Some(from) => snippet_between(&module, from, best.line),
             None => snippet(&module, best.line),
@@ -597,7 +617,9 @@ fn explain(b: &BranchPoint, d: &Diagnosis, jumpers: &RankSet, module: &Module) -
     let kinds: Vec<&str> = {
         let mut k: Vec<&DependenceItem> = b.dependence.iter().collect();
         k.sort_by_key(|d| origin_rank(d));
-        let mut names: Vec<&str> = k.iter().map(|d| d.kind.as_str()).collect();
+        // "unknown" is no reason: it only marks a part of the condition not followed.
+        let mut names: Vec<&str> =
+            k.iter().map(|d| d.kind.as_str()).filter(|k| *k != "unknown").collect();
         let mut seen = Vec::new();
         names.retain(|n| {
             if seen.contains(n) {
@@ -617,7 +639,7 @@ fn explain(b: &BranchPoint, d: &Diagnosis, jumpers: &RankSet, module: &Module) -
             )
         }
         (Some(c), false) => format!(" because `{c}` depends on {}", kinds.join(" and ")),
-        (Some(c), true) => format!(" because `{c}` can evaluate differently on each rank"),
+        (Some(c), true) => format!("; nothing in view shows why `{c}` would differ across ranks"),
         (None, false) => format!(" ({})", kinds.join(" and ")),
         (None, true) => String::new(),
     };

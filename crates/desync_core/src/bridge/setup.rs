@@ -75,6 +75,7 @@ pub(crate) fn candidates(
                 origin: Origin::Setup,
                 distance: 0,
                 call: is_call,
+                note: None,
             });
         }
     }

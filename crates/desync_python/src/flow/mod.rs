@@ -22,6 +22,7 @@
 //! decides what to do with that (the bridge follows parameters into the caller's frame).
 
 mod condition;
+mod flags;
 mod length;
 mod probe;
 mod project;
@@ -45,6 +46,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
+pub use flags::FlagWrite;
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 

@@ -948,7 +948,8 @@ impl<'a, 'm> Eval<'a, 'm> {
             | Role::Concat
             | Role::FromData
             | Role::Group
-            | Role::Progress => Deps::default(),
+            | Role::Progress
+            | Role::Stop => Deps::default(),
         })
     }
 
@@ -1533,7 +1534,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 ..Deps::default()
             },
             // The result of an in-place collective is a work handle or None.
-            Role::Collective | Role::Uniform | Role::Payload | Role::RankOnly => Deps::default(),
+            Role::Collective | Role::Uniform | Role::Payload | Role::RankOnly | Role::Stop => {
+                Deps::default()
+            }
             Role::Data => {
                 let mut d = Deps::reason(
                     LocalData,

@@ -41,6 +41,8 @@ pub enum Role {
     Group,
     /// Yields the items of its first argument unchanged, showing progress (`tqdm(loader)`).
     Progress,
+    /// A flag the framework's loop reads to stop on this rank (`trainer.should_stop`).
+    Stop,
 }
 
 /// Which part of a collective call holds the value that is identical on every rank afterwards.
