@@ -187,7 +187,12 @@ def test_fresh_run_reproduces_the_design(name, tmp_path):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
-def test_desync_diagnoses_the_case(case):
+def test_desync_diagnoses_the_case(case, request):
+    open_gap = json.loads((case / "expected.json").read_text()).get("open")
+    if open_gap:
+        # A case desync does not answer yet: the designed answer stays the one asserted, and
+        # the test must fail (strict), so a fix that makes it pass forces `open` off.
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"open: {open_gap}"))
     row = _score_module().score_case(str(desync_bin()), case)
     assert row["verdict_ok"], f"{case.name}: got {row['got']} (exit {row['exit']}), want {row['want']}"
     if row["branch_scored"]:

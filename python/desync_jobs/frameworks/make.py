@@ -47,10 +47,12 @@ def check_expected(case: Path) -> list[str]:
     exp = json.loads((case / "expected.json").read_text())
     required = {"category", "culprit_ranks", "process_group", "collective_seq_id", "branch",
                 "notes"}
-    optional = {"accept_culprits", "branch_alt", "origin", "jumped"}
+    optional = {"accept_culprits", "branch_alt", "origin", "jumped", "open"}
     missing, extra = required - set(exp), set(exp) - required - optional
     if missing or extra:
         problems.append(f"fields: missing {sorted(missing)}, unknown {sorted(extra)}")
+    if "open" in exp and not (isinstance(exp["open"], str) and exp["open"].strip()):
+        problems.append("open: a sentence saying what desync still lacks for this case")
     if exp.get("category") not in CATEGORIES:
         problems.append(f"category {exp.get('category')!r}")
     if exp.get("culprit_ranks") != sorted(exp.get("culprit_ranks") or []):
