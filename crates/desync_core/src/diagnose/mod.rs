@@ -448,11 +448,10 @@ fn conflict(
             parting(&reference_path)
         );
         d.evidence.push(format!(
-            "the two sides' collectives kept matching in op, sizes and dtypes from seq {} on, from different code, until seq {} ({}: {}): that conflict is a symptom of the earlier parting",
+            "the two sides' collectives kept matching in op, sizes and dtypes from seq {} on, from different code, until seq {} ({}): that conflict is a symptom of the earlier parting",
             m.seq,
             symptom.collective_seq_id,
             symptom.kind.as_str(),
-            symptom.departure.describe()
         ));
     } else {
         d.headline = match e.departure {
