@@ -61,8 +61,8 @@ pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
 pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
 pub use expr::has_word;
 pub use flow::{
-    Analysis, Argument, ArgumentElsewhere, CollectiveSite, Collectives, FileProbe, FileProject,
-    Finding, FlagWrite, MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia,
+    Analysis, Argument, ArgumentElsewhere, AttributeWrite, CollectiveSite, Collectives, FileProbe,
+    FileProject, Finding, FlagWrite, MAX_FILE_BYTES, Project, RankOnly, SetupCall, SiteVia,
     file_probe_spellings, grid_axes, grid_group, merge_groups,
 };
 pub use module::Module;

@@ -79,6 +79,9 @@ pub(crate) struct Raw {
     /// What the construct decides, when it is not a frame's own line (a decision at a
     /// distance): the first evidence for it.
     pub note: Option<String>,
+    /// It guards the write of a flag that a loop or `if` on the stacks reads
+    /// (`distance::loop_flags`): the decision that construct only carries out.
+    pub decides_loop: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +106,7 @@ impl Origin {
             Self::DepartedOnly => "around code only the departing ranks ran",
             Self::ReferenceOnly => "around code only the other ranks ran",
             Self::Setup => "setup that decides what the collective carries",
-            Self::AtADistance => "in code the framework ran off the stack",
+            Self::AtADistance => "off the stacks, in code they do not pass through",
         }
     }
 
@@ -179,6 +182,7 @@ fn raw(
         distance,
         call: false,
         note: None,
+        decides_loop: false,
     }
 }
 
@@ -298,7 +302,7 @@ fn score(
         Origin::Setup => 20,
         Origin::DepartedOnly | Origin::ReferenceOnly => 22 - 2 * (r.distance.min(6) as i32),
         Origin::AtADistance => 16 - 2 * (r.distance.min(6) as i32),
-    };
+    } + if r.decides_loop { 20 } else { 0 };
     pro.extend(r.note.clone());
     pro.push(format!("it is {}", r.origin.as_str()));
     score += match b.construct {

@@ -10,10 +10,18 @@
 //! guard is kept only when the data shows why it can differ across ranks; a flag write's
 //! guards always are (setting the flag on one rank is the divergence whatever the condition
 //! reads). They are scored like the stacks' candidates, from a lower base.
+//!
+//! A loop of the user's own that stops on its object's flag (`while not self.stop_requested:`,
+//! where a callback elsewhere sets `trainer.stop_requested = True`) is the same decision at a
+//! distance, found from the other end: the loop is on both stacks, the write on neither. When
+//! a candidate's condition reads an attribute of `self` that no other class of the project
+//! assigns through its own `self`, every write of that attribute outside `__init__` is where the
+//! loop's answer is decided, and the conditions guarding each write are candidates that rank
+//! above the loop ([`loop_flags`]).
 
 use std::sync::Arc;
 
-use desync_python::{Collectives, Module};
+use desync_python::{Collectives, Construct, Module};
 
 use super::candidates::{Origin, Raw, Workspace};
 use crate::model::Entry;
@@ -67,6 +75,93 @@ pub(crate) fn candidates(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
     dedup(out)
 }
 
+/// The writes that decide a stack candidate's loop or `if` through a flag of its own object.
+pub(crate) fn loop_flags(ws: &Workspace<'_>, found: &[Raw], sides: &[&Entry]) -> Vec<Raw> {
+    let mut out = Vec::new();
+    let mut modules = None;
+    for candidate in found {
+        let b = &candidate.branch;
+        // Only constructs the stacks show: a write found at a distance is followed no further.
+        if candidate.origin == Origin::AtADistance
+            || !matches!(b.construct, Construct::While | Construct::If | Construct::Elif)
+        {
+            continue;
+        }
+        let Some(condition) = b.condition.as_deref() else { continue };
+        let Some(module) = desync_python::Project::load(ws.project, &candidate.local) else {
+            continue;
+        };
+        let Some(function) = module.function_at(b.line) else { continue };
+        let (Some(receiver), Some(class)) = (function.parameters.first(), module.class_at(b.line))
+        else {
+            continue;
+        };
+        if !module.is_method(function.def_line) {
+            continue;
+        }
+        let modules = modules.get_or_insert_with(|| project_modules(ws, sides));
+        for name in attributes_read(condition, receiver) {
+            let writes: Vec<(
+                &(String, std::path::PathBuf, Arc<Module>),
+                desync_python::AttributeWrite,
+            )> = modules
+                .iter()
+                .flat_map(|m| ws.cx.attribute_writes(&m.2, &name).into_iter().map(move |w| (m, w)))
+                .collect();
+            // Another class that keeps an attribute of that name makes a write through another
+            // receiver ambiguous: nothing is claimed then.
+            if writes.iter().any(|(_, w)| w.owner.as_ref().is_some_and(|o| *o != class)) {
+                continue;
+            }
+            for ((file, local, m), w) in writes.iter().filter(|(_, w)| !w.initial) {
+                let at = format!("{}:{}", crate::diagnose::short_path(&candidate.file), b.line);
+                let guards = m.guards_with(ws.cx, w.line).into_iter();
+                // The construct itself (a counter bumped inside the loop) decides nothing new.
+                let others =
+                    guards.filter(|g| !(same_file(local, &candidate.local) && g.line == b.line));
+                for (distance, guard) in others.enumerate() {
+                    let note = format!(
+                        "it decides whether `{}` is set (line {}), which the `{}` at {at} reads: the line that set it is on no stack",
+                        w.target,
+                        w.line,
+                        b.construct.as_str()
+                    );
+                    let mut r = raw(guard, file, local, distance, note);
+                    r.decides_loop = true;
+                    out.push(r);
+                }
+            }
+        }
+    }
+    dedup(out)
+}
+
+/// The attributes of `receiver` a condition reads (`not self.stop and self.step < n`:
+/// `stop`, `step`), method calls left out.
+fn attributes_read(condition: &str, receiver: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let bytes = condition.as_bytes();
+    let prefix = format!("{receiver}.");
+    let mut from = 0;
+    while let Some(i) = condition[from..].find(&prefix) {
+        let start = from + i;
+        from = start + prefix.len();
+        let word_before = start > 0
+            && (bytes[start - 1].is_ascii_alphanumeric()
+                || bytes[start - 1] == b'_'
+                || bytes[start - 1] == b'.');
+        let name: String = condition[from..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let called = condition[from + name.len()..].trim_start().starts_with(['(', '.']);
+        if !word_before && !name.is_empty() && !called && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 fn raw(
     branch: desync_python::Branch,
     file: &str,
@@ -82,7 +177,17 @@ fn raw(
         distance,
         call: false,
         note: Some(note),
+        decides_loop: false,
     }
+}
+
+/// Two paths of one file (a frame's relative path, an import's absolute one).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || std::fs::canonicalize(a)
+            .ok()
+            .zip(std::fs::canonicalize(b).ok())
+            .is_some_and(|(x, y)| x == y)
 }
 
 /// The same construct found twice is one candidate, kept at its nearest.
@@ -90,7 +195,7 @@ fn dedup(mut raws: Vec<Raw>) -> Vec<Raw> {
     raws.sort_by_key(|r| r.distance);
     let mut out: Vec<Raw> = Vec::new();
     for r in raws {
-        if !out.iter().any(|o| o.local == r.local && o.branch.line == r.branch.line) {
+        if !out.iter().any(|o| same_file(&o.local, &r.local) && o.branch.line == r.branch.line) {
             out.push(r);
         }
     }
@@ -109,7 +214,7 @@ fn project_modules(
     for e in sides {
         for f in e.user_frames() {
             if let Some((local, module)) = ws.module(f)
-                && !out.iter().any(|(_, l, _)| *l == local)
+                && !out.iter().any(|(_, l, _)| same_file(l, &local))
             {
                 out.push((f.file.to_string(), local.clone(), module.clone()));
                 queue.push((module, f.file.to_string(), local));
@@ -124,7 +229,7 @@ fn project_modules(
             let Some(path) = imported.file_path().map(std::path::Path::to_path_buf) else {
                 continue;
             };
-            if out.iter().any(|(_, l, _)| *l == path) {
+            if out.iter().any(|(_, l, _)| same_file(l, &path)) {
                 continue;
             }
             let file = host_name(&frame_file, &frame_local, &path);

@@ -169,6 +169,8 @@ pub fn find_code(
             if raws.is_empty() || same_user_stacks(dep, reference) {
                 raws.extend(distance::candidates(&ws, &[dep, reference]));
             }
+            let flags = distance::loop_flags(&ws, &raws, &[dep, reference]);
+            raws.extend(flags);
             let mut found = candidates::rank(raws, &counts);
             // Identical stacks on both sides of a deadlock: the order of the groups, not the
             // path, differs. Look for a conditional reordering around each frame.

@@ -76,6 +76,7 @@ pub(crate) fn candidates(
                 distance: 0,
                 call: is_call,
                 note: None,
+                decides_loop: false,
             });
         }
     }

@@ -22,7 +22,53 @@ pub struct FlagWrite {
     pub flag: String,
 }
 
+/// One assignment of an attribute (`<receiver>.<name> = value`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttributeWrite {
+    pub line: u32,
+    /// The target as written (`trainer.stop_requested`).
+    pub target: String,
+    /// The class whose method assigns it through its own first parameter (`self.x = ...`);
+    /// `None` for another receiver (`trainer.x = ...`) or outside a method.
+    pub owner: Option<String>,
+    /// Written in `__init__` (the initial value, not a decision).
+    pub initial: bool,
+}
+
 impl Analysis<'_> {
+    /// Every assignment in `module` of an attribute called `name`, on any receiver.
+    pub fn attribute_writes(&self, module: &Module, name: &str) -> Vec<AttributeWrite> {
+        let mut out = Vec::new();
+        crate::tree::walk_all(module.body(), &mut |stmt| {
+            let targets: Vec<&Expr> = match stmt {
+                Stmt::Assign(a) => a.targets.iter().collect(),
+                Stmt::AnnAssign(a) if a.value.is_some() => vec![&*a.target],
+                Stmt::AugAssign(a) => vec![&*a.target],
+                _ => return,
+            };
+            for target in targets {
+                let Expr::Attribute(attr) = target else { continue };
+                if attr.attr.id.as_str() != name {
+                    continue;
+                }
+                let line = module.line_of(target.start());
+                let function = module.function_at(line);
+                let through_self = function.as_ref().is_some_and(|f| {
+                    module.is_method(f.def_line)
+                        && matches!(&*attr.value, Expr::Name(n)
+                            if f.parameters.first().is_some_and(|p| p == n.id.as_str()))
+                });
+                out.push(AttributeWrite {
+                    line,
+                    target: module.source()[target.range()].to_owned(),
+                    owner: if through_self { module.class_at(line) } else { None },
+                    initial: function.as_ref().is_some_and(|f| f.name == "__init__"),
+                });
+            }
+        });
+        out
+    }
+
     /// Every assignment in `module` of a table `stop` flag to anything but a literal false
     /// (`False`, `None`, `0`): clearing a flag stops nothing.
     pub fn stop_flag_writes(&self, module: &Module) -> Vec<FlagWrite> {
@@ -104,6 +150,30 @@ class Guard(TrainerCallback):
                 (15, "transformers.TrainerControl.should_training_stop".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn attribute_writes_say_which_class_owns_the_attribute() {
+        let src = "\
+class Loop:
+    def __init__(self):
+        self.halt = False
+
+    def run(self):
+        while not self.halt:
+            self.step()
+
+class Watchdog:
+    def check(self, loop, late):
+        if late:
+            loop.halt = True
+";
+        let module = Module::parse(src);
+        let writes = Analysis::default().attribute_writes(&module, "halt");
+        let seen: Vec<(u32, Option<&str>, bool)> =
+            writes.iter().map(|w| (w.line, w.owner.as_deref(), w.initial)).collect();
+        assert_eq!(seen, vec![(3, Some("Loop"), true), (12, None, false)]);
+        assert_eq!(writes[1].target, "loop.halt");
     }
 
     #[test]

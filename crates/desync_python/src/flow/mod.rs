@@ -46,7 +46,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
-pub use flags::FlagWrite;
+pub use flags::{AttributeWrite, FlagWrite};
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
