@@ -247,6 +247,22 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         if let Some(pg) = assumed_group_in(trace, d, &cycle) {
             return unproven_cycle(trace, d, &cycle, pg);
         }
+        // Sides whose collective the ranks they wait for never issued. When every side's is
+        // new there is no order to compare against (two groups first used in opposite orders):
+        // that stays a deadlock.
+        let departed: Vec<usize> = cycle
+            .iter()
+            .copied()
+            .filter(|&g| match &d.groups[g].position {
+                Position::At(at) => {
+                    waits::without_precedent(alignment, at, &d.groups[g].waiting_for)
+                }
+                _ => false,
+            })
+            .collect();
+        if !departed.is_empty() && departed.len() < cycle.len() {
+            return departed_in_cycle(trace, d, &cycle, &departed, &pg_label);
+        }
         return deadlock(trace, d, &cycle, &pg_label);
     }
     if !waited_for.is_empty() {
@@ -552,6 +568,71 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
     }
     d.headline = format!("wait cycle across process groups: {}", parts.join("; "));
     d.evidence.push("each side waits for a collective the other side has not issued: the groups are used in different orders".into());
+}
+
+/// A wait cycle in which some sides sit in a collective without precedent: none of the ranks
+/// they wait for ever issued one alike (`waits::without_precedent`). The others wait in
+/// collectives both sides run; those sides went where their peers never go. A divergence of
+/// those sides, at their collective: they inserted it, or skipped ahead to it (a rank that
+/// skipped a step's collectives reaches the step's end first), and the records cannot tell
+/// which; either way the ranks parted there.
+fn departed_in_cycle(
+    trace: &Trace,
+    d: &mut Diagnosis,
+    cycle: &[usize],
+    departed: &[usize],
+    pg_label: &dyn Fn(usize) -> String,
+) {
+    d.category = Category::Divergence;
+    d.culprit_ranks =
+        departed.iter().flat_map(|&g| d.groups[g].ranks.as_slice().to_vec()).collect();
+    let first = departed[0];
+    let Position::At(at) = d.groups[first].position.clone() else { return };
+    d.process_group = Some(at.pg);
+    d.collective_seq_id = Some(at.seq);
+    // Who waits for the departed ranks in the cycle: the side before them.
+    let at_cycle = cycle.iter().position(|&g| g == first).unwrap_or(0);
+    let before = cycle[(at_cycle + cycle.len() - 1) % cycle.len()];
+    let waiting = &d.groups[before];
+    let site = at.site.as_ref().map(|f| format!(" from {}:{}", short_path(&f.file), f.line));
+    let used = |r: u32| {
+        trace.rank(r).is_some_and(|dump| {
+            dump.entries.iter().any(|e| *e.pg_name() == trace.process_groups[at.pg].name)
+        })
+    };
+    let never_used = !d.groups[first].waiting_for.as_slice().iter().any(|&r| used(r));
+    let how = if never_used {
+        format!(
+            "none of the rank(s) it waits for ({}) ever used {}",
+            d.groups[first].waiting_for.brief(),
+            pg_label(at.pg)
+        )
+    } else {
+        format!(
+            "none of the rank(s) it waits for ({}) ever issued one alike there",
+            d.groups[first].waiting_for.brief()
+        )
+    };
+    d.headline = format!(
+        "rank(s) {} took a different path at {} seq {}: they issued {} {} {}{}, a collective {how}, while rank(s) {} wait for them in {}",
+        d.culprit_ranks,
+        pg_label(at.pg),
+        at.seq,
+        at.op,
+        sizes_text(&at.input_sizes),
+        dtypes_text(&at.dtypes),
+        site.unwrap_or_default(),
+        waiting.ranks,
+        describe_wait(trace, waiting)
+    )
+    .replace("  ", " ");
+    d.evidence.push(format!(
+        "the ranks wait for each other across process groups, but no order inversion: a deadlock needs each side to wait in a collective the other side also runs, and rank(s) {}'s has no precedent among the ranks it waits for",
+        d.culprit_ranks.brief()
+    ));
+    d.evidence.push(
+        "the departed ranks inserted that collective, or skipped ahead to it; the records show where they parted, not which".into(),
+    );
 }
 
 /// A group of the cycle whose members no record shows (assumed to span the world) and whose
