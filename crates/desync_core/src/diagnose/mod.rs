@@ -844,3 +844,129 @@ pub(crate) fn dtypes_text(dtypes: &[std::sync::Arc<str>]) -> String {
     names.dedup();
     names.join("/")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One collective a rank issued: (group name, seq, op, elements, user line).
+    type Call = (&'static str, u64, &'static str, i64, u32);
+
+    /// Writes one JSON dump per rank (Gloo-style: no states; `pg_status` says the last
+    /// collective of each group was enqueued and the ones before it completed), loads the
+    /// folder and diagnoses it.
+    fn diagnose_job(groups: &[(&str, &[u32])], calls: &[Vec<Call>]) -> Diagnosis {
+        let dir = tempfile::tempdir().unwrap();
+        let config: serde_json::Map<String, serde_json::Value> = groups
+            .iter()
+            .map(|(name, ranks)| {
+                let desc = if *name == "0" { "default_pg" } else { "undefined" };
+                (
+                    (*name).to_owned(),
+                    serde_json::json!({"name": name, "desc": desc, "ranks": format!("{ranks:?}")}),
+                )
+            })
+            .collect();
+        for (rank, calls) in calls.iter().enumerate() {
+            let pg_id = |name: &str| groups.iter().position(|(n, _)| *n == name).unwrap();
+            let entries: Vec<serde_json::Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, &(pg, seq, op, n, line))| {
+                    serde_json::json!({
+                        "collective_seq_id": seq, "p2p_seq_id": 0, "op_id": i + 1,
+                        "record_id": i, "pg_id": pg_id(pg),
+                        "process_group": [pg, if pg == "0" { "default_pg" } else { "undefined" }],
+                        "profiling_name": format!("gloo:{op}"), "is_p2p": false,
+                        "input_sizes": [[n]], "output_sizes": [[n]],
+                        "input_dtypes": ["Float"], "output_dtypes": ["Float"],
+                        "state": "scheduled", "retired": i + 1 < calls.len(),
+                        "time_created_ns": 1_000_000_000 + i as i64 * 1_000_000,
+                        "timeout_ms": 600_000,
+                        "frames": [{"name": "step", "filename": "/job/train.py", "line": line}],
+                    })
+                })
+                .collect();
+            let mut status = serde_json::Map::new();
+            for (name, _) in groups {
+                let Some(last) = calls.iter().filter(|c| c.0 == *name).map(|c| c.1).max() else {
+                    continue;
+                };
+                status.insert(
+                    pg_id(name).to_string(),
+                    serde_json::json!({
+                        "last_enqueued_collective": last.to_string(),
+                        "last_started_collective": "-1",
+                        "last_completed_collective": (last - 1).to_string(),
+                    }),
+                );
+            }
+            let dump = serde_json::json!({
+                "version": "2.10", "comm_lib_version": "", "pg_config": config,
+                "pg_status": status, "entries": entries,
+            });
+            std::fs::write(dir.path().join(format!("trace_rank_{rank}")), dump.to_string())
+                .unwrap();
+        }
+        let trace =
+            crate::load::load(dir.path(), &crate::load::LoadOptions::default(), &crate::NoProgress)
+                .unwrap();
+        let alignment = crate::align::align(&trace);
+        diagnose(&trace, &alignment)
+    }
+
+    fn steps(count: u64, per_step: &[(&'static str, &'static str, i64, u32)]) -> Vec<Call> {
+        let mut seq: FxHashMap<&str, u64> = FxHashMap::default();
+        let mut out = Vec::new();
+        for _ in 0..count {
+            for &(pg, op, n, line) in per_step {
+                let s = seq.entry(pg).or_insert(0);
+                *s += 1;
+                out.push((pg, *s, op, n, line));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_cycle_through_a_collective_its_peers_never_issued_is_that_sides_divergence() {
+        // Four ranks all-reduce on the world group each step; after three steps rank 2 alone
+        // all-gathers on a pair group {1, 2} that rank 1 never used, while the others go on
+        // to the fourth step's all_reduce. Rank 2 waits for 1 there, 0, 1 and 3 wait for 2:
+        // a cycle, but only rank 2 went where nobody else goes.
+        let world: &[u32] = &[0, 1, 2, 3];
+        let groups: &[(&str, &[u32])] = &[("0", world), ("7", &[1, 2])];
+        let common = steps(3, &[("0", "all_reduce", 256, 20)]);
+        let on = |extra: Call| [common.clone(), vec![extra]].concat();
+        let d = diagnose_job(
+            groups,
+            &[
+                on(("0", 4, "all_reduce", 256, 20)),
+                on(("0", 4, "all_reduce", 256, 20)),
+                on(("7", 1, "all_gather", 16, 40)),
+                on(("0", 4, "all_reduce", 256, 20)),
+            ],
+        );
+        assert!(d.cycle.is_some(), "the ranks wait for each other across groups");
+        assert_eq!(d.category, Category::Divergence, "{}", d.headline);
+        assert_eq!(d.culprit_ranks.as_slice(), [2]);
+        assert_eq!(d.collective_seq_id, Some(1));
+    }
+
+    #[test]
+    fn an_order_inversion_stays_a_deadlock_even_from_a_moved_line() {
+        // Two ranks reduce on groups "1" then "2" each step; in the fourth step rank 1
+        // reduces on "2" first, from another line. Each waits in a collective the other runs
+        // every step: an inversion.
+        let pair: &[u32] = &[0, 1];
+        let groups: &[(&str, &[u32])] = &[("0", pair), ("1", pair), ("2", pair)];
+        let common = steps(3, &[("1", "all_reduce", 8, 30), ("2", "all_reduce", 64, 31)]);
+        let on = |extra: Call| [common.clone(), vec![extra]].concat();
+        let d = diagnose_job(
+            groups,
+            &[on(("1", 4, "all_reduce", 8, 30)), on(("2", 4, "all_reduce", 64, 35))],
+        );
+        assert_eq!(d.category, Category::Deadlock, "{}", d.headline);
+        assert_eq!(d.culprit_ranks.as_slice(), [1]);
+    }
+}
