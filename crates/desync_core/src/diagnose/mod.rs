@@ -601,20 +601,14 @@ fn departed_in_cycle(
         })
     };
     let never_used = !d.groups[first].waiting_for.as_slice().iter().any(|&r| used(r));
+    let awaited = d.groups[first].waiting_for.brief();
     let how = if never_used {
-        format!(
-            "none of the rank(s) it waits for ({}) ever used {}",
-            d.groups[first].waiting_for.brief(),
-            pg_label(at.pg)
-        )
+        format!("on a group none of the rank(s) they wait for ({awaited}) ever used")
     } else {
-        format!(
-            "none of the rank(s) it waits for ({}) ever issued one alike there",
-            d.groups[first].waiting_for.brief()
-        )
+        format!("which none of the rank(s) they wait for ({awaited}) ever issued there")
     };
     d.headline = format!(
-        "rank(s) {} took a different path at {} seq {}: they issued {} {} {}{}, a collective {how}, while rank(s) {} wait for them in {}",
+        "rank(s) {} took a different path at {} seq {}: they issued {} {} {}{}, {how}, while rank(s) {} wait for them in {}",
         d.culprit_ranks,
         pg_label(at.pg),
         at.seq,
