@@ -151,13 +151,15 @@ DESIGN: dict[str, dict] = {
               "the last to enqueue every gradient all_reduce; every collective completes.",
     ),
     "skip_report": dict(
-        category="deadlock", culprit_ranks=[1], process_group="1",
+        category="divergence", culprit_ranks=[1], process_group="1",
         seq=1,  # the metrics group's first all_reduce; no parameter broadcasts in this job
         branch=("if not torch.isfinite(loss):", "if"),
         notes="Rank 1's node mounts the glitched data export: its step-6 batch holds a NaN, the "
               "loss is non-finite, and it reports the skip with an all_reduce on the metrics "
               "group that no other rank issues, then waits there; ranks 0, 2, 3 wait in step 6's "
-              "gradient all_reduce (default group seq 7) for rank 1: a wait cycle across groups.",
+              "gradient all_reduce (default group seq 7) for rank 1: a wait cycle across groups, "
+              "but no order inversion: no other rank ever used the metrics group, so it is "
+              "rank 1's divergence (labelled deadlock before issue 42 item 4).",
     ),
     "healthy_long": dict(
         category="healthy", culprit_ranks=[], process_group=None, seq=None, branch=None,

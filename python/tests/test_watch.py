@@ -107,7 +107,7 @@ def _branch_line(script: Path) -> int:
 
 def _check_alert_report(report: dict, script: Path) -> None:
     verdict = report["verdict"]
-    assert verdict["category"] == "deadlock", verdict["headline"]
+    assert verdict["category"] == "divergence", verdict["headline"]
     assert verdict["culprit_ranks"] == [1], verdict["headline"]
     branch = report["code"]["branch"]
     assert branch["file"].endswith("train.py") and branch["line"] == _branch_line(script), branch
@@ -151,7 +151,7 @@ def test_watch_store_names_the_culprit_while_the_job_hangs(tmp_path):
         if hook_out.exists() and hook_out.read_text().strip():
             break
         time.sleep(0.1)
-    assert hook_out.read_text().split() == ["deadlock", "1"]
+    assert hook_out.read_text().split() == ["divergence", "1"]
 
 
 def test_watch_stays_quiet_on_a_healthy_job_and_survives_its_end(tmp_path):

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use desync_python::{Analysis, FileProject, Module};
 
 use crate::align::Alignment;
-use crate::diagnose::{Category, Diagnosis, Position, short_path};
+use crate::diagnose::{BehaviourGroup, Category, Diagnosis, Position, short_path};
 use crate::model::{Entry, RankSet, Trace};
 
 pub use probes::{Probe, probes, probes_diff};
@@ -711,8 +711,16 @@ fn sides<'t>(trace: &'t Trace, alignment: &Alignment, d: &Diagnosis) -> Sides<'t
         }
         return out;
     }
-    // Otherwise: the culprits' latest collective ("departed") and where the others wait.
-    for g in &d.groups {
+    // Otherwise: the culprits' latest collective ("departed") and where the others wait. A
+    // divergence read from a wait cycle compares the culprits with the ranks that wait for
+    // them, not with the largest group (which may wait elsewhere, for someone else).
+    let waits_for_culprit =
+        |g: &BehaviourGroup| g.waiting_for.as_slice().iter().any(|&r| d.culprit_ranks.contains(r));
+    let mut order: Vec<&BehaviourGroup> = d.groups.iter().collect();
+    if d.category == Category::Divergence {
+        order.sort_by_key(|g| !waits_for_culprit(g));
+    }
+    for g in order {
         let Position::At(at) = &g.position else { continue };
         let rank = g.ranks.as_slice()[0];
         let Some(entry) = alignment.groups[at.pg].entries_at(trace, rank, at.seq).first().copied()

@@ -247,6 +247,22 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         if let Some(pg) = assumed_group_in(trace, d, &cycle) {
             return unproven_cycle(trace, d, &cycle, pg);
         }
+        // Sides whose collective the ranks they wait for never issued. When every side's is
+        // new there is no order to compare against (two groups first used in opposite orders):
+        // that stays a deadlock.
+        let departed: Vec<usize> = cycle
+            .iter()
+            .copied()
+            .filter(|&g| match &d.groups[g].position {
+                Position::At(at) => {
+                    waits::without_precedent(alignment, at, &d.groups[g].waiting_for)
+                }
+                _ => false,
+            })
+            .collect();
+        if !departed.is_empty() && departed.len() < cycle.len() {
+            return departed_in_cycle(trace, d, &cycle, &departed, &pg_label);
+        }
         return deadlock(trace, d, &cycle, &pg_label);
     }
     if !waited_for.is_empty() {
@@ -553,6 +569,65 @@ fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn
     d.evidence.push("each side waits for a collective the other side has not issued: the groups are used in different orders".into());
 }
 
+/// A wait cycle in which some sides sit in a collective without precedent: none of the ranks
+/// they wait for ever issued one alike (`waits::without_precedent`). The others wait in
+/// collectives both sides run; those sides went where their peers never go. A divergence of
+/// those sides, at their collective: they inserted it, or skipped ahead to it (a rank that
+/// skipped a step's collectives reaches the step's end first), and the records cannot tell
+/// which; either way the ranks parted there.
+fn departed_in_cycle(
+    trace: &Trace,
+    d: &mut Diagnosis,
+    cycle: &[usize],
+    departed: &[usize],
+    pg_label: &dyn Fn(usize) -> String,
+) {
+    d.category = Category::Divergence;
+    d.culprit_ranks =
+        departed.iter().flat_map(|&g| d.groups[g].ranks.as_slice().to_vec()).collect();
+    let first = departed[0];
+    let Position::At(at) = d.groups[first].position.clone() else { return };
+    d.process_group = Some(at.pg);
+    d.collective_seq_id = Some(at.seq);
+    // Who waits for the departed ranks in the cycle: the side before them.
+    let at_cycle = cycle.iter().position(|&g| g == first).unwrap_or(0);
+    let before = cycle[(at_cycle + cycle.len() - 1) % cycle.len()];
+    let waiting = &d.groups[before];
+    let site = at.site.as_ref().map(|f| format!(" from {}:{}", short_path(&f.file), f.line));
+    let used = |r: u32| {
+        trace.rank(r).is_some_and(|dump| {
+            dump.entries.iter().any(|e| *e.pg_name() == trace.process_groups[at.pg].name)
+        })
+    };
+    let never_used = !d.groups[first].waiting_for.as_slice().iter().any(|&r| used(r));
+    let awaited = d.groups[first].waiting_for.brief();
+    let how = if never_used {
+        format!("on a group none of the rank(s) they wait for ({awaited}) ever used")
+    } else {
+        format!("which none of the rank(s) they wait for ({awaited}) ever issued there")
+    };
+    d.headline = format!(
+        "rank(s) {} took a different path at {} seq {}: they issued {} {} {}{}, {how}, while rank(s) {} wait for them in {}",
+        d.culprit_ranks,
+        pg_label(at.pg),
+        at.seq,
+        at.op,
+        sizes_text(&at.input_sizes),
+        dtypes_text(&at.dtypes),
+        site.unwrap_or_default(),
+        waiting.ranks,
+        describe_wait(trace, waiting)
+    )
+    .replace("  ", " ");
+    d.evidence.push(format!(
+        "the ranks wait for each other across process groups, but no order inversion: a deadlock needs each side to wait in a collective the other side also runs, and rank(s) {}'s has no precedent among the ranks it waits for",
+        d.culprit_ranks.brief()
+    ));
+    d.evidence.push(
+        "the departed ranks inserted that collective, or skipped ahead to it; the records show where they parted, not which".into(),
+    );
+}
+
 /// A group of the cycle whose members no record shows (assumed to span the world) and whose
 /// wait may rest on a rank that is not a member. Its collective never completed, so it has
 /// some member that did not issue it; when every rank that did not is stuck waiting for the
@@ -761,4 +836,130 @@ pub(crate) fn dtypes_text(dtypes: &[std::sync::Arc<str>]) -> String {
     let mut names: Vec<&str> = dtypes.iter().map(|d| &**d).collect();
     names.dedup();
     names.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One collective a rank issued: (group name, seq, op, elements, user line).
+    type Call = (&'static str, u64, &'static str, i64, u32);
+
+    /// Writes one JSON dump per rank (Gloo-style: no states; `pg_status` says the last
+    /// collective of each group was enqueued and the ones before it completed), loads the
+    /// folder and diagnoses it.
+    fn diagnose_job(groups: &[(&str, &[u32])], calls: &[Vec<Call>]) -> Diagnosis {
+        let dir = tempfile::tempdir().unwrap();
+        let config: serde_json::Map<String, serde_json::Value> = groups
+            .iter()
+            .map(|(name, ranks)| {
+                let desc = if *name == "0" { "default_pg" } else { "undefined" };
+                (
+                    (*name).to_owned(),
+                    serde_json::json!({"name": name, "desc": desc, "ranks": format!("{ranks:?}")}),
+                )
+            })
+            .collect();
+        for (rank, calls) in calls.iter().enumerate() {
+            let pg_id = |name: &str| groups.iter().position(|(n, _)| *n == name).unwrap();
+            let entries: Vec<serde_json::Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, &(pg, seq, op, n, line))| {
+                    serde_json::json!({
+                        "collective_seq_id": seq, "p2p_seq_id": 0, "op_id": i + 1,
+                        "record_id": i, "pg_id": pg_id(pg),
+                        "process_group": [pg, if pg == "0" { "default_pg" } else { "undefined" }],
+                        "profiling_name": format!("gloo:{op}"), "is_p2p": false,
+                        "input_sizes": [[n]], "output_sizes": [[n]],
+                        "input_dtypes": ["Float"], "output_dtypes": ["Float"],
+                        "state": "scheduled", "retired": i + 1 < calls.len(),
+                        "time_created_ns": 1_000_000_000 + i as i64 * 1_000_000,
+                        "timeout_ms": 600_000,
+                        "frames": [{"name": "step", "filename": "/job/train.py", "line": line}],
+                    })
+                })
+                .collect();
+            let mut status = serde_json::Map::new();
+            for (name, _) in groups {
+                let Some(last) = calls.iter().filter(|c| c.0 == *name).map(|c| c.1).max() else {
+                    continue;
+                };
+                status.insert(
+                    pg_id(name).to_string(),
+                    serde_json::json!({
+                        "last_enqueued_collective": last.to_string(),
+                        "last_started_collective": "-1",
+                        "last_completed_collective": (last - 1).to_string(),
+                    }),
+                );
+            }
+            let dump = serde_json::json!({
+                "version": "2.10", "comm_lib_version": "", "pg_config": config,
+                "pg_status": status, "entries": entries,
+            });
+            std::fs::write(dir.path().join(format!("trace_rank_{rank}")), dump.to_string())
+                .unwrap();
+        }
+        let trace =
+            crate::load::load(dir.path(), &crate::load::LoadOptions::default(), &crate::NoProgress)
+                .unwrap();
+        let alignment = crate::align::align(&trace);
+        diagnose(&trace, &alignment)
+    }
+
+    fn steps(count: u64, per_step: &[(&'static str, &'static str, i64, u32)]) -> Vec<Call> {
+        let mut seq: FxHashMap<&str, u64> = FxHashMap::default();
+        let mut out = Vec::new();
+        for _ in 0..count {
+            for &(pg, op, n, line) in per_step {
+                let s = seq.entry(pg).or_insert(0);
+                *s += 1;
+                out.push((pg, *s, op, n, line));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_cycle_through_a_collective_its_peers_never_issued_is_that_sides_divergence() {
+        // Four ranks all-reduce on the world group each step; after three steps rank 2 alone
+        // all-gathers on a pair group {1, 2} that rank 1 never used, while the others go on
+        // to the fourth step's all_reduce. Rank 2 waits for 1 there, 0, 1 and 3 wait for 2:
+        // a cycle, but only rank 2 went where nobody else goes.
+        let world: &[u32] = &[0, 1, 2, 3];
+        let groups: &[(&str, &[u32])] = &[("0", world), ("7", &[1, 2])];
+        let common = steps(3, &[("0", "all_reduce", 256, 20)]);
+        let on = |extra: Call| [common.clone(), vec![extra]].concat();
+        let d = diagnose_job(
+            groups,
+            &[
+                on(("0", 4, "all_reduce", 256, 20)),
+                on(("0", 4, "all_reduce", 256, 20)),
+                on(("7", 1, "all_gather", 16, 40)),
+                on(("0", 4, "all_reduce", 256, 20)),
+            ],
+        );
+        assert!(d.cycle.is_some(), "the ranks wait for each other across groups");
+        assert_eq!(d.category, Category::Divergence, "{}", d.headline);
+        assert_eq!(d.culprit_ranks.as_slice(), [2]);
+        assert_eq!(d.collective_seq_id, Some(1));
+    }
+
+    #[test]
+    fn an_order_inversion_stays_a_deadlock_even_from_a_moved_line() {
+        // Two ranks reduce on groups "1" then "2" each step; in the fourth step rank 1
+        // reduces on "2" first, from another line. Each waits in a collective the other runs
+        // every step: an inversion.
+        let pair: &[u32] = &[0, 1];
+        let groups: &[(&str, &[u32])] = &[("0", pair), ("1", pair), ("2", pair)];
+        let common = steps(3, &[("1", "all_reduce", 8, 30), ("2", "all_reduce", 64, 31)]);
+        let on = |extra: Call| [common.clone(), vec![extra]].concat();
+        let d = diagnose_job(
+            groups,
+            &[on(("1", 4, "all_reduce", 8, 30)), on(("2", 4, "all_reduce", 64, 35))],
+        );
+        assert_eq!(d.category, Category::Deadlock, "{}", d.headline);
+        assert_eq!(d.culprit_ranks.as_slice(), [1]);
+    }
 }

@@ -1,6 +1,11 @@
 //! Who waits for whom. A rank sitting in collective `seq` of a group waits for every member
 //! that has not issued `seq` there (or has no dump). Following those edges finds the ranks at
 //! the end of the chain (a stall or a crash) or a cycle across groups (a deadlock).
+//!
+//! A cycle is a deadlock only when the sides run the same collectives in different orders.
+//! A side whose collective none of the ranks it waits for ever issued (on a group they never
+//! used, or never with that op and shape) is no side of an order: it went somewhere its peers
+//! never go, and the cycle is that side's divergence.
 
 use crate::align::Alignment;
 use crate::diagnose::position::{At, Position};
@@ -41,6 +46,34 @@ pub fn is_stuck(position: &Position, waiting_for: &RankSet, tracks_states: bool)
         }
         _ => false,
     }
+}
+
+/// Whether the collective at `at` has no precedent among the ranks it waits for: each of them
+/// holds its whole history of that group (nothing evicted, every seq it issued there still
+/// held), and none ever issued a collective there with the same op, sizes and dtypes. The
+/// call path is left out on purpose: an order inversion often moves a collective to another
+/// line (`if odd: all_reduce(metrics); sync_grads()` against `sync_grads(); all_reduce(metrics)`),
+/// and it is still the collective the peers run every step. `false` when it cannot be shown:
+/// a rank waited for has no dump, or its older entries of the group were dropped.
+pub fn without_precedent(alignment: &Alignment, at: &At, waiting_for: &RankSet) -> bool {
+    let group = &alignment.groups[at.pg];
+    // A member's earliest entries of the group are gone (ring buffer): the collective may
+    // be among them.
+    if waiting_for.is_empty() || group.window_start > 1 {
+        return false;
+    }
+    if waiting_for.as_slice().iter().any(|&r| group.stream(r).is_none()) {
+        return false;
+    }
+    group
+        .classes
+        .iter()
+        .filter(|c| c.ranks.as_slice().iter().any(|&r| waiting_for.contains(r)))
+        .all(|c| {
+            let held = c.tokens_between(1, u64::MAX);
+            let issued = c.progress.last_enqueued.unwrap_or(0);
+            held.len() as u64 == issued && held.iter().all(|t| t.sig != at.token.sig)
+        })
 }
 
 /// A cycle among behaviour groups, as the list of groups in order, when one exists.
