@@ -183,9 +183,13 @@ pub fn find_code(
             let entries: Vec<&Entry> = [Some(dep), reference].into_iter().flatten().collect();
             let raws = setup::candidates(&ws, &entries, metadata_difference(d));
             let mut found = candidates::rank(raws, &counts);
-            if let Some(call) = call_candidate(&ws, dep) {
-                let at = found.iter().position(|c| c.score < call.score).unwrap_or(found.len());
-                found.insert(at, call);
+            let call = call_candidate(&ws, dep);
+            // Where the call's differing value was decided comes before the call, which only
+            // passes it on.
+            let origin = origin_candidate(&ws, dep, metadata_difference(d), call.as_ref());
+            for c in [call, origin].into_iter().flatten() {
+                let at = found.iter().position(|x| x.score < c.score).unwrap_or(found.len());
+                found.insert(at, c);
             }
             found
         }
@@ -423,6 +427,97 @@ fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candi
     })
 }
 
+/// The line that decided the size or dtype the collective call on `entry`'s innermost user
+/// frame carries, followed back through the user's frames and the project's functions
+/// ([`desync_python::Analysis::value_origin`]); `None` when it is the call's own line or not
+/// in view.
+fn origin_candidate(
+    ws: &candidates::Workspace<'_>,
+    entry: &Entry,
+    difference: setup::Difference,
+    call: Option<&Candidate>,
+) -> Option<Candidate> {
+    let stack = stacks::UserStack::of(entry);
+    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame)> = stack
+        .frames
+        .iter()
+        .rev()
+        .map_while(|f| ws.module(f).map(|(local, module)| (local, module, *f)))
+        .collect();
+    let innermost = frames.first()?.2;
+    let carried = match difference {
+        setup::Difference::Dtype => desync_python::Carried::Dtype,
+        setup::Difference::Size => desync_python::Carried::Size,
+    };
+    let modules: Vec<(std::sync::Arc<Module>, u32)> =
+        frames.iter().map(|(_, m, f)| (m.clone(), f.line)).collect();
+    let found = ws.cx.value_origin(&modules, carried)?;
+    // As the frames found it when it is one of their files (a relative root stays relative).
+    let found_at = found.module.file_path()?;
+    let same = |a: &std::path::Path| {
+        a == found_at || a.canonicalize().ok() == found_at.canonicalize().ok()
+    };
+    let local = frames
+        .iter()
+        .find(|(l, _, _)| same(l))
+        .map_or_else(|| found_at.to_path_buf(), |(l, _, _)| l.clone());
+    // Inside the call's own function the call's candidate already says where its arguments
+    // were assigned; the origin adds what the call's line cannot show, further out.
+    let call_function = frames[0].1.function_at(innermost.line).map(|f| f.def_line);
+    if local == frames[0].0
+        && found.module.function_at(found.line).map(|f| f.def_line) == call_function
+    {
+        return None;
+    }
+    let on_stack: Vec<(&str, &std::path::Path)> =
+        frames.iter().map(|(local, _, f)| (&*f.file, local.as_path())).collect();
+    let file = setup::host_name(&on_stack, &local);
+    let what = match carried {
+        desync_python::Carried::Dtype => "dtype",
+        desync_python::Carried::Size => "size",
+    };
+    let decides = if found.choice { "chooses" } else { "computes" };
+    let mut evidence_for = vec![format!(
+        "it {decides} the {what} that `{}` at {}:{} carries: {}",
+        call.map_or("the collective", |c| c.branch.source.as_str()),
+        short_path(&innermost.file),
+        innermost.line,
+        found.path.join(" ← ")
+    )];
+    evidence_for.extend(
+        found.dependence.iter().map(|d| {
+            format!("`{}` depends on {}: {}", found.decided_by, d.kind.as_str(), d.evidence)
+        }),
+    );
+    let point = BranchPoint {
+        file,
+        local_path: Some(local),
+        line: found.line,
+        function: found.function.clone(),
+        construct: "origin".into(),
+        source: found.source.clone(),
+        condition: Some(found.decided_by.clone()),
+        condition_line: Some(found.line),
+        dependence: found
+            .dependence
+            .iter()
+            .map(|d| DependenceItem {
+                kind: d.kind.as_str().to_owned(),
+                evidence: d.evidence.clone(),
+            })
+            .collect(),
+        skipped_line: None,
+        handler_line: None,
+    };
+    Some(Candidate {
+        score: call.map_or(60, |c| c.score.max(60)) + 5,
+        evidence_for,
+        evidence_against: Vec::new(),
+        branch: point,
+        origin: "value_origin",
+    })
+}
+
 /// The collective call at frame `index` of `stack` and where its arguments come from. An
 /// argument that flows from a parameter is followed into the calling frames while the calls
 /// are direct.
@@ -647,6 +742,10 @@ fn explain(b: &BranchPoint, d: &Diagnosis, jumpers: &RankSet, module: &Module) -
     };
     match b.construct.as_str() {
         "call" if category != Category::MetadataMismatch => waiting_at_call(b, d, &at),
+        "origin" => format!(
+            "rank(s) {culprits} pass the collective another value decided at {at} (`{}`){because}",
+            b.source
+        ),
         "call" => {
             let what = "with other sizes or dtypes than their peers";
             let origins: Vec<&str> =

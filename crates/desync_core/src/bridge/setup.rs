@@ -108,7 +108,7 @@ fn project_files(ws: &Workspace<'_>, entries: &[&Entry]) -> Vec<File> {
                     continue;
                 };
                 if files.len() < MAX_FILES && !files.iter().any(|x| x.local == local) {
-                    let name = host_name(&files, &local);
+                    let name = host_name_of(&files, &local);
                     files.push(File { name, local, module });
                 }
             }
@@ -121,10 +121,19 @@ fn project_files(ws: &Workspace<'_>, entries: &[&Entry]) -> Vec<File> {
 /// The path a file not on the stacks had on the training host: the folder of a stack file it
 /// sits under, as the frames name that folder (`/workspace/job/launch/distributed.py` when
 /// `/workspace/job/train.py` was read from `src/train.py`).
-fn host_name(files: &[File], local: &std::path::Path) -> String {
-    for f in files {
-        let (Some(local_dir), Some((host_dir, _))) = (f.local.parent(), f.name.rsplit_once('/'))
-        else {
+fn host_name_of(files: &[File], local: &std::path::Path) -> String {
+    let known: Vec<(&str, &std::path::Path)> =
+        files.iter().map(|f| (f.name.as_str(), f.local.as_path())).collect();
+    host_name(&known, local)
+}
+
+/// [`host_name_of`] from (host name, local path) pairs of files known both ways.
+pub(crate) fn host_name(files: &[(&str, &std::path::Path)], local: &std::path::Path) -> String {
+    for (name, known) in files {
+        if *known == local {
+            return (*name).to_owned();
+        }
+        let (Some(local_dir), Some((host_dir, _))) = (known.parent(), name.rsplit_once('/')) else {
             continue;
         };
         if let Ok(rest) = local.strip_prefix(local_dir) {

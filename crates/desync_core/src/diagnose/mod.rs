@@ -492,7 +492,10 @@ fn conflict(
                 reference.ranks
             ),
             Departure::Numel => {
-                format!("all_to_all at {there} sends and receives different totals across ranks")
+                let (sent, received) = all_to_all_totals(trace, group, m.seq);
+                format!(
+                    "all_to_all at {there} sends {sent} and receives {received} elements in total across ranks: the split sizes disagree between some ranks (Flight Recorder records each rank's totals, not its split sizes)"
+                )
             }
             Departure::BrokePattern => format!(
                 "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
@@ -505,6 +508,15 @@ fn conflict(
     } else {
         format!("rank(s) {} are taken as the normal path: {}", reference.ranks, e.reference_reason)
     });
+    if e.departure == Departure::Numel
+        && let Some((stopped, at, went_on)) = stopped_in_non_conserving(d, group, m)
+    {
+        d.culprit_ranks = stopped.clone();
+        d.evidence.push(format!(
+            "rank(s) {stopped} stopped in the all_to_all at {} seq {at}, whose totals do not add up either, while rank(s) {went_on} went past it: the exchange did not complete on rank(s) {stopped}, which are one side of the splits that disagree (which peer is the other side, the dumps cannot say)",
+            pg_label(m.pg)
+        ));
+    }
     let later = group.mismatches.iter().filter(|x| x.seq > m.seq).count();
     if later > 0 {
         d.evidence
@@ -518,6 +530,57 @@ fn conflict(
             pg_label(pg)
         ));
     }
+}
+
+/// Elements sent and received over every member's entries of the `all_to_all` at `seq`.
+fn all_to_all_totals(trace: &Trace, group: &crate::align::GroupAlignment, seq: u64) -> (i64, i64) {
+    let elements =
+        |sizes: &[Vec<i64>]| -> i64 { sizes.iter().map(|s| s.iter().product::<i64>()).sum() };
+    let (mut sent, mut received) = (0, 0);
+    for &rank in &group.members {
+        for e in group.entries_at(trace, rank, seq) {
+            sent += elements(e.input_sizes());
+            received += elements(e.output_sizes());
+        }
+    }
+    (sent, received)
+}
+
+/// An `all_to_all` whose totals do not add up names no rank: Flight Recorder keeps the totals,
+/// not the splits. What the dumps do show is where each rank stopped: the ranks whose last
+/// collective in the group is one of these non-conserving exchanges (at `m` or later), while
+/// the others went past it, are where the exchange did not complete (Gloo aborts a receive of
+/// another size than posted; NCCL waits on it). Returns them, that seq, and the others; `None`
+/// when every rank stopped alike.
+fn stopped_in_non_conserving(
+    d: &Diagnosis,
+    group: &crate::align::GroupAlignment,
+    m: &crate::align::Mismatch,
+) -> Option<(RankSet, u64, RankSet)> {
+    let non_conserving = |seq: u64| {
+        group.mismatches.iter().any(|x| x.seq == seq && x.kind == crate::align::MismatchKind::Numel)
+    };
+    let in_group = |g: &&BehaviourGroup| {
+        matches!(&g.position, Position::At(at) if at.pg == m.pg)
+            && g.ranks.as_slice().iter().all(|r| group.members.contains(r))
+    };
+    let positioned: Vec<&BehaviourGroup> = d.groups.iter().filter(in_group).collect();
+    let latest = positioned.iter().filter_map(|g| g.position_seq()).max()?;
+    let stopped: Vec<&BehaviourGroup> = positioned
+        .iter()
+        .copied()
+        .filter(|g| g.position_seq().is_some_and(|s| s >= m.seq && s < latest && non_conserving(s)))
+        .collect();
+    let at = stopped.iter().filter_map(|g| g.position_seq()).min()?;
+    let stopped_ranks: RankSet = stopped.iter().flat_map(|g| g.ranks.as_slice().to_vec()).collect();
+    let went_on: RankSet = positioned
+        .iter()
+        .filter(|g| g.position_seq().is_some_and(|s| s > at))
+        .flat_map(|g| g.ranks.as_slice().to_vec())
+        .collect();
+    // Every member accounted for: a rank without a dump could have stopped anywhere.
+    let known = stopped_ranks.len() + went_on.len();
+    (known == group.members.len() && !went_on.is_empty()).then_some((stopped_ranks, at, went_on))
 }
 
 fn deadlock(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg_label: &dyn Fn(usize) -> String) {

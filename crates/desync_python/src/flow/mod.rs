@@ -24,6 +24,7 @@
 mod condition;
 mod flags;
 mod length;
+mod origin;
 mod probe;
 mod project;
 mod property;
@@ -47,6 +48,7 @@ use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
 pub use flags::{AttributeWrite, FlagWrite};
+pub use origin::{Carried, ValueOrigin};
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
