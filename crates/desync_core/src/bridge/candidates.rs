@@ -9,8 +9,9 @@
 //!   exception > rank-local data > randomness, time), found by following the data
 //!   (`desync_python::Analysis`), parameters followed into the calling frames on the stack;
 //! - what rules it out: a condition that is the same on every rank (agreed by a collective,
-//!   configuration, constants), or a loop whose length cannot differ (then a `break` or
-//!   `return` inside it is what makes one side leave early);
+//!   configuration, constants), a loop whose length cannot differ (then a `break` or
+//!   `return` inside it is what makes one side leave early), or an `if` both sides' stacks or
+//!   recorded collectives show them running the same arm of (`arms.rs`);
 //! - where it sits: between the two sides' lines beats a guard further out.
 //!
 //! The best one is `code.branch`; all are listed, best first, with their evidence.
@@ -82,6 +83,8 @@ pub(crate) struct Raw {
     /// It guards the write of a flag that a loop or `if` on the stacks reads
     /// (`distance::loop_flags`): the decision that construct only carries out.
     pub decides_loop: bool,
+    /// What the dumps show against it: both sides ran the same arm of it (`arms.rs`).
+    pub against: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +186,7 @@ fn raw(
         call: false,
         note: None,
         decides_loop: false,
+        against: Vec::new(),
     }
 }
 
@@ -222,7 +226,8 @@ pub(crate) fn follow_parameters(
         else {
             break;
         };
-        merge_dependence(b, &found.dependence);
+        let followed: Vec<&String> = params.iter().chain(&lengths).collect();
+        merge_dependence(b, &found.dependence, &followed);
         b.agreed.extend(found.agreed);
         b.configuration.extend(found.configuration);
         params = found.parameters;
@@ -238,12 +243,25 @@ pub(crate) fn follow_parameters(
     let _ = callee.0;
 }
 
-/// Adds what a caller showed; an `Unknown` that only stood for "a parameter" gives way.
-fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence]) {
+/// Adds what a caller showed. The `Unknown`s that stood for the parameters followed give way
+/// to what the caller passed for them: its own unknowns when it has no shown reason, and
+/// nothing when what it passed is the same on every rank (configuration, constants). With
+/// a shown reason, every `Unknown` gives way.
+fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence], followed: &[&String]) {
     let shown: Vec<&desync_python::Dependence> =
         found.iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
     if !shown.is_empty() {
         b.dependence.retain(|d| d.kind != DependenceKind::Unknown);
+    } else {
+        b.dependence.retain(|d| {
+            d.kind != DependenceKind::Unknown
+                || !followed.iter().any(|p| stands_for_parameter(&d.evidence, p))
+        });
+        for d in found {
+            if !b.dependence.iter().any(|x| x.evidence == d.evidence) {
+                b.dependence.push(d.clone());
+            }
+        }
     }
     for d in shown {
         if !b.dependence.iter().any(|x| x.kind == d.kind) {
@@ -251,6 +269,13 @@ fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence]) {
         }
     }
     b.dependence.sort_by_key(|d| d.kind);
+}
+
+/// Whether an `Unknown`'s evidence is the stand-in desync_python writes for parameter `p`
+/// ("`p` (a parameter: the caller decides)", or "the length of `p` (...)").
+fn stands_for_parameter(evidence: &str, p: &str) -> bool {
+    let quoted = format!("`{p}` (a parameter");
+    evidence.starts_with(&quoted) || evidence.starts_with(&format!("the length of {quoted}"))
 }
 
 /// Scores and ranks, best first.
@@ -364,6 +389,11 @@ fn score(
                 snippet(condition)
             ),
         });
+    }
+    // Both sides ran the same arm: the dumps show it decided alike, whatever it reads.
+    if !r.against.is_empty() {
+        score -= 60;
+        con.extend(r.against.iter().cloned());
     }
     let uniform_loop = uniform_loops.iter().find(|(f, line, _)| *f == r.local && *line < b.line);
     match (b.construct, uniform_loop) {
