@@ -226,8 +226,7 @@ pub(crate) fn follow_parameters(
         else {
             break;
         };
-        let followed: Vec<&String> = params.iter().chain(&lengths).collect();
-        merge_dependence(b, &found.dependence, &followed);
+        merge_dependence(b, &found.dependence);
         b.agreed.extend(found.agreed);
         b.configuration.extend(found.configuration);
         params = found.parameters;
@@ -243,25 +242,12 @@ pub(crate) fn follow_parameters(
     let _ = callee.0;
 }
 
-/// Adds what a caller showed. The `Unknown`s that stood for the parameters followed give way
-/// to what the caller passed for them: its own unknowns when it has no shown reason, and
-/// nothing when what it passed is the same on every rank (configuration, constants). With
-/// a shown reason, every `Unknown` gives way.
-fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence], followed: &[&String]) {
+/// Adds what a caller showed; an `Unknown` that only stood for "a parameter" gives way.
+fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence]) {
     let shown: Vec<&desync_python::Dependence> =
         found.iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
     if !shown.is_empty() {
         b.dependence.retain(|d| d.kind != DependenceKind::Unknown);
-    } else {
-        b.dependence.retain(|d| {
-            d.kind != DependenceKind::Unknown
-                || !followed.iter().any(|p| stands_for_parameter(&d.evidence, p))
-        });
-        for d in found {
-            if !b.dependence.iter().any(|x| x.evidence == d.evidence) {
-                b.dependence.push(d.clone());
-            }
-        }
     }
     for d in shown {
         if !b.dependence.iter().any(|x| x.kind == d.kind) {
@@ -269,13 +255,6 @@ fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence], followe
         }
     }
     b.dependence.sort_by_key(|d| d.kind);
-}
-
-/// Whether an `Unknown`'s evidence is the stand-in desync_python writes for parameter `p`
-/// ("`p` (a parameter: the caller decides)", or "the length of `p` (...)").
-fn stands_for_parameter(evidence: &str, p: &str) -> bool {
-    let quoted = format!("`{p}` (a parameter");
-    evidence.starts_with(&quoted) || evidence.starts_with(&format!("the length of {quoted}"))
 }
 
 /// Scores and ranks, best first.
