@@ -453,6 +453,18 @@ impl Module {
         out
     }
 
+    /// Which block of the `if` whose header is at `if_line` holds `line`: 0 for its body,
+    /// `i + 1` for its i-th `elif`/`else` clause; `None` outside its blocks.
+    pub fn if_arm_holding(&self, if_line: u32, line: u32) -> Option<usize> {
+        crate::branch::arms::arm_holding(self, if_line, line)
+    }
+
+    /// Whether the `if` at `if_line` takes the same arm on every pass of the loops around it,
+    /// on any one rank: its test calls nothing and reads nothing those loops bind.
+    pub fn if_decides_alike_on_every_pass(&self, if_line: u32) -> bool {
+        crate::branch::arms::decides_alike_on_every_pass(self, if_line)
+    }
+
     /// [`Module::guards`] with the dependence computed by `cx`.
     pub fn guards_with(&self, cx: &crate::Analysis<'_>, line: u32) -> Vec<Branch> {
         crate::branch::guards(cx, self, line)

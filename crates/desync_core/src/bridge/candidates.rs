@@ -9,8 +9,9 @@
 //!   exception > rank-local data > randomness, time), found by following the data
 //!   (`desync_python::Analysis`), parameters followed into the calling frames on the stack;
 //! - what rules it out: a condition that is the same on every rank (agreed by a collective,
-//!   configuration, constants), or a loop whose length cannot differ (then a `break` or
-//!   `return` inside it is what makes one side leave early);
+//!   configuration, constants), a loop whose length cannot differ (then a `break` or
+//!   `return` inside it is what makes one side leave early), or an `if` both sides' stacks or
+//!   recorded collectives show them running the same arm of (`arms.rs`);
 //! - where it sits: between the two sides' lines beats a guard further out.
 //!
 //! The best one is `code.branch`; all are listed, best first, with their evidence.
@@ -82,6 +83,8 @@ pub(crate) struct Raw {
     /// It guards the write of a flag that a loop or `if` on the stacks reads
     /// (`distance::loop_flags`): the decision that construct only carries out.
     pub decides_loop: bool,
+    /// What the dumps show against it: both sides ran the same arm of it (`arms.rs`).
+    pub against: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +186,7 @@ fn raw(
         call: false,
         note: None,
         decides_loop: false,
+        against: Vec::new(),
     }
 }
 
@@ -364,6 +368,11 @@ fn score(
                 snippet(condition)
             ),
         });
+    }
+    // Both sides ran the same arm: the dumps show it decided alike, whatever it reads.
+    if !r.against.is_empty() {
+        score -= 60;
+        con.extend(r.against.iter().cloned());
     }
     let uniform_loop = uniform_loops.iter().find(|(f, line, _)| *f == r.local && *line < b.line);
     match (b.construct, uniform_loop) {

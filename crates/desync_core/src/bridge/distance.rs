@@ -178,6 +178,7 @@ fn raw(
         call: false,
         note: Some(note),
         decides_loop: false,
+        against: Vec::new(),
     }
 }
 

@@ -9,6 +9,7 @@
 //! through the project's files and the calling frames; what rules it out); the best is
 //! `branch`, all are `candidates`. Stalls, crashes and hangs show the line where ranks wait.
 
+mod arms;
 mod candidates;
 mod distance;
 mod probes;
@@ -171,6 +172,11 @@ pub fn find_code(
             }
             let flags = distance::loop_flags(&ws, &raws, &[dep, reference]);
             raws.extend(flags);
+            if let [Some(d), Some(r)] =
+                [true, false].map(|departed| side_record(trace, &sides, departed))
+            {
+                arms::rule_out_shared_arms(&ws, &mut raws, &[d, r]);
+            }
             let mut found = candidates::rank(raws, &counts);
             // Identical stacks on both sides of a deadlock: the order of the groups, not the
             // path, differs. Look for a conditional reordering around each frame.
@@ -238,6 +244,20 @@ pub fn find_code(
     }
     finding.branch = Some(best);
     Some(finding)
+}
+
+/// The departed side (or the other one) with what its first rank issued before the entry
+/// where it parted, newest first.
+fn side_record<'t>(
+    trace: &'t Trace,
+    sides: &Sides<'t>,
+    departed: bool,
+) -> Option<arms::SideRecord<'t>> {
+    let (_, ranks, at) = sides.iter().find(|(role, _, _)| (*role == "departed") == departed)?;
+    let rank = trace.rank(*ranks.as_slice().first()?)?;
+    let earlier =
+        rank.entries.iter().filter(|e| e.record_id < at.record_id).rev().collect::<Vec<_>>();
+    Some(arms::SideRecord { ranks: ranks.clone(), at, earlier })
 }
 
 fn side_stacks(sides: &Sides<'_>) -> Vec<SideStack> {

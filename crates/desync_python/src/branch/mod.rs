@@ -18,6 +18,7 @@
 //! first. Among the candidates, the first whose condition shows a known rank-dependence wins,
 //! or else the first one: a condition on `rank` beats an `if` on a flag we cannot see through.
 
+pub(crate) mod arms;
 mod describe;
 mod jumps;
 mod order;

@@ -230,10 +230,19 @@ impl Eval<'_, '_> {
                 Some((Role::Progress, _)) => {
                     first.map_or_else(Deps::default, |arg| self.length(arg, at))
                 }
-                // What a clock, a host read or the rank says is data, not a size.
-                Some((Role::Environment | Role::Time | Role::Rank | Role::Exception, _)) => {
-                    self.value(e, at).whole
-                }
+                // What a clock, a host read or the rank says is data, not a size. A
+                // configuration read (`yaml.safe_load(f)`) or a value the same on every rank
+                // holds as many items as its content does: how it was read (a file opened
+                // on each host) sizes nothing.
+                Some((
+                    Role::Environment
+                    | Role::Time
+                    | Role::Rank
+                    | Role::Exception
+                    | Role::Config
+                    | Role::Uniform,
+                    _,
+                )) => self.value(e, at).whole,
                 // `torch.randn(n, 8)` has n rows whatever it draws; a library function the
                 // table does not name keeps the sizes of what it is given.
                 _ => self.arguments_length(c, at),

@@ -687,3 +687,72 @@ def f(ids, world, n):
     assert_eq!(length("bounded"), Vec::<bool>::new());
     assert_eq!(length("ids[rank]"), [true], "another pick: only indirect");
 }
+
+/// A counter read inside its loop is the pass number: the same on every rank on the same pass,
+/// however many passes each rank's own data makes. Read after the loop it is how many passes
+/// ran, which the rank's own data decides.
+const SHARD_LOOP: &str = "\
+import torch
+import torch.distributed as dist
+
+def batches_of(rank):
+    return [torch.randn(4) for _ in range(10 + rank)]
+
+def run(settings):
+    rank = dist.get_rank()
+    shards = batches_of(rank)
+    for it, shard in enumerate(shards):
+        if it % settings['log_every'] == 0:  # <inside>
+            pass
+    for j in range(rank, 100, 4):
+        if j > 50:  # <offset>
+            pass
+    for k in range(len(shards)):
+        if k == 3:  # <ranged>
+            pass
+    if it > 5:  # <after>
+        pass
+";
+
+#[test]
+fn a_counter_inside_its_loop_counts_passes_not_the_rank_local_length() {
+    let inside = at(SHARD_LOOP, "# <inside>", "it");
+    assert!(inside.dependence.is_empty() && inside.complete, "{inside:?}");
+    let ranged = at(SHARD_LOOP, "# <ranged>", "k == 3");
+    assert!(ranged.dependence.is_empty() && ranged.complete, "{ranged:?}");
+    // `range(rank, ...)` starts each rank elsewhere: the counter's value differs by rank.
+    let offset = at(SHARD_LOOP, "# <offset>", "j > 50");
+    assert_eq!(kinds(&offset), [RankId], "{offset:?}");
+    // After the loop the counter holds how many passes ran: the rank's own list's length.
+    let after = at(SHARD_LOOP, "# <after>", "it > 5");
+    assert!(kinds(&after).contains(&RankId), "{after:?}");
+}
+
+#[test]
+fn a_configuration_document_read_from_a_file_is_configuration_not_the_host() {
+    // Read through a helper whose document is iterated (its length), as a config loader does.
+    let doc = "import yaml\n\ndef as_fields(v):\n    if isinstance(v, dict):\n        return {k: as_fields(x) for k, x in v.items()}\n    return v\n\ndef load(path):\n    with open(path) as fh:\n        return as_fields(yaml.safe_load(fh))\n\ndef main():\n    cfg = load('run.yaml')\n    if cfg['every'] > 2:\n        pass\n";
+    let f = Analysis::default().dependence(&Module::parse(doc), 14, "cfg['every'] > 2");
+    assert!(!kinds(&f).contains(&Environment), "{f:?}");
+    assert!(!f.configuration.is_empty(), "{f:?}");
+}
+
+#[test]
+fn an_empty_container_handed_to_a_call_holds_what_the_call_was_given() {
+    let src = "\
+import torch.distributed as dist
+
+def evaluate(runner, loader):
+    for inputs in loader:
+        scores = []
+        runner.run(inputs, sink=scores)
+        mean = sum(scores) / len(scores)
+        if mean > 0.5:  # <use>
+            pass
+        count = []
+        print(inputs, count)
+";
+    let f = at(src, "# <use>", "mean > 0.5");
+    assert!(!f.dependence.is_empty() || !f.complete, "filled by `runner.run`: {f:?}");
+    assert!(!f.parameters.is_empty() || f.dependence.iter().any(|d| d.kind != Unknown), "{f:?}");
+}

@@ -327,6 +327,11 @@ impl<'a, 'm> Eval<'a, 'm> {
         if self.tracing.len() >= MAX_HOPS {
             return Value::of(Deps::opaque(format!("`{name}` (followed too far)")));
         }
+        if let (Source::LoopCounter(_), Some(at)) = (binding.source, use_at)
+            && let Some(value) = self.counter_in_its_loop(name, &binding, at)
+        {
+            return value;
+        }
         let shared = use_at.map_or(0, |at| self.levels_shared(binding.at, at));
         let key = (key_of(self.module), binding.at, name.to_owned(), shared);
         if let Some(v) = self.cx.memo.borrow().get(&key) {
@@ -356,6 +361,61 @@ impl<'a, 'm> Eval<'a, 'm> {
         let value = value.hop(&hop);
         self.cx.memo.borrow_mut().insert(key, value.clone());
         value
+    }
+
+    /// A loop counter read inside its own loop: on the k-th pass it holds `start + k * step`
+    /// (`range(start, stop, step)`, `enumerate(items, start=start)`) however many passes there
+    /// are, so ranks on the same pass read the same value unless the start or the step differ.
+    /// How many passes each rank makes is the loop's own decision (the `for` is a candidate of
+    /// its own), not a reason for a test of the counter to differ. Read after the loop, the
+    /// counter holds how many passes ran: that is its iterable's length (`bound_value`).
+    /// `None` when the use is not in the body of the loop that binds it.
+    fn counter_in_its_loop(
+        &mut self,
+        name: &str,
+        binding: &Binding<'m>,
+        use_at: TextSize,
+    ) -> Option<Value> {
+        let path = self.module.path(self.line_of(use_at))?;
+        let counting = path.scope_levels(self.module).iter().find_map(|level| {
+            match (level.owner, level.slot) {
+                (Some(Stmt::For(f)), Slot::Body) if f.start() == binding.at => Some(f),
+                _ => None,
+            }
+        })?;
+        let Expr::Call(c) = &*counting.iter else { return None };
+        let args = &c.arguments.args;
+        let start_keyword =
+            c.arguments.keywords.iter().filter(|k| k.arg.as_ref().is_some_and(|a| a == "start"));
+        // What the counter starts from and steps by: every argument of `range` but its stop
+        // (a lone argument is the stop), `enumerate`'s start.
+        let offsets: Vec<&Expr> = match crate::expr::last_segment(&c.func) {
+            Some("range") if args.len() >= 2 => {
+                args.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, a)| a).collect()
+            }
+            Some("range") => Vec::new(),
+            Some("enumerate") => {
+                args.iter().skip(1).chain(start_keyword.map(|k| &k.value)).collect()
+            }
+            _ => return None,
+        };
+        let outer_scope = std::mem::replace(&mut self.scope, binding.scope);
+        let foreign = self.foreign.take();
+        self.tracing.push(binding.at);
+        let mut deps = Deps::default();
+        for offset in offsets {
+            deps.merge(self.value(offset, binding.at).whole);
+        }
+        let shared = self.levels_shared(binding.at, use_at);
+        deps.merge(self.control_except(binding.at, None, shared));
+        self.tracing.pop();
+        self.foreign = foreign;
+        self.scope = outer_scope;
+        let hop = format!(
+            "`{name}` counts the passes of the loop at line {} from its start",
+            self.line_of(binding.at)
+        );
+        Some(Value::of(deps).hop(&hop))
     }
 
     /// The value an assignment stores or a function returns: `is_rigid = isinstance(sd[KEY],
@@ -760,6 +820,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         // (statement, values written, whether it writes into a part: a container's item or an
         // object's attribute rather than the value itself)
         let mut found: Vec<(&'m Stmt, Vec<&'m Expr>, bool)> = Vec::new();
+        let made_empty = matches!(binding.source, Source::Value(v) if is_empty_container(v));
         crate::tree::walk_scope(binding.scope.suite, &mut |stmt, _| {
             if stmt.start() < binding.effective || until.is_some_and(|u| stmt.start() >= u) {
                 return;
@@ -787,6 +848,12 @@ impl<'a, 'm> Eval<'a, 'm> {
                                     .collect(),
                                 !is_tensor_in_place(m.attr.id.as_str()),
                             ))
+                        }
+                        // `losses = []` handed to `schedule.step(target=y, losses=losses)`: a
+                        // container made empty and passed to a call is filled there, from what
+                        // the call is given (its receiver and its other arguments).
+                        _ if made_empty && passes_bare(c, name) => {
+                            Some((inputs_besides(c, name), true))
                         }
                         _ => None,
                     },
@@ -1929,6 +1996,43 @@ fn field_names(class: &ruff_python_ast::StmtClassDef) -> Vec<String> {
 
 /// torch's in-place convention (`x.fill_(1)`, `x.copy_(y)`): the value itself changes, as
 /// an assignment would change it, where a container's mutators change one of its parts.
+/// `[]`, `{}`, `list()`, `dict()`, `set()`: a container with nothing in it yet.
+fn is_empty_container(e: &Expr) -> bool {
+    match e {
+        Expr::List(l) => l.elts.is_empty(),
+        Expr::Dict(d) => d.is_empty(),
+        Expr::Call(c) => {
+            c.arguments.is_empty()
+                && matches!(&*c.func, Expr::Name(n) if matches!(n.id.as_str(), "list" | "dict" | "set"))
+        }
+        _ => false,
+    }
+}
+
+/// Whether the call takes `name` itself as an argument (positional or keyword).
+fn passes_bare(c: &ExprCall, name: &str) -> bool {
+    c.arguments
+        .args
+        .iter()
+        .chain(c.arguments.keywords.iter().map(|k| &k.value))
+        .any(|a| matches!(a, Expr::Name(n) if n.id.as_str() == name))
+}
+
+/// What a call is given besides `name`: its receiver (`schedule` of `schedule.step(...)`) and
+/// its other arguments.
+fn inputs_besides<'m>(c: &'m ExprCall, name: &str) -> Vec<&'m Expr> {
+    let receiver = match &*c.func {
+        Expr::Attribute(m) => Some(&*m.value),
+        _ => None,
+    };
+    receiver
+        .into_iter()
+        .chain(c.arguments.args.iter())
+        .chain(c.arguments.keywords.iter().map(|k| &k.value))
+        .filter(|a| !matches!(a, Expr::Name(n) if n.id.as_str() == name))
+        .collect()
+}
+
 fn is_tensor_in_place(method: &str) -> bool {
     method.ends_with('_') && !method.starts_with('_')
 }
