@@ -14,7 +14,6 @@ the user to py-spy a process that `run` already stopped.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -48,17 +47,17 @@ def test_run_and_analyze_name_the_line_the_stuck_rank_waits_on(
            "--marker", str(tmp_path / "never")]
     started = time.monotonic()
     proc = _desync_run(run_dir, job, "--interval", "0.5", "--lag", "2", "--grace", "3",
-                       timeout=120)
+                       "--source-root", str(JOBS), timeout=120)
     elapsed = time.monotonic() - started
     log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
     assert "STALL" in proc.stdout.upper() and "culprit rank(s) 1" in proc.stdout, log
     expected_at = f"waiting_rank.py:{_line_of(line)} in {function}()"
     assert "Where the late ranks are" in proc.stdout, log
-    assert expected_at in proc.stdout, log
+    assert f"{expected_at}: `{line.strip()}`" in proc.stdout, log
     assert "py-spy" not in proc.stdout, log
     assert (run_dir / "dumps" / "rank_1.stacks").is_file(), log
 
-    code, analysis, _ = run_desync(run_dir / "dumps")
+    code, analysis, _ = run_desync(run_dir / "dumps", source_root=JOBS)
     assert code == 1
     assert analysis["verdict"]["category"] == "stall"
     places = analysis["where_ranks_are"]
@@ -71,8 +70,6 @@ def test_run_and_analyze_name_the_line_the_stuck_rank_waits_on(
         construct, header = within
         assert place["within"][0]["construct"] == construct, place
         assert place["within"][0]["line"] == _line_of(header), place
-    # The explanation says where rank 1 is, not only that it did not reach the collective.
-    assert expected_at in analysis["code"]["explanation"], analysis["code"]
     commands = " ".join(s["command"] or "" for s in analysis["next_steps"])
     assert "py-spy" not in commands and "rank_1.stacks" in commands, analysis["next_steps"]
-    print(f"{wait}: {elapsed:.1f} s", file=sys.stderr)
+    assert elapsed < 30, f"{elapsed:.1f} s\n{log}"

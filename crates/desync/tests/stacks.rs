@@ -98,8 +98,12 @@ fn a_stalled_rank_is_shown_where_its_main_thread_waits() {
     );
     assert_eq!((&within[1]["construct"], &within[1]["line"]), (&"while".into(), &5.into()));
     // Not the helper thread listed first: the main thread's user frames only.
-    let frames: Vec<&str> =
-        place["frames"].as_array().unwrap().iter().map(|f| f["function"].as_str().unwrap()).collect();
+    let frames: Vec<&str> = place["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
     assert_eq!(frames, ["acquire_lease", "<module>"]);
     // The next steps read the stacks file instead of asking for a py-spy dump.
     assert_eq!(py_spy_steps(&json), 0, "{}", json["next_steps"]);
@@ -115,7 +119,10 @@ fn a_stalled_rank_is_shown_where_its_main_thread_waits() {
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("Where the late ranks are"), "{text}");
-    assert!(text.contains("lease.py:7 in acquire_lease(): `fcntl.flock(fd, fcntl.LOCK_EX)`"), "{text}");
+    assert!(
+        text.contains("lease.py:7 in acquire_lease(): `fcntl.flock(fd, fcntl.LOCK_EX)`"),
+        "{text}"
+    );
     assert!(text.contains("inside the `if` at line 6: `if rank % 2 == 0:` (rank id)"), "{text}");
 }
 
