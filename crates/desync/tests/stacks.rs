@@ -3,22 +3,23 @@
 //! what that line sits in, and the next steps stop asking for a py-spy dump of it. The dumps
 //! are the real `stalled_rank` scenario (rank 2 never issues step 4's all_reduce); the stacks
 //! and the source are a shape of their own: rank 2 blocked in `fcntl.flock` on a lease file,
-//! inside an `if` on its rank inside a `while True`, with a helper thread listed first.
+//! inside an `if` on its rank (a parameter: the caller passes `RANK`) inside a `while True`, with a helper thread listed first.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-const LEASE_PY: &str = "import fcntl\n\
-\n\
-\n\
-def acquire_lease(fd, rank):\n\
-    while True:\n\
-        if rank % 2 == 0:\n\
-            fcntl.flock(fd, fcntl.LOCK_EX)\n\
-            return\n\
-        break\n";
+const LEASE_PY: &str = r"import fcntl
+
+
+def acquire_lease(fd, rank):
+    while True:
+        if rank % 2 == 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return
+        break
+";
 
 const STACKS: &str = "Thread 0x00007f1a00000002 (most recent call first):\n  \
 File \"/usr/lib/python3.12/threading.py\", line 355 in wait\n  \
@@ -29,7 +30,15 @@ File \"/usr/lib/python3.12/threading.py\", line 1073 in _bootstrap_inner\n  \
 File \"/usr/lib/python3.12/threading.py\", line 1030 in _bootstrap\n\n\
 Current thread 0x00007f1a00000001 (most recent call first):\n  \
 File \"/opt/job/src/lease.py\", line 7 in acquire_lease\n  \
-File \"/opt/job/src/main.py\", line 40 in <module>\n";
+File \"/opt/job/src/main.py\", line 6 in <module>\n";
+
+const MAIN_PY: &str = r#"import os
+from lease import acquire_lease
+
+rank = int(os.environ["RANK"])
+fd = open("/tmp/lease", "w")
+acquire_lease(fd, rank)
+"#;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -46,15 +55,20 @@ fn job(dir: &Path) -> PathBuf {
     }
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("src/lease.py"), LEASE_PY).unwrap();
+    std::fs::write(dir.join("src/main.py"), MAIN_PY).unwrap();
     dumps
 }
 
+/// `analyze --format json`, the job's own files and the scenario's training script mapped.
 fn analyze(dumps: &Path, src: &Path) -> Value {
+    let scenario_src = repo().join("tests/scenarios/stalled_rank/src");
     let out = Command::new(env!("CARGO_BIN_EXE_desync"))
         .arg("analyze")
         .arg(dumps)
         .args(["--format", "json", "--path-map"])
         .arg(format!("/opt/job/src={}", src.display()))
+        .arg("--path-map")
+        .arg(format!("/tmp/desync-jobs/stalled_rank={}", scenario_src.display()))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
@@ -105,6 +119,15 @@ fn a_stalled_rank_is_shown_where_its_main_thread_waits() {
         .map(|f| f["function"].as_str().unwrap())
         .collect();
     assert_eq!(frames, ["acquire_lease", "<module>"]);
+    // The code section says where rank 2 is, beside where the others wait.
+    let explanation = json["code"]["explanation"].as_str().unwrap();
+    assert!(explanation.contains("wait in `dist.all_reduce(flat)`"), "{explanation}");
+    assert!(
+        explanation.contains("rank(s) 2 are at lease.py:7 in acquire_lease()"),
+        "{explanation}"
+    );
+    let before = without["code"]["explanation"].as_str().unwrap();
+    assert!(before.contains("rank(s) 2 did not reach it"), "{before}");
     // The next steps read the stacks file instead of asking for a py-spy dump.
     assert_eq!(py_spy_steps(&json), 0, "{}", json["next_steps"]);
     let steps = json["next_steps"].to_string();

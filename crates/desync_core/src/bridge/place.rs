@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 use desync_python::{Analysis, Construct, FileProject};
 
-use super::candidates::Workspace;
+use super::candidates::{Workspace, follow_parameters};
+use super::stacks::UserStack;
 use super::{DependenceItem, FrameView, Resolver, SourceOptions};
 use crate::diagnose::{Category, Diagnosis};
 use crate::model::{Frame, RankSet, Trace};
@@ -136,6 +137,9 @@ fn place_of(
     let Some((local, module)) = ws.module(frame) else { return place };
     place.source = module.line_text(frame.line).map(|t| t.trim().to_owned());
     place.local_path = Some(local);
+    // A condition on a parameter is followed into the calling frames, as for a branch.
+    let stack = UserStack::of_frames(&stacks.main_thread().frames);
+    let innermost = stack.frames.len().saturating_sub(1);
     place.within = module
         .guards_with(ws.cx, frame.line)
         .into_iter()
@@ -148,6 +152,10 @@ fn place_of(
             )
         })
         .take(MAX_WITHIN)
+        .map(|mut b| {
+            follow_parameters(ws, &mut b, &module, &stack, innermost);
+            b
+        })
         .map(|b| Within {
             construct: b.construct.as_str().to_owned(),
             line: b.line,
