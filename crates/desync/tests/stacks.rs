@@ -1,7 +1,7 @@
 //! Stacks files beside the dumps (`<dump file name>.stacks`, faulthandler's text) through the
 //! real binary: a stall's culprit is shown at the innermost user line of its main thread, with
 //! what that line sits in, and the next steps stop asking for a py-spy dump of it. The dumps
-//! are the real `stalled_rank` scenario (rank 2 never issues step 4's all_reduce); the stacks
+//! are the real `stalled_rank` scenario (rank 2 never issues step 4's `all_reduce`); the stacks
 //! and the source are a shape of their own: rank 2 blocked in `fcntl.flock` on a lease file,
 //! inside an `if` on its rank (a parameter: the caller passes `RANK`) inside a `while True`, with a helper thread listed first.
 
@@ -44,7 +44,7 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-/// The stalled_rank dumps copied into `dir/dumps`, with the source under `dir/src`.
+/// The `stalled_rank` dumps copied into `dir/dumps`, with the source under `dir/src`.
 fn job(dir: &Path) -> PathBuf {
     let dumps = dir.join("dumps");
     std::fs::create_dir_all(&dumps).unwrap();
