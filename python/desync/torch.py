@@ -297,32 +297,46 @@ def _main_thread_line() -> str:
 
 
 def _write_stacks(dump_path: Path, reason: str, tb: TracebackType | None) -> None:
-    """Every thread's stack, as faulthandler writes it, beside the dump. For a rank dying of
-    an exception, the main thread's stack is the traceback: by now the main thread has
-    unwound to the excepthook, and the line that raised is what the reader wants."""
-    import faulthandler
-    import traceback
-
+    """Every thread's stack, in faulthandler's text, beside the dump. For a rank dying of an
+    exception, the main thread's stack is the traceback: by now the main thread has unwound
+    to the excepthook, and the line that raised is what the reader wants."""
     path = _stacks_path(dump_path)
     tmp = path.with_name(f".{path.name}.part")
     try:
+        text = _format_threads(tb)
         with open(tmp, "w") as fh:
             fh.write(f"# desync stacks of rank {_state.get('rank')} (pid {os.getpid()}): "
                      f"{reason.splitlines()[0] if reason else ''}\n")
             fh.write(_main_thread_line())
-            if tb is not None:
-                ident = threading.main_thread().ident or 0
-                fh.write(f"Thread 0x{ident:016x} (most recent call first):\n")
-                for frame in reversed(traceback.extract_tb(tb)):
-                    fh.write(f'  File "{frame.filename}", line {frame.lineno} in {frame.name}\n')
-            else:
-                fh.flush()
-                faulthandler.dump_traceback(fh, all_threads=True)
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except Exception as exc:  # the stacks must never hide the real failure
         _log(f"could not write the stacks beside the dump: {exc}")
+
+
+def _format_threads(tb: TracebackType | None) -> str:
+    """faulthandler's text for every thread, written from Python (the GIL is held here) so
+    that this module's own frames are left out: the thread that dumps would otherwise show
+    ``_write_stacks`` as the innermost line of the user's code (under ``desync run`` this file
+    is not in site-packages)."""
+    import traceback
+
+    here = os.path.abspath(__file__)
+    main = threading.main_thread().ident
+    current = threading.get_ident()
+    lines: list[str] = []
+    for ident, frame in sys._current_frames().items():
+        kind = "Current thread" if ident == current else "Thread"
+        lines.append(f"{kind} 0x{ident:016x} (most recent call first):")
+        stack = traceback.extract_tb(tb) if tb is not None and ident == main else \
+            traceback.extract_stack(frame)
+        for fs in reversed(stack):
+            if os.path.abspath(fs.filename) != here:
+                lines.append(f'  File "{fs.filename}", line {fs.lineno} in {fs.name}')
+        lines.append("")
+    return "\n".join(lines) + "\n"
 
 
 def _stacks_on_signal(rank: int) -> None:

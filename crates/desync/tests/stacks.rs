@@ -147,6 +147,21 @@ fn a_stalled_rank_is_shown_where_its_main_thread_waits() {
         "{text}"
     );
     assert!(text.contains("inside the `if` at line 6: `if rank % 2 == 0:` (rank id)"), "{text}");
+
+    let html = dir.path().join("report.html");
+    let status = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .arg("analyze")
+        .arg(&dumps)
+        .arg("--html")
+        .arg(&html)
+        .arg("--path-map")
+        .arg(format!("/opt/job/src={}", src.display()))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<section id=\"where\">"), "no place section");
+    assert!(html.contains("<code>fcntl.flock(fd, fcntl.LOCK_EX)</code>"), "no line");
 }
 
 #[test]
@@ -161,7 +176,13 @@ fn stacks_are_read_only_beside_the_dumps_and_never_through_a_link_out() {
     // In a folder without dumps: not beside rank 2's dump.
     std::fs::create_dir_all(dumps.join("old")).unwrap();
     std::fs::write(dumps.join("old/gloo_trace_rank_2.stacks"), STACKS).unwrap();
+    // Larger than the limit: a warning, not read.
+    let huge = "x".repeat(9 << 20);
+    std::fs::write(dumps.join("gloo_trace_rank_1.stacks"), huge).unwrap();
     let json = analyze(&dumps, &src);
     assert_eq!(json["where_ranks_are"], serde_json::json!([]));
     assert_eq!(json["verdict"]["category"], "stall");
+    let warnings = json["warnings"].to_string();
+    assert!(warnings.contains("stacks file not read"), "{warnings}");
+    assert!(warnings.contains("a symlink to a file outside the dump directory"), "{warnings}");
 }
