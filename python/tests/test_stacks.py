@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_desync
+from test_json_schema import _errors
 from test_run import JOBS, _desync_run, _torchrun
 
 pytestmark = [pytest.mark.jobs, pytest.mark.desync]
@@ -60,6 +61,7 @@ def test_run_and_analyze_name_the_line_the_stuck_rank_waits_on(
     code, analysis, _ = run_desync(run_dir / "dumps", source_root=JOBS)
     assert code == 1
     assert analysis["verdict"]["category"] == "stall"
+    assert not _errors(analysis), _errors(analysis)
     places = analysis["where_ranks_are"]
     assert [p["ranks"] for p in places] == [[1]], places
     place = places[0]
