@@ -17,7 +17,11 @@ What it does (docs/flight-recorder.md lists every variable and why):
    thread on a size mismatch), tells every other rank to dump too through the job's TCPStore,
    and waits a few seconds for them. Gloo never dumps by itself; NCCL does on a watchdog
    timeout, and this adds the failures its watchdog does not see.
-3. Starts torch's debug server (torch >= 2.10) so that ``desync watch --store`` can follow the
+3. Writes this rank's Python stacks (every thread, faulthandler's text) beside its dump as
+   ``rank_<N>.stacks`` whenever it dumps for good, and on SIGUSR2 (unless the process already
+   handles SIGUSR2): ``desync analyze`` reads them and names the line a late rank is on. For a
+   rank that dies of an exception, the main thread's stack is the exception's traceback.
+4. Starts torch's debug server (torch >= 2.10) so that ``desync watch --store`` can follow the
    job live.
 
 Nothing here imports torch until the process group exists, so calling :func:`enable` in a
@@ -52,9 +56,14 @@ ENV_LIVE_EVERY = "DESYNC_LIVE_EVERY"
 ENV_TRIGGER = "DESYNC_DUMP_TRIGGER"
 #: ``1`` makes ``sitecustomize`` (``desync run``'s injection) call :func:`enable`.
 ENV_AUTO = "DESYNC_AUTO_ENABLE"
+#: ``desync run`` sets it: where its injected ``sitecustomize`` has each process write its
+#: stacks on SIGUSR2 (``<pid>.txt``); a rank adds ``<pid>.rank`` so that ``run`` knows whose.
+ENV_STACKS_DIR = "DESYNC_STACKS_DIR"
 
 DEFAULT_DIR = "desync-dumps"
 FILE_PREFIX = "rank_"
+#: A rank's stacks file is its dump's name with this after it (``rank_3.stacks``).
+STACKS_SUFFIX = ".stacks"
 #: How long a failing rank waits for the others to confirm their dumps before it dies.
 PEER_WAIT_S = 5.0
 #: How often each rank looks for a peer's dump signal in the store.
@@ -76,6 +85,9 @@ class Settings:
     failure_dumps: bool = True
     #: Whether torch's debug server is started once the process group exists.
     debug_server: bool = True
+    #: Whether this rank writes its Python stacks beside its dump (when it dumps for good,
+    #: and on SIGUSR2).
+    stacks: bool = True
 
 
 _lock = threading.RLock()
@@ -102,6 +114,7 @@ def enable(
     timing: bool = False,
     failure_dumps: bool = True,
     debug_server: bool | None = None,
+    stacks: bool = True,
 ) -> Settings:
     """Configure Flight Recorder for this process; call it before the process group starts.
 
@@ -113,7 +126,9 @@ def enable(
     ``timing``: NCCL records start/end events, so a dump tells "never started" from "started,
     never finished" (a GPU hang); costs two CUDA events per collective. ``failure_dumps``: dump
     every rank when this one dies (what Gloo lacks). ``debug_server``: start torch's debug
-    server for ``desync watch`` (default: on unless ``DESYNC_DEBUG_SERVER=0``).
+    server for ``desync watch`` (default: on unless ``DESYNC_DEBUG_SERVER=0``). ``stacks``:
+    write this rank's Python stacks to ``rank_<N>.stacks`` beside its dump when it dumps for
+    good and on SIGUSR2 (a SIGUSR2 handler the process already has is left alone).
 
     Calling it again returns the first call's settings.
     """
@@ -148,7 +163,7 @@ def enable(
         if debug_server is None:
             debug_server = os.environ.get(ENV_DEBUG_SERVER, "1") != "0"
         _settings = Settings(prefix=prefix, variables=chosen, failure_dumps=failure_dumps,
-                             debug_server=debug_server)
+                             debug_server=debug_server, stacks=stacks)
         if failure_dumps:
             _install_failure_hooks()
         atexit.register(_on_exit)
@@ -177,6 +192,8 @@ def arm() -> bool:
             _start_worker(_watch_peer_signal, "desync-dump-signal")
         else:
             _log("no TCPStore address (MASTER_ADDR/MASTER_PORT): peers will not be told to dump")
+    if _settings.stacks:
+        _stacks_on_signal(rank)
     every = os.environ.get(ENV_LIVE_EVERY)
     if every:
         _start_worker(_rewrite_periodically, "desync-live-dump", float(every))
@@ -189,9 +206,16 @@ def dump(reason: str = "on request") -> Path | None:
     """Write this rank's dump now (atomically) and return its path; None if it could not.
 
     After a failure dump, later calls (and the live rewrites) leave the file alone: the first
-    dump is the one taken closest to the failure.
+    dump is the one taken closest to the failure. The rank's stacks are written beside it.
     """
-    return _write_dump(reason, final=True)
+    return _final_dump(reason, None)
+
+
+def _final_dump(reason: str, tb: TracebackType | None) -> Path | None:
+    path = _write_dump(reason, final=True)
+    if path is not None and _settings is not None and _settings.stacks:
+        _write_stacks(path, reason, tb)
+    return path
 
 
 # --- the dump itself -------------------------------------------------------------------------
@@ -260,6 +284,86 @@ def _write_dump(reason: str, *, final: bool, stacks: bool = True) -> Path | None
         return path
 
 
+# --- the stacks beside the dump -------------------------------------------------------------
+
+def _stacks_path(dump_path: Path) -> Path:
+    return dump_path.with_name(dump_path.name + STACKS_SUFFIX)
+
+
+def _main_thread_line() -> str:
+    # faulthandler names threads by this id; the line tells desync which one runs the script
+    # (a stack taken from a helper thread lists every thread).
+    return f"# main thread 0x{threading.main_thread().ident or 0:016x}\n"
+
+
+def _write_stacks(dump_path: Path, reason: str, tb: TracebackType | None) -> None:
+    """Every thread's stack, in faulthandler's text, beside the dump. For a rank dying of an
+    exception, the main thread's stack is the traceback: by now the main thread has unwound
+    to the excepthook, and the line that raised is what the reader wants."""
+    path = _stacks_path(dump_path)
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        text = _format_threads(tb)
+        with open(tmp, "w") as fh:
+            fh.write(f"# desync stacks of rank {_state.get('rank')} (pid {os.getpid()}): "
+                     f"{reason.splitlines()[0] if reason else ''}\n")
+            fh.write(_main_thread_line())
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except Exception as exc:  # the stacks must never hide the real failure
+        _log(f"could not write the stacks beside the dump: {exc}")
+
+
+def _format_threads(tb: TracebackType | None) -> str:
+    """faulthandler's text for every thread, written from Python (the GIL is held here) so
+    that this module's own frames are left out: the thread that dumps would otherwise show
+    ``_write_stacks`` as the innermost line of the user's code (under ``desync run`` this file
+    is not in site-packages)."""
+    import traceback
+
+    here = os.path.abspath(__file__)
+    main = threading.main_thread().ident
+    current = threading.get_ident()
+    lines: list[str] = []
+    for ident, frame in sys._current_frames().items():
+        kind = "Current thread" if ident == current else "Thread"
+        lines.append(f"{kind} 0x{ident:016x} (most recent call first):")
+        stack = traceback.extract_tb(tb) if tb is not None and ident == main else \
+            traceback.extract_stack(frame)
+        for fs in reversed(stack):
+            if os.path.abspath(fs.filename) != here:
+                lines.append(f'  File "{fs.filename}", line {fs.lineno} in {fs.name}')
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _stacks_on_signal(rank: int) -> None:
+    """SIGUSR2 writes every thread's stack beside the dump. Under ``desync run`` the injected
+    ``sitecustomize`` already writes them to ``$DESYNC_STACKS_DIR/<pid>.txt``: this rank only
+    says which rank the pid is, and ``run`` moves the file beside the dump."""
+    run_dir = os.environ.get(ENV_STACKS_DIR)
+    try:
+        if run_dir and os.environ.get(ENV_AUTO) == "1":
+            marker = Path(run_dir) / f"{os.getpid()}.rank"
+            marker.write_text(f"{rank}\n")
+            return
+        if signal.getsignal(signal.SIGUSR2) != signal.SIG_DFL or _settings is None:
+            return  # the job's own handler stays
+        import faulthandler
+
+        path = _stacks_path(Path(f"{_settings.prefix}{rank}"))
+        out = open(path, "w")
+        out.write(_main_thread_line())
+        out.flush()
+        faulthandler.register(signal.SIGUSR2, file=out, all_threads=True)
+        # Kept open for the process's life: faulthandler writes to its descriptor.
+        _state["stacks_file"] = out
+    except Exception as exc:
+        _log(f"stacks on SIGUSR2 not set up: {exc}")
+
+
 def _rewrite_periodically(every_s: float) -> None:
     # Live rewrites leave the Python stacks out: the first symbolization imports ~900 modules
     # (torch._dynamo, sympy, ...), and doing that in this thread while the trainer's thread is
@@ -278,11 +382,11 @@ def _rewrite_periodically(every_s: float) -> None:
 
 # --- failure: dump here, tell the peers, give them time ------------------------------------
 
-def _on_failure(reason: str) -> None:
+def _on_failure(reason: str, tb: TracebackType | None = None) -> None:
     if not _state.get("armed"):
         return
     signalled = _signal_peers(reason)
-    dump(reason)
+    _final_dump(reason, tb)
     if signalled is not None:
         _await_peer_dumps(signalled)
 
@@ -296,7 +400,7 @@ def _install_failure_hooks() -> None:
         previous(kind, exc, tb)
         if not issubclass(kind, KeyboardInterrupt):
             first = str(exc).splitlines()[0] if str(exc) else ""
-            _on_failure(f"uncaught {kind.__name__}: {first}"[:300])
+            _on_failure(f"uncaught {kind.__name__}: {first}"[:300], tb)
 
     sys.excepthook = excepthook
     _install_abort_handler()
@@ -305,7 +409,7 @@ def _install_failure_hooks() -> None:
 def on_exception(exc: BaseException) -> None:
     """A framework caught ``exc`` and is about to end the run: dump every rank now."""
     first = str(exc).splitlines()[0] if str(exc) else ""
-    _on_failure(f"{type(exc).__name__}: {first}"[:300])
+    _on_failure(f"{type(exc).__name__}: {first}"[:300], exc.__traceback__)
 
 
 # Gloo aborts the whole process from its transport thread on a size mismatch

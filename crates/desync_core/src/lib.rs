@@ -50,6 +50,9 @@ pub struct Analysis {
     pub diagnosis: diagnose::Diagnosis,
     pub code: Option<bridge::CodeFinding>,
     pub probes: Vec<bridge::Probe>,
+    /// For a stall, straggler, crash or inconclusive verdict: where each culprit rank that
+    /// left a stacks file was (`bridge/place.rs`).
+    pub places: Vec<bridge::RankPlace>,
     /// Where sources were read from (next steps repeat them in the commands they suggest).
     pub sources: bridge::SourceOptions,
 }
@@ -68,11 +71,12 @@ pub fn analyze_trace(
 ) -> Analysis {
     let alignment = align::align(&trace);
     let diagnosis = diagnose::diagnose(&trace, &alignment);
+    let places = bridge::places(&trace, &diagnosis, sources);
     // A healthy job has no branch point to find.
     let code = diagnosis
         .category
         .is_problem()
-        .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources))
+        .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources, &places))
         .flatten();
     let probes = code.as_ref().map(|c| bridge::probes(c, sources)).unwrap_or_default();
     let mut trace = trace;
@@ -109,6 +113,7 @@ pub fn analyze_trace(
         diagnosis,
         code,
         probes,
+        places,
         sources: sources.clone(),
     }
 }

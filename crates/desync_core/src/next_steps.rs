@@ -23,14 +23,21 @@ struct Template {
     title: &'static str,
     command: Option<&'static str>,
     why: &'static str,
+    /// The step asks for the culprits' Python stacks: left out when their stacks files are
+    /// already read (`Analysis::places`), which may be of a process that no longer exists.
+    python_stack: bool,
 }
 
 const fn step(title: &'static str, command: &'static str, why: &'static str) -> Template {
-    Template { title, command: Some(command), why }
+    Template { title, command: Some(command), why, python_stack: false }
 }
 
 const fn advice(title: &'static str, why: &'static str) -> Template {
-    Template { title, command: None, why }
+    Template { title, command: None, why, python_stack: false }
+}
+
+const fn stack_step(title: &'static str, command: &'static str, why: &'static str) -> Template {
+    Template { title, command: Some(command), why, python_stack: true }
 }
 
 const PY_SPY_NATIVE: Template = step(
@@ -39,7 +46,7 @@ const PY_SPY_NATIVE: Template = step(
     "shows whether rank {culprit} is inside the NCCL kernel launch, a CUDA sync or Python code",
 );
 
-const PY_SPY_CULPRIT: Template = step(
+const PY_SPY_CULPRIT: Template = stack_step(
     "See where the late rank is",
     "py-spy dump --pid <pid of rank {culprit}>",
     "rank {culprit} is alive but has not issued {op} seq {seq}: its Python stack shows the \
@@ -164,7 +171,7 @@ const DOUBT_STEPS: &[(DoubtKind, &[Template])] = &[
     (
         DoubtKind::UnrecordedMembers,
         &[
-            step(
+            stack_step(
                 "See where the ranks that never used the group are",
                 "py-spy dump --pid <pid of rank {culprit}>",
                 "if rank {culprit} is a member of {pg}, its Python stack shows the line that \
@@ -231,10 +238,20 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
         return Vec::new();
     };
     let fill = |text: &str| fill_in(text, a);
-    let mut steps: Vec<NextStep> = templates
-        .iter()
-        .map(|t| NextStep { title: fill(t.title), command: t.command.map(fill), why: fill(t.why) })
-        .collect();
+    let stacks_known = !d.culprit_ranks.is_empty()
+        && d.culprit_ranks.as_slice().iter().all(|&r| a.places.iter().any(|p| p.ranks.contains(r)));
+    let mut steps: Vec<NextStep> = Vec::new();
+    for t in templates {
+        if t.python_stack && stacks_known {
+            steps.extend(a.places.iter().take(3).map(read_stacks));
+            continue;
+        }
+        steps.push(NextStep {
+            title: fill(t.title),
+            command: t.command.map(fill),
+            why: fill(t.why),
+        });
+    }
     if !a.probes.is_empty() {
         let mut sites: Vec<String> = a
             .probes
@@ -264,6 +281,20 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
         steps.insert(if code_path { 0 } else { steps.len() }, probes);
     }
     steps
+}
+
+/// In place of a py-spy dump: the stacks file desync read, every thread of it (what the rank
+/// waits for may be another thread: a loader, the holder of a lock).
+fn read_stacks(place: &crate::bridge::RankPlace) -> NextStep {
+    NextStep {
+        title: format!("Read rank(s) {}'s stacks, every thread", place.ranks),
+        command: Some(format!("cat {}", shell_word(&place.stacks_file.to_string_lossy()))),
+        why: format!(
+            "taken when the rank dumped or desync stopped the job: its main thread was at {}; \
+             the other threads show what it may wait for",
+            place.describe()
+        ),
+    }
 }
 
 fn fill_in(text: &str, a: &Analysis) -> String {

@@ -111,7 +111,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     };
     let code = desync_live::job::exit_code(status).clamp(0, 255) as u8;
     eprintln!("desync run: {headline}");
-    keep_stacks(&stacks)?;
+    keep_stacks(&stacks, &dumps)?;
     if let Ending::Stopped { cause: StopCause::NoDumps(after), .. } = &ending {
         no_dumps_verdict(*after, args.no_inject)?;
     }
@@ -120,17 +120,39 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Keeps the stacks that processes wrote (on SIGUSR2, before the stop) and says where; the
-/// empty files of processes never asked go, and the directory too when nothing is left.
-fn keep_stacks(stacks: &Path) -> anyhow::Result<()> {
+/// empty files of processes never asked go, and the directory too when nothing is left. A
+/// rank's process said which rank it is (`<pid>.rank`, written by `desync.torch` once its
+/// process group existed): its stacks go beside its dump as `rank_<N>.stacks`, where
+/// `analyze` reads them, unless the rank wrote its own there with its final dump.
+fn keep_stacks(stacks: &Path, dumps: &Path) -> anyhow::Result<()> {
     let Ok(entries) = std::fs::read_dir(stacks) else { return Ok(()) };
     let mut kept = 0;
+    let mut ranks: Vec<(u32, PathBuf)> = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        if entry.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+        let Ok(meta) = entry.metadata() else { continue };
+        if path.extension().is_some_and(|e| e == "rank") {
+            if let Some(rank) = marker_rank(&path) {
+                ranks.push((rank, path.with_extension("txt")));
+            }
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        } else if meta.is_file() && meta.len() == 0 {
             std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         } else {
             kept += 1;
         }
+    }
+    let mut placed = Vec::new();
+    for (rank, text_path) in ranks {
+        let beside = dumps.join(format!("{PREFIX}{rank}.{}", desync_core::load::STACKS_EXTENSION));
+        if has_threads(&beside) || !has_threads(&text_path) {
+            continue;
+        }
+        let text = std::fs::read(&text_path)
+            .with_context(|| format!("reading {}", text_path.display()))?;
+        desync_core::output::write_bytes(&beside, &text)
+            .with_context(|| format!("writing {}", beside.display()))?;
+        placed.push(rank);
     }
     if kept == 0 {
         let _ = std::fs::remove_dir(stacks);
@@ -141,7 +163,26 @@ fn keep_stacks(stacks: &Path) -> anyhow::Result<()> {
             stacks.display()
         );
     }
+    if !placed.is_empty() {
+        placed.sort_unstable();
+        let ranks: desync_core::model::RankSet = placed.into_iter().collect();
+        eprintln!("desync run: stacks of rank(s) {ranks} put beside their dumps");
+    }
     Ok(())
+}
+
+/// The rank a `<pid>.rank` marker names.
+fn marker_rank(path: &Path) -> Option<u32> {
+    let text = desync_core::load::read_regular(path, 64).ok()?;
+    String::from_utf8_lossy(&text).trim().parse().ok()
+}
+
+/// Whether a stacks file holds at least one thread (a file only registered for SIGUSR2 holds
+/// none).
+fn has_threads(path: &Path) -> bool {
+    desync_core::load::read_regular(path, desync_core::load::MAX_STACKS_BYTES).is_ok_and(|bytes| {
+        !desync_core::load::parse_stacks(&String::from_utf8_lossy(&bytes)).0.is_empty()
+    })
 }
 
 /// The verdict of a job stopped before any rank dumped: there is nothing to analyse, and the

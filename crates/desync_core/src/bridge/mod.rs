@@ -12,6 +12,7 @@
 mod arms;
 mod candidates;
 mod distance;
+mod place;
 mod probes;
 mod setup;
 mod sources;
@@ -25,6 +26,7 @@ use crate::align::Alignment;
 use crate::diagnose::{BehaviourGroup, Category, Diagnosis, Position, short_path};
 use crate::model::{Entry, RankSet, Trace};
 
+pub use place::{RankPlace, Within, places, wants_places};
 pub use probes::{Probe, probes, probes_diff};
 pub use sources::{LocalSource, Resolved, Resolver, SourceOptions, SourceProblem};
 
@@ -128,6 +130,7 @@ pub fn find_code(
     alignment: &Alignment,
     d: &Diagnosis,
     options: &SourceOptions,
+    places: &[RankPlace],
 ) -> Option<CodeFinding> {
     let sides = sides(trace, alignment, d);
     if sides.iter().all(|(_, _, e)| e.stack().is_none()) {
@@ -228,7 +231,7 @@ pub fn find_code(
         && let Some(module) = desync_python::Project::load(&project, local)
     {
         let jumpers = jumping_side(&best, &sides, &d.culprit_ranks);
-        finding.explanation = explain(&best, d, &jumpers, &module);
+        finding.explanation = explain(&best, d, &jumpers, &module, places);
         // Off the stack: say what the construct decides, or nothing shows why it matters.
         if let Some(first) = finding.candidates.first()
             && first.origin == candidates::Origin::AtADistance.code()
@@ -634,7 +637,7 @@ fn branch_point(found: &desync_python::Branch, fallback_skipped: Option<u32>) ->
 
 /// Stalls, crashes and hangs: the line shown is where the other ranks wait, so it is said of
 /// them; of the culprits only what their dumps show (never what a rank without a dump did).
-fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
+fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str, places: &[RankPlace]) -> String {
     let ranks_where = |keep: &dyn Fn(&crate::diagnose::BehaviourGroup) -> bool| -> RankSet {
         d.groups
             .iter()
@@ -664,6 +667,18 @@ fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str) -> String {
     }
     let others: RankSet =
         culprits.as_slice().iter().copied().filter(|&r| !without_dump.contains(r)).collect();
+    // Where their stacks put them: the line they are on instead.
+    let placed: Vec<&RankPlace> =
+        places.iter().filter(|p| p.ranks.as_slice().iter().any(|&r| others.contains(r))).collect();
+    for place in &placed {
+        text.push_str(&format!("; rank(s) {} are at {}", place.ranks, place.describe()));
+    }
+    let others: RankSet = others
+        .as_slice()
+        .iter()
+        .copied()
+        .filter(|&r| !placed.iter().any(|p| p.ranks.contains(r)))
+        .collect();
     if !others.is_empty() {
         text.push_str(&format!(
             "; rank(s) {others} did not reach it (see their position under Behavioural groups)"
@@ -728,7 +743,13 @@ fn jumping_side(b: &BranchPoint, sides: &Sides<'_>, culprits: &RankSet) -> RankS
     }
 }
 
-fn explain(b: &BranchPoint, d: &Diagnosis, jumpers: &RankSet, module: &Module) -> String {
+fn explain(
+    b: &BranchPoint,
+    d: &Diagnosis,
+    jumpers: &RankSet,
+    module: &Module,
+    places: &[RankPlace],
+) -> String {
     let (culprits, category) = (&d.culprit_ranks, d.category);
     let at = format!("{}:{}", short_path(&b.file), b.line);
     let kinds: Vec<&str> = {
@@ -761,7 +782,7 @@ fn explain(b: &BranchPoint, d: &Diagnosis, jumpers: &RankSet, module: &Module) -
         (None, true) => String::new(),
     };
     match b.construct.as_str() {
-        "call" if category != Category::MetadataMismatch => waiting_at_call(b, d, &at),
+        "call" if category != Category::MetadataMismatch => waiting_at_call(b, d, &at, places),
         "origin" => format!(
             "rank(s) {culprits} pass the collective another value decided at {at} (`{}`){because}",
             b.source

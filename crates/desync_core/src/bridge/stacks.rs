@@ -21,10 +21,16 @@ pub(crate) struct UserStack<'t> {
 
 impl<'t> UserStack<'t> {
     pub(crate) fn of(entry: &'t Entry) -> UserStack<'t> {
-        let Some(stack) = entry.stack() else {
-            return UserStack { frames: Vec::new(), direct: Vec::new() };
-        };
-        // FR stacks are innermost first: walk them outermost first.
+        match entry.stack() {
+            Some(stack) => Self::of_frames(stack),
+            None => UserStack { frames: Vec::new(), direct: Vec::new() },
+        }
+    }
+
+    /// The user stack of frames given innermost first (an FR stack, a thread of a stacks
+    /// file).
+    pub(crate) fn of_frames(stack: &'t [Frame]) -> UserStack<'t> {
+        // Innermost first: walk them outermost first.
         let mut frames = Vec::new();
         let mut direct = Vec::new();
         let mut previous_was_user = false;

@@ -22,6 +22,8 @@ pub struct Discovery {
     pub skipped: Vec<(PathBuf, String)>,
     /// Files with no rank in their name, counted for one summary line.
     pub unnamed: usize,
+    /// Stacks files (`<dump file name>.stacks`) with the rank their name gives.
+    pub stacks: Vec<(PathBuf, u32)>,
 }
 
 /// Extensions a dump may carry after the rank ("`trace_rank_3.json`"); `desync` marks the
@@ -139,6 +141,10 @@ pub fn classify(files: Vec<PathBuf>, prefix: Option<&str>) -> Discovery {
         {
             continue;
         }
+        if let Some(rank) = super::stacks::stacks_rank(&name, prefix) {
+            found.stacks.push((path, rank));
+            continue;
+        }
         match split_rank(&name) {
             Some((stem, rank)) if prefix.is_none_or(|p| stem == p) => {
                 found.candidates.push(Candidate { path, rank: Some(rank) });
@@ -164,11 +170,13 @@ mod tests {
 
     #[test]
     fn classify_skips_pipes_and_respects_prefix() {
-        let files = ["d/a_0", "d/a_1", "d/a_1.pipe", "d/b_2", "d/notes.txt"].map(PathBuf::from);
+        let files = ["d/a_0", "d/a_1", "d/a_1.pipe", "d/a_1.stacks", "d/b_2", "d/notes.txt"]
+            .map(PathBuf::from);
         let all = classify(files.to_vec(), None);
         assert_eq!(all.candidates.len(), 3);
         assert_eq!(all.skipped.len(), 1);
         assert_eq!(all.unnamed, 1);
+        assert_eq!(all.stacks, [(PathBuf::from("d/a_1.stacks"), 1)]);
         let only_a = classify(files.to_vec(), Some("a_"));
         let ranks: Vec<_> = only_a.candidates.iter().map(|c| c.rank).collect();
         assert_eq!(ranks, [Some(0), Some(1)]);

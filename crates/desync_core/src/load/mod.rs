@@ -9,6 +9,7 @@ pub mod limits;
 mod ownership;
 mod pickle;
 mod runs;
+mod stacks;
 
 use std::num::NonZeroI64;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 pub use discover::{Candidate, classify, split_rank, walk};
 pub use limits::{FileError, read_regular};
 pub use ownership::Ownership;
+pub use stacks::{MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, stacks_rank};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -56,7 +58,7 @@ impl Notes {
 
 /// Loads a directory of per-rank dumps (recursively) or a single dump file.
 pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
-    let (candidates, warnings) = discover(path, options)?;
+    let Selection { candidates, warnings, stacks } = discover(path, options)?;
     progress.start(candidates.len() as u64, "loading dumps");
     let loader = Loader::new(options);
     candidates.into_par_iter().for_each(|c| {
@@ -67,15 +69,15 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
         progress.advance(1);
     });
     progress.finish();
-    loader.finish(path, warnings)
+    let mut trace = loader.finish(path, warnings)?;
+    stacks::attach(&mut trace, stacks);
+    ownership::apply_to_stacks(&mut trace, &options.ownership);
+    Ok(trace)
 }
 
 /// The dump files under `path` (a directory, searched recursively, or one file) with the rank
-/// each name carries, plus warnings for the files set aside.
-pub(crate) fn discover(
-    path: &Path,
-    options: &LoadOptions,
-) -> Result<(Vec<Candidate>, Vec<Warning>), Error> {
+/// each name carries, the stacks files beside them, and warnings for the files set aside.
+pub(crate) fn discover(path: &Path, options: &LoadOptions) -> Result<Selection, Error> {
     let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
         _ => Error::Io { path: path.to_path_buf(), source },
@@ -89,7 +91,8 @@ pub(crate) fn discover(
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let rank = split_rank(name).map(|(_, r)| r);
-        return Ok((vec![Candidate { path: path.into(), rank }], Vec::new()));
+        let candidates = vec![Candidate { path: path.into(), rank }];
+        return Ok(Selection { candidates, ..Selection::default() });
     }
     let listing = discover::walk(path).map_err(|source| Error::Io { path: path.into(), source })?;
     let selected =
@@ -101,7 +104,7 @@ pub(crate) fn discover(
             }
             (e, _) => e,
         });
-    let Selection { candidates, mut warnings } = selected?;
+    let Selection { candidates, mut warnings, stacks } = selected?;
     for link in listing.outside {
         let why = "a symlink to a file outside the dump directory: not followed (name the file itself to read it)";
         warnings.push(warn(WarningKind::Skipped, Some(link), None, why.to_owned()));
@@ -110,7 +113,7 @@ pub(crate) fn discover(
     for (dir, why) in listing.unsearched {
         warnings.push(warn(WarningKind::Skipped, Some(dir), None, why));
     }
-    Ok((candidates, warnings))
+    Ok(Selection { candidates, warnings, stacks })
 }
 
 /// The dumps to read among a listing, and warnings for what was set aside.
@@ -118,6 +121,8 @@ pub(crate) fn discover(
 pub struct Selection {
     pub candidates: Vec<Candidate>,
     pub warnings: Vec<Warning>,
+    /// Stacks files (`<dump file name>.stacks`) with the rank each name gives.
+    pub stacks: Vec<(PathBuf, u32)>,
 }
 
 /// Sorts the names listed under `input` (files below a directory, objects under a bucket
@@ -151,7 +156,7 @@ pub fn select(
         };
         return Err(Error::NoDumps { path: input.into(), hint });
     }
-    Ok(Selection { candidates: found.candidates, warnings })
+    Ok(Selection { candidates: found.candidates, warnings, stacks: found.stacks })
 }
 
 /// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live

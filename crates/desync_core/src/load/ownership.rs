@@ -26,27 +26,41 @@ pub struct Ownership {
     pub user: Vec<String>,
 }
 
+/// What decides a frame's side for one trace: torch's own folders outside site-packages, and
+/// the user's globs.
+struct Decider<'o> {
+    moved_roots: Vec<String>,
+    ownership: &'o Ownership,
+}
+
+impl<'o> Decider<'o> {
+    /// `None` in the common case of torch in site-packages and no globs: nothing moves.
+    fn of(trace: &Trace, ownership: &'o Ownership) -> Option<Self> {
+        let moved_roots: Vec<String> = torch_roots(trace)
+            .into_iter()
+            .filter(|r| !crate::model::is_library_file(&format!("{r}x.py")))
+            .collect();
+        let moves =
+            !moved_roots.is_empty() || !ownership.library.is_empty() || !ownership.user.is_empty();
+        moves.then_some(Self { moved_roots, ownership })
+    }
+
+    fn is_library(&self, f: &Frame) -> bool {
+        if self.ownership.user.iter().any(|g| glob_match(g, &f.file)) {
+            return false;
+        }
+        if self.ownership.library.iter().any(|g| glob_match(g, &f.file)) {
+            return true;
+        }
+        self.moved_roots.iter().any(|r| f.file.starts_with(r.as_str())) || f.is_library()
+    }
+}
+
 /// Reclassifies the trace's frames; a no-op (no allocation) in the common case of torch in
 /// site-packages and no globs.
 pub(crate) fn apply(trace: &mut Trace, ownership: &Ownership) {
-    let roots = torch_roots(trace);
-    let moved_roots: Vec<&str> = roots
-        .iter()
-        .map(String::as_str)
-        .filter(|r| !crate::model::is_library_file(&format!("{r}x.py")))
-        .collect();
-    if moved_roots.is_empty() && ownership.library.is_empty() && ownership.user.is_empty() {
-        return;
-    }
-    let decide = |f: &Frame| -> bool {
-        if ownership.user.iter().any(|g| glob_match(g, &f.file)) {
-            return false;
-        }
-        if ownership.library.iter().any(|g| glob_match(g, &f.file)) {
-            return true;
-        }
-        moved_roots.iter().any(|r| f.file.starts_with(r)) || f.is_library()
-    };
+    let Some(decider) = Decider::of(trace, ownership) else { return };
+    let decide = |f: &Frame| decider.is_library(f);
     for rank in &mut trace.ranks {
         let mut stacks: FxHashMap<*const Frame, Stack> = FxHashMap::default();
         let mut calls: FxHashMap<*const Call, Arc<Call>> = FxHashMap::default();
@@ -73,6 +87,21 @@ pub(crate) fn apply(trace: &mut Trace, ownership: &Ownership) {
             entry.call = call;
         }
     }
+}
+
+/// Reclassifies the frames of the stacks files by the same rule as the dumps' frames.
+pub(crate) fn apply_to_stacks(trace: &mut Trace, ownership: &Ownership) {
+    let Some(decider) = Decider::of(trace, ownership) else { return };
+    let mut stacks = std::mem::take(&mut trace.stacks);
+    for thread in stacks.iter_mut().flat_map(|s| &mut s.threads) {
+        for frame in &mut thread.frames {
+            let library = decider.is_library(frame);
+            if library != frame.is_library() {
+                *frame = frame.clone().with_library(library);
+            }
+        }
+    }
+    trace.stacks = stacks;
 }
 
 /// The folders torch's own code runs from: the `torch` folder around each stack's innermost

@@ -8,6 +8,7 @@
 mod entry;
 mod op;
 mod ranks;
+mod stacks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State, is_library_file};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
+pub use stacks::{RankStacks, ThreadStack};
 
 /// Everything loaded from one job: the readable dumps, what could not be read, and the
 /// process groups inferred from them.
@@ -36,11 +38,18 @@ pub struct Trace {
     /// Entries that could not be used (unreadable, past a limit), per rank, sorted by rank:
     /// what was read may agree while the skipped entries hold the difference.
     pub skipped_entries: Vec<(u32, usize)>,
+    /// The ranks' Python stacks found beside their dumps (`<dump>.stacks`), sorted by rank:
+    /// where each rank was when it dumped or was asked.
+    pub stacks: Vec<RankStacks>,
 }
 
 impl Trace {
     pub fn rank(&self, rank: u32) -> Option<&RankDump> {
         self.ranks.binary_search_by_key(&rank, |r| r.rank).ok().map(|i| &self.ranks[i])
+    }
+
+    pub fn stacks_of(&self, rank: u32) -> Option<&RankStacks> {
+        self.stacks.binary_search_by_key(&rank, |s| s.rank).ok().map(|i| &self.stacks[i])
     }
 
     pub fn process_group(&self, name: &str) -> Option<&ProcessGroup> {

@@ -30,6 +30,9 @@ pub struct Report<'a> {
     mismatches: Vec<MismatchView>,
     p2p_mismatches: Vec<P2pView<'a>>,
     code: Option<Code<'a>>,
+    /// For `stall`, `straggler`, `crash` and `inconclusive`: where each culprit rank that left
+    /// a stacks file was (`crate::bridge::places`).
+    where_ranks_are: &'a [crate::bridge::RankPlace],
     probes: &'a [Probe],
     /// What to run to confirm the verdict (`crate::next_steps`), probes first when code is known.
     next_steps: Vec<crate::next_steps::NextStep>,
@@ -241,6 +244,7 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             stacks: &c.stacks,
             not_found: &c.not_found,
         }),
+        where_ranks_are: &a.places,
         probes: &a.probes,
         next_steps: crate::next_steps::next_steps(a),
         warnings: &t.warnings,

@@ -270,6 +270,49 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
         }
     }
 
+    if !a.places.is_empty() {
+        writeln!(out, "\n{}", p.bold("Where the late ranks are (their stacks)"))?;
+        for place in &a.places {
+            let function = format!(" in {}()", place.function);
+            let source = place.source.as_ref().map(|s| format!(": `{s}`")).unwrap_or_default();
+            writeln!(
+                out,
+                "  rank(s) {}: {}:{}{function}{source}",
+                place.ranks,
+                short_path(&place.file),
+                place.line
+            )?;
+            for w in &place.within {
+                let why: Vec<String> = w
+                    .dependence
+                    .iter()
+                    .filter(|d| d.kind != "unknown")
+                    .map(|d| d.kind.clone())
+                    .collect();
+                let why =
+                    if why.is_empty() { String::new() } else { format!(" ({})", why.join(", ")) };
+                writeln!(
+                    out,
+                    "    inside the `{}` at line {}: `{}`{why}",
+                    w.construct, w.line, w.source
+                )?;
+            }
+            for f in place.frames.iter().skip(1).take(3) {
+                writeln!(
+                    out,
+                    "    {}",
+                    p.dim(&format!(
+                        "called from {}:{} in {}()",
+                        short_path(&f.file),
+                        f.line,
+                        f.function
+                    ))
+                )?;
+            }
+            writeln!(out, "    {}", p.dim(&format!("stacks: {}", place.stacks_file.display())))?;
+        }
+    }
+
     if a.code.is_none() && d.category != Category::Healthy {
         writeln!(out, "\n{}", p.bold("Code"))?;
         writeln!(out, "  {}", p.dim(&format!("no code: {}", super::no_code_reason(a))))?;

@@ -46,9 +46,9 @@ pub fn summarize(
     let mut candidates = Vec::new();
     let mut warnings = Vec::new();
     for input in inputs {
-        let (found, skipped) = load::discover(input, options)?;
-        warnings.extend(skipped);
-        candidates.extend(found.into_iter().filter(|c| {
+        let found = load::discover(input, options)?;
+        warnings.extend(found.warnings);
+        candidates.extend(found.candidates.into_iter().filter(|c| {
             let real = c.path.canonicalize().ok();
             !matches!((&real, &out_real), (Some(p), Some(o)) if p.starts_with(o))
         }));

@@ -65,6 +65,7 @@ pub fn write_html(a: &Analysis, options: &HtmlOptions, out: &mut dyn Write) -> i
     evidence(a, out)?;
     groups(a, out)?;
     timeline_section(a, out)?;
+    places(a, out)?;
     code(a, out)?;
     probes(a, out)?;
     next_steps(a, out)?;
@@ -334,6 +335,62 @@ fn timeline_section(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         a.trace.process_groups.len()
     )?;
     writeln!(out, "</section>")
+}
+
+/// Where the late ranks were, from their stacks files (`bridge/place.rs`); nothing without.
+fn places(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    if a.places.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "<section id=\"where\">\n<h2>Where the late ranks are <span class=\"dim\">(their stacks)</span></h2>\n<ul>"
+    )?;
+    for place in &a.places {
+        write!(
+            out,
+            "<li><b>rank(s) {}</b>: <code>{}:{}</code> in {}()",
+            Esc(&place.ranks.to_string()),
+            Esc(&place.file),
+            place.line,
+            Esc(&place.function)
+        )?;
+        if let Some(source) = &place.source {
+            write!(out, " <code>{}</code>", Esc(source))?;
+        }
+        for w in &place.within {
+            write!(
+                out,
+                "<br>inside <span class=\"construct\">{}</span> at line {} <code>{}</code>",
+                Esc(&w.construct),
+                w.line,
+                Esc(&w.source)
+            )?;
+            for dep in &w.dependence {
+                write!(
+                    out,
+                    " <span class=\"dim\">({}: {})</span>",
+                    Esc(&dep.kind),
+                    Esc(&dep.evidence)
+                )?;
+            }
+        }
+        for f in place.frames.iter().skip(1) {
+            write!(
+                out,
+                "<br><span class=\"dim\">called from {}:{} in {}()</span>",
+                Esc(&f.file),
+                f.line,
+                Esc(&f.function)
+            )?;
+        }
+        writeln!(
+            out,
+            "<br><span class=\"dim\">stacks: {}</span></li>",
+            Esc(&place.stacks_file.display().to_string())
+        )?;
+    }
+    writeln!(out, "</ul>\n</section>")
 }
 
 fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {

@@ -1,0 +1,42 @@
+//! Where a rank's threads were when it was asked: the Python stacks a rank writes beside its
+//! dump (`<dump file name>.stacks`, faulthandler's text; `load/stacks.rs` reads them). A dump
+//! holds each collective's frames, not where the rank is *now*: for a rank that stopped
+//! issuing collectives, only its stack says which line it waits on.
+
+use std::path::PathBuf;
+
+use super::Frame;
+
+/// One rank's stacks file, parsed.
+#[derive(Debug, Clone)]
+pub struct RankStacks {
+    pub rank: u32,
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Every thread of the newest snapshot in the file, in the file's order.
+    pub threads: Vec<ThreadStack>,
+    /// Index into `threads` of the main thread: the one that runs the training script.
+    pub main: usize,
+}
+
+impl RankStacks {
+    pub fn main_thread(&self) -> &ThreadStack {
+        &self.threads[self.main]
+    }
+}
+
+/// One thread's stack, innermost frame first (Flight Recorder's order too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadStack {
+    /// The thread's identifier as written (`0x00007fdff2c37b80`), `None` if unreadable.
+    pub id: Option<u64>,
+    pub frames: Vec<Frame>,
+}
+
+impl ThreadStack {
+    /// The innermost frame of the user's code ([`Frame::is_library`] decides, as for the
+    /// dumps' frames).
+    pub fn innermost_user(&self) -> Option<&Frame> {
+        self.frames.iter().find(|f| !f.is_library())
+    }
+}

@@ -1,0 +1,77 @@
+"""Where a stuck rank is, end to end: `desync run` on a real 3-rank Gloo job (torch CPU, under
+torchrun) whose rank 1 waits outside torch while ranks 0 and 2 block in the step's all_reduce
+(python/desync_jobs/integrations/waiting_rank.py). Answers written before desync ran:
+
+- `--wait file`: rank 1 polls for a marker that never appears, in `wait_for_checkpoint`, on
+  the `time.sleep(0.2)` line inside `while not os.path.exists(marker):`;
+- `--wait lock`: rank 1 blocks on `with checkpoint_lock:` in `save_state`, the lock held by a
+  background thread that never releases it (no Python frame below the `with`: the wait is in C).
+
+`desync run` stops the job, moves rank 1's stacks beside its dump (`dumps/rank_1.stacks`), and
+both its printed report and `desync analyze` on the dumps name that line; no next step tells
+the user to py-spy a process that `run` already stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_desync
+from test_json_schema import _errors
+from test_run import JOBS, _desync_run, _torchrun
+
+pytestmark = [pytest.mark.jobs, pytest.mark.desync]
+
+SCRIPT = JOBS / "waiting_rank.py"
+
+
+def _line_of(text: str) -> int:
+    return SCRIPT.read_text().splitlines().index(text) + 1
+
+
+@pytest.mark.parametrize(
+    ("wait", "function", "line", "within"),
+    [
+        ("file", "wait_for_checkpoint", "        time.sleep(0.2)",
+         ("while", "    while not os.path.exists(marker):")),
+        ("lock", "save_state", "    with checkpoint_lock:", None),
+    ],
+)
+def test_run_and_analyze_name_the_line_the_stuck_rank_waits_on(
+    tmp_path: Path, wait: str, function: str, line: str, within: tuple[str, str] | None
+) -> None:
+    run_dir = tmp_path / "run"
+    job = [*_torchrun(3), str(SCRIPT), "--wait", wait, "--wait-rank", "1",
+           "--marker", str(tmp_path / "never")]
+    started = time.monotonic()
+    proc = _desync_run(run_dir, job, "--interval", "0.5", "--lag", "2", "--grace", "3",
+                       "--source-root", str(JOBS), timeout=120)
+    elapsed = time.monotonic() - started
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    assert "STALL" in proc.stdout.upper() and "culprit rank(s) 1" in proc.stdout, log
+    expected_at = f"waiting_rank.py:{_line_of(line)} in {function}()"
+    assert "Where the late ranks are" in proc.stdout, log
+    assert f"{expected_at}: `{line.strip()}`" in proc.stdout, log
+    assert "py-spy" not in proc.stdout, log
+    assert (run_dir / "dumps" / "rank_1.stacks").is_file(), log
+
+    code, analysis, _ = run_desync(run_dir / "dumps", source_root=JOBS)
+    assert code == 1
+    assert analysis["verdict"]["category"] == "stall"
+    assert not _errors(analysis), _errors(analysis)
+    places = analysis["where_ranks_are"]
+    assert [p["ranks"] for p in places] == [[1]], places
+    place = places[0]
+    assert (place["function"], place["line"]) == (function, _line_of(line)), place
+    assert place["source"] == line.strip()
+    assert place["stacks_file"].endswith("rank_1.stacks")
+    if within is not None:
+        construct, header = within
+        assert place["within"][0]["construct"] == construct, place
+        assert place["within"][0]["line"] == _line_of(header), place
+    commands = " ".join(s["command"] or "" for s in analysis["next_steps"])
+    assert "py-spy" not in commands and "rank_1.stacks" in commands, analysis["next_steps"]
+    assert elapsed < 30, f"{elapsed:.1f} s\n{log}"
