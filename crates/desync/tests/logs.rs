@@ -73,7 +73,10 @@ fn check(case: &Path) -> Vec<String> {
             for r in &claim_ranks {
                 let want = timed_out.get(&r.to_string()).and_then(Value::as_u64);
                 if want != claim["collective_seq_id"].as_u64() {
-                    problems.push(format!("rank {r} timed out at {} (truth {want:?})", claim["collective_seq_id"]));
+                    problems.push(format!(
+                        "rank {r} timed out at {} (truth {want:?})",
+                        claim["collective_seq_id"]
+                    ));
                 }
             }
         }
@@ -144,7 +147,10 @@ fn a_log_beside_dumps_adds_the_crashing_rank() {
     assert_eq!(log["verdict"]["category"], "crash", "{log:#}");
     assert_eq!(ranks(&log["verdict"]["culprit_ranks"]), vec![2]);
     let raised = log["claims"].as_array().unwrap().iter().find(|c| c["kind"] == "raised").unwrap();
-    assert!(raised["text"].as_str().unwrap().contains("Expected to have finished reduction"), "{raised}");
+    assert!(
+        raised["text"].as_str().unwrap().contains("Expected to have finished reduction"),
+        "{raised}"
+    );
 }
 
 #[test]
@@ -152,7 +158,8 @@ fn a_file_that_is_neither_dump_nor_log_is_refused_unquoted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notes.txt");
     std::fs::write(&path, "secret=hunter2\nnothing a job writes\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_desync")).arg("analyze").arg(&path).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_desync")).arg("analyze").arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("content not shown") && !stderr.contains("hunter2"), "{stderr}");

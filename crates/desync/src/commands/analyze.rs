@@ -85,7 +85,8 @@ fn log_inputs(args: &AnalyzeArgs) -> anyhow::Result<Option<Vec<std::path::PathBu
             return Ok(false);
         }
         let mut head = Vec::with_capacity(64 * 1024);
-        let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
         std::io::Read::read_to_end(&mut std::io::Read::take(file, 64 * 1024), &mut head)
             .with_context(|| format!("cannot read {}", path.display()))?;
         Ok(desync_core::logs::looks_like_log(&head))
@@ -103,7 +104,10 @@ fn log_inputs(args: &AnalyzeArgs) -> anyhow::Result<Option<Vec<std::path::PathBu
     let mut paths = vec![first.clone()];
     for path in &args.more_logs {
         if !is_log(path)? {
-            anyhow::bail!("{}: not a log (a dump, a directory or unreadable); give logs only, or the dumps' directory with --log", path.display());
+            anyhow::bail!(
+                "{}: not a log (a dump, a directory or unreadable); give logs only, or the dumps' directory with --log",
+                path.display()
+            );
         }
         paths.push(path.clone());
     }

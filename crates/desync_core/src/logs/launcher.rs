@@ -135,19 +135,33 @@ mod tests {
     fn entries_signals_and_root_cause() {
         let text = "Failures:\n[1]:\n  time      : t\n  rank      : 5 (local_rank: 1)\n  exitcode  : -6 (pid: 3)\n  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by PID 3\n\
                     ----\nRoot Cause (first observed failure):\n[0]:\n  rank      : 4 (local_rank: 0)\n  exitcode  : 1 (pid: 2)\n  traceback : To enable traceback see: https://x\n====\n";
-        let t = read(&records(0, text), |r| Cite { file: String::new(), line: r.line, text: r.body.clone() });
+        let t = read(&records(0, text), |r| Cite {
+            file: String::new(),
+            line: r.line,
+            text: r.body.clone(),
+        });
         assert!(t.complete);
         assert_eq!(t.exits.len(), 2);
         let a = &t.exits[0];
-        assert_eq!((a.rank, a.local_rank, a.exit_code, a.signal.as_deref(), a.first_observed), (5, Some(1), Some(-6), Some("SIGABRT"), false));
+        assert_eq!(
+            (a.rank, a.local_rank, a.exit_code, a.signal.as_deref(), a.first_observed),
+            (5, Some(1), Some(-6), Some("SIGABRT"), false)
+        );
         let b = &t.exits[1];
-        assert_eq!((b.rank, b.exit_code, b.signal.as_deref(), b.first_observed), (4, Some(1), None, true));
+        assert_eq!(
+            (b.rank, b.exit_code, b.signal.as_deref(), b.first_observed),
+            (4, Some(1), None, true)
+        );
     }
 
     #[test]
     fn an_entry_cut_at_its_head_is_dropped() {
         let text = "  exitcode  : -6 (pid: 3437)\n  traceback : Signal 6 (SIGABRT) received by PID 3437\n[7]:\n  rank      : 7 (local_rank: 7)\n  exitcode  : -6 (pid: 3438)\n";
-        let t = read(&records(0, text), |r| Cite { file: String::new(), line: r.line, text: r.body.clone() });
+        let t = read(&records(0, text), |r| Cite {
+            file: String::new(),
+            line: r.line,
+            text: r.body.clone(),
+        });
         assert_eq!(t.exits.iter().map(|e| e.rank).collect::<Vec<_>>(), vec![7]);
         assert!(!t.complete, "no closing rule: the end may be cut");
     }

@@ -70,7 +70,10 @@ pub fn records(file: usize, text: &str) -> Vec<Record> {
         let (launcher_rank, local_rank, rest) = launcher_prefixes(source_free);
         let prefixed = launcher_rank.is_some() || local_rank.is_some();
         let body = if prefixed { rest.strip_prefix(' ').unwrap_or(rest) } else { rest };
+        // An indented line is a block's own (a traceback's code, the desync report's rows).
+        let indented = raw.starts_with([' ', '\t']);
         if !prefixed
+            && !indented
             && let Some(previous) = out.last_mut()
             && continues(&previous.body, body)
         {
@@ -88,7 +91,9 @@ pub fn records(file: usize, text: &str) -> Vec<Record> {
 fn strip_source_prefixes(mut s: &str) -> &str {
     // `[80746] ` at the very start: the paste numbered its lines (LlamaFactory's issue
     // template). Only at column 0: torch's desync report indents `[7] finished collective`.
-    if let Some(rest) = s.strip_prefix('[').and_then(split_digits).and_then(|(_, r)| r.strip_prefix("] ")) {
+    if let Some(rest) =
+        s.strip_prefix('[').and_then(split_digits).and_then(|(_, r)| r.strip_prefix("] "))
+    {
         s = rest;
     }
     // A pasted block is often indented by the paste; leading blanks are never the job's.

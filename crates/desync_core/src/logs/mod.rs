@@ -73,7 +73,8 @@ pub fn looks_like_log(head: &[u8]) -> bool {
 pub fn read(paths: &[PathBuf]) -> Result<LogEvidence, Error> {
     let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        let bytes =
+            std::fs::read(path).map_err(|source| Error::Io { path: path.clone(), source })?;
         texts.push((path.clone(), String::from_utf8_lossy(&bytes).into_owned()));
     }
     Ok(parse(&texts))
@@ -148,7 +149,8 @@ fn per_rank_file(path: &Path) -> Option<u32> {
     let stem = path.file_stem()?.to_str()?.to_ascii_lowercase();
     let digits_start = stem.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let head = stem[..digits_start].trim_end_matches(['_', '-', '.']);
-    (head.ends_with("rank") && digits_start < stem.len()).then(|| stem[digits_start..].parse().ok())?
+    (head.ends_with("rank") && digits_start < stem.len())
+        .then(|| stem[digits_start..].parse().ok())?
 }
 
 fn clip(s: &str) -> String {

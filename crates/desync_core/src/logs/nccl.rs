@@ -109,7 +109,11 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> NcclLines {
                     .or_else(|| number_after(body, "from rank "))
                     .map(|n| n as u32)
             };
-            out.dump_signals.push(DumpSignal { rank: r.rank, first_to_time_out: first, cite: cite(r) });
+            out.dump_signals.push(DumpSignal {
+                rank: r.rank,
+                first_to_time_out: first,
+                cite: cite(r),
+            });
         }
         if let Some(ranks) = desync_named(body) {
             out.desync_named.push(DesyncNamed { ranks, cite: cite(r) });
@@ -246,7 +250,11 @@ mod tests {
     use crate::logs::lines::records;
 
     fn read_text(text: &str) -> NcclLines {
-        read(&records(0, text), |r| Cite { file: String::new(), line: r.line, text: r.body.clone() })
+        read(&records(0, text), |r| Cite {
+            file: String::new(),
+            line: r.line,
+            text: r.body.clone(),
+        })
     }
 
     #[test]
@@ -261,7 +269,10 @@ mod tests {
         let g = t.group.as_ref().unwrap();
         assert_eq!((g.label.as_str(), g.desc.as_str()), ("GUID 17", "tp"));
         let p = &n.progress[0];
-        assert_eq!((p.failed_seq, p.last_enqueued, p.last_completed), (Some(31), Some(33), Some(30)));
+        assert_eq!(
+            (p.failed_seq, p.last_enqueued, p.last_completed),
+            (Some(31), Some(33), Some(30))
+        );
     }
 
     #[test]

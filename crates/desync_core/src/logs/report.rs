@@ -113,7 +113,11 @@ pub struct LogSection<'a> {
 }
 
 pub fn log_section(a: &LogAnalysis) -> LogSection<'_> {
-    LogSection { verdict: verdict_view(&a.verdict), claims: &a.verdict.claims, view: log_view(&a.evidence) }
+    LogSection {
+        verdict: verdict_view(&a.verdict),
+        claims: &a.verdict.claims,
+        view: log_view(&a.evidence),
+    }
 }
 
 fn verdict_view(v: &super::LogVerdict) -> Verdict<'_> {
@@ -127,10 +131,12 @@ fn verdict_view(v: &super::LogVerdict) -> Verdict<'_> {
 }
 
 pub fn log_view(e: &LogEvidence) -> LogView<'_> {
-    let mut firsts: Vec<u32> = e.nccl.dump_signals.iter().filter_map(|d| d.first_to_time_out).collect();
+    let mut firsts: Vec<u32> =
+        e.nccl.dump_signals.iter().filter_map(|d| d.first_to_time_out).collect();
     firsts.sort_unstable();
     firsts.dedup();
-    let mut named: Vec<u32> = e.nccl.desync_named.iter().flat_map(|d| d.ranks.iter().copied()).collect();
+    let mut named: Vec<u32> =
+        e.nccl.desync_named.iter().flat_map(|d| d.ranks.iter().copied()).collect();
     named.sort_unstable();
     named.dedup();
     LogView {
@@ -291,7 +297,11 @@ fn write_claims(claims: &[Claim], out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\nwhat the log shows:")?;
     // The claims that carry a verdict first; then the waiters, then the rest.
     let order = |c: &Claim| match c.kind {
-        ClaimKind::Raised | ClaimKind::Behind | ClaimKind::Mismatch | ClaimKind::DesyncReport | ClaimKind::Silent => 0,
+        ClaimKind::Raised
+        | ClaimKind::Behind
+        | ClaimKind::Mismatch
+        | ClaimKind::DesyncReport
+        | ClaimKind::Silent => 0,
         ClaimKind::TimedOut | ClaimKind::FailedWaiting | ClaimKind::FirstToTimeOut => 1,
         ClaimKind::Exited | ClaimKind::NotCompared => 2,
     };
@@ -300,7 +310,13 @@ fn write_claims(claims: &[Claim], out: &mut dyn Write) -> io::Result<()> {
     for c in sorted {
         writeln!(out, "  - {}", escape_controls(&c.text))?;
         for cite in &c.evidence {
-            writeln!(out, "      {}:{}: {}", escape_controls(&cite.file), cite.line, escape_controls(&cite.text))?;
+            writeln!(
+                out,
+                "      {}:{}: {}",
+                escape_controls(&cite.file),
+                cite.line,
+                escape_controls(&cite.text)
+            )?;
         }
     }
     Ok(())

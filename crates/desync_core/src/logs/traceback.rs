@@ -137,7 +137,11 @@ mod tests {
     use crate::logs::lines::records;
 
     fn read_text(text: &str) -> Vec<Traceback> {
-        read(&records(0, text), |r| Cite { file: String::new(), line: r.line, text: r.body.clone() })
+        read(&records(0, text), |r| Cite {
+            file: String::new(),
+            line: r.line,
+            text: r.body.clone(),
+        })
     }
 
     #[test]
@@ -159,10 +163,17 @@ mod tests {
         assert_eq!(one.exception, "KeyError: 'shard-9'");
         assert_eq!(one.symptom, None);
         let f = one.user_frame.as_ref().unwrap();
-        assert_eq!((f.file.as_str(), f.line, f.source.as_deref()), ("/job/data.py", 40, Some("raise KeyError(k)")));
+        assert_eq!(
+            (f.file.as_str(), f.line, f.source.as_deref()),
+            ("/job/data.py", 40, Some("raise KeyError(k)"))
+        );
         let zero = t.iter().find(|t| t.rank == Some(0)).unwrap();
         assert!(zero.symptom.is_some());
-        assert_eq!(zero.user_frame.as_ref().unwrap().line, 9, "innermost frame outside site-packages");
+        assert_eq!(
+            zero.user_frame.as_ref().unwrap().line,
+            9,
+            "innermost frame outside site-packages"
+        );
     }
 
     #[test]

@@ -86,8 +86,15 @@ pub struct LogVerdict {
 
 /// Collectives whose element counts NCCL requires equal on every rank (a different count is
 /// a size mismatch, not a legitimate difference): counts of the input buffer.
-const EQUAL_COUNT_OPS: &[&str] =
-    &["ALLREDUCE", "BROADCAST", "REDUCE", "ALLGATHER", "_ALLGATHER_BASE", "REDUCE_SCATTER", "_REDUCE_SCATTER_BASE"];
+const EQUAL_COUNT_OPS: &[&str] = &[
+    "ALLREDUCE",
+    "BROADCAST",
+    "REDUCE",
+    "ALLGATHER",
+    "_ALLGATHER_BASE",
+    "REDUCE_SCATTER",
+    "_REDUCE_SCATTER_BASE",
+];
 
 /// At most this many lines are cited per claim (a 1,000-rank log has 1,000 alike).
 const CITES_PER_CLAIM: usize = 4;
@@ -167,9 +174,11 @@ fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
             rank_words(&first)
         )
     } else if !e.failures.exits.is_empty() {
-        "torchrun's table shows how ranks exited, not why: no rank's own error is in the log".to_owned()
+        "torchrun's table shows how ranks exited, not why: no rank's own error is in the log"
+            .to_owned()
     } else {
-        "the log shows no timed-out collective, traceback or failure table desync can align".to_owned()
+        "the log shows no timed-out collective, traceback or failure table desync can align"
+            .to_owned()
     }
 }
 
@@ -220,7 +229,10 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
             ranks: vec![rank],
             process_group: None,
             collective_seq_id: None,
-            text: format!("rank {rank}'s watchdog died of `{}`, not of a timeout", short(&w.message)),
+            text: format!(
+                "rank {rank}'s watchdog died of `{}`, not of a timeout",
+                short(&w.message)
+            ),
             evidence: vec![w.cite.clone()],
         });
     }
@@ -230,7 +242,8 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
 
 /// Ranks that failed on a peer (a symptom traceback); one claim for all.
 fn waiting_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
-    let waiting: Vec<_> = e.tracebacks.iter().filter(|t| t.symptom.is_some() && t.rank.is_some()).collect();
+    let waiting: Vec<_> =
+        e.tracebacks.iter().filter(|t| t.symptom.is_some() && t.rank.is_some()).collect();
     let mut ranks: Vec<u32> = waiting.iter().filter_map(|t| t.rank).collect();
     ranks.sort_unstable();
     ranks.dedup();
@@ -238,7 +251,14 @@ fn waiting_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
         let at = first
             .user_frame
             .as_ref()
-            .map(|f| format!(" (rank {}'s innermost user line: {}:{})", first.rank.unwrap_or(0), f.file, f.line))
+            .map(|f| {
+                format!(
+                    " (rank {}'s innermost user line: {}:{})",
+                    first.rank.unwrap_or(0),
+                    f.file,
+                    f.line
+                )
+            })
             .unwrap_or_default();
         claims.push(Claim {
             kind: ClaimKind::FailedWaiting,
@@ -258,9 +278,18 @@ fn waiting_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
 
 /// Per named group: who timed out where, who is behind, who disagrees. Returns the first
 /// `behind` claim and the first mismatch (with its category).
-fn group_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> (Option<Claim>, Option<(Category, Claim)>) {
+fn group_claims(
+    e: &LogEvidence,
+    claims: &mut Vec<Claim>,
+) -> (Option<Claim>, Option<(Category, Claim)>) {
     let mut groups: Vec<Option<&GroupName>> = Vec::new();
-    for g in e.nccl.timeouts.iter().map(|t| t.group.as_ref()).chain(e.nccl.progress.iter().map(|p| p.group.as_ref())) {
+    for g in e
+        .nccl
+        .timeouts
+        .iter()
+        .map(|t| t.group.as_ref())
+        .chain(e.nccl.progress.iter().map(|p| p.group.as_ref()))
+    {
         if !groups.contains(&g) {
             groups.push(g);
         }
@@ -268,7 +297,8 @@ fn group_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> (Option<Claim>, Opt
     let mut behind = None;
     let mut mismatch = None;
     for group in groups {
-        let timeouts: Vec<&TimedOut> = e.nccl.timeouts.iter().filter(|t| t.group.as_ref() == group).collect();
+        let timeouts: Vec<&TimedOut> =
+            e.nccl.timeouts.iter().filter(|t| t.group.as_ref() == group).collect();
         timed_out_claims(&timeouts, group, claims);
         let Some(group) = group else {
             let mut seqs: Vec<u64> = timeouts.iter().map(|t| t.seq).collect();
@@ -291,7 +321,13 @@ fn group_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> (Option<Claim>, Opt
         let failed = timeouts
             .iter()
             .map(|t| (t.seq, t.rank, &t.cite))
-            .chain(e.nccl.progress.iter().filter(|p| p.group.as_ref() == Some(group)).filter_map(|p| Some((p.failed_seq?, p.rank, &p.cite))))
+            .chain(
+                e.nccl
+                    .progress
+                    .iter()
+                    .filter(|p| p.group.as_ref() == Some(group))
+                    .filter_map(|p| Some((p.failed_seq?, p.rank, &p.cite))),
+            )
             .max_by_key(|(seq, ..)| *seq);
         if let Some((seq, waiter, waiter_cite)) = failed {
             let late: Vec<_> = e
@@ -314,7 +350,9 @@ fn group_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> (Option<Claim>, Opt
                         group.label,
                         p.last_enqueued.unwrap_or_default()
                     ),
-                    evidence: std::iter::once(waiter_cite.clone()).chain(late.iter().take(CITES_PER_CLAIM).map(|p| p.cite.clone())).collect(),
+                    evidence: std::iter::once(waiter_cite.clone())
+                        .chain(late.iter().take(CITES_PER_CLAIM).map(|p| p.cite.clone()))
+                        .collect(),
                 };
                 behind.get_or_insert(claim.clone());
                 claims.push(claim);
@@ -337,19 +375,29 @@ fn timed_out_claims(timeouts: &[&TimedOut], group: Option<&GroupName>, claims: &
         }
     }
     for (seq, op, numel) in keys {
-        let same: Vec<&&TimedOut> = timeouts.iter().filter(|t| (t.seq, t.op.as_deref(), t.numel_in) == (seq, op, numel)).collect();
+        let same: Vec<&&TimedOut> = timeouts
+            .iter()
+            .filter(|t| (t.seq, t.op.as_deref(), t.numel_in) == (seq, op, numel))
+            .collect();
         let ranks: Vec<u32> = ranks_in(&same.iter().map(|t| **t).collect::<Vec<_>>());
         if ranks.is_empty() {
             continue;
         }
         let size = numel.map(|n| format!(" ({n} elements)")).unwrap_or_default();
-        let pg = group.map_or_else(|| " (the lines name no group)".to_owned(), |g| format!(" of group {}", label(g)));
+        let pg = group.map_or_else(
+            || " (the lines name no group)".to_owned(),
+            |g| format!(" of group {}", label(g)),
+        );
         claims.push(Claim {
             kind: ClaimKind::TimedOut,
             ranks: ranks.clone(),
             process_group: group.map(GroupRef::from),
             collective_seq_id: Some(seq),
-            text: format!("{} timed out in {} seq {seq}{size}{pg}", rank_words(&ranks), op.unwrap_or("a collective")),
+            text: format!(
+                "{} timed out in {} seq {seq}{size}{pg}",
+                rank_words(&ranks),
+                op.unwrap_or("a collective")
+            ),
             evidence: same.iter().take(CITES_PER_CLAIM).map(|t| t.cite.clone()).collect(),
         });
     }
@@ -369,9 +417,15 @@ fn mismatch_claim(timeouts: &[&TimedOut], group: &GroupName) -> Option<(Category
                 continue;
             };
             let what = |t: &TimedOut| {
-                format!("rank {} in {}{}", t.rank.map_or("?".to_owned(), |r| r.to_string()), t.op.as_deref().unwrap_or("?"), t.numel_in.map(|n| format!(" of {n} elements")).unwrap_or_default())
+                format!(
+                    "rank {} in {}{}",
+                    t.rank.map_or("?".to_owned(), |r| r.to_string()),
+                    t.op.as_deref().unwrap_or("?"),
+                    t.numel_in.map(|n| format!(" of {n} elements")).unwrap_or_default()
+                )
             };
-            let text = format!("at seq {} of group {}, {} but {}", a.seq, label(group), what(a), what(b));
+            let text =
+                format!("at seq {} of group {}, {} but {}", a.seq, label(group), what(a), what(b));
             let ranks = ranks_in(&[*a, *b]);
             return Some((
                 category,
@@ -390,7 +444,8 @@ fn mismatch_claim(timeouts: &[&TimedOut], group: &GroupName) -> Option<(Category
 }
 
 fn desync_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
-    let mut ranks: Vec<u32> = e.nccl.desync_named.iter().flat_map(|d| d.ranks.iter().copied()).collect();
+    let mut ranks: Vec<u32> =
+        e.nccl.desync_named.iter().flat_map(|d| d.ranks.iter().copied()).collect();
     ranks.sort_unstable();
     ranks.dedup();
     if !ranks.is_empty() {
@@ -399,15 +454,25 @@ fn desync_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
             ranks: ranks.clone(),
             process_group: None,
             collective_seq_id: None,
-            text: format!("torch's desync report (TORCH_NCCL_DESYNC_DEBUG) names {}", rank_words(&ranks)),
-            evidence: e.nccl.desync_named.iter().take(CITES_PER_CLAIM).map(|d| d.cite.clone()).collect(),
+            text: format!(
+                "torch's desync report (TORCH_NCCL_DESYNC_DEBUG) names {}",
+                rank_words(&ranks)
+            ),
+            evidence: e
+                .nccl
+                .desync_named
+                .iter()
+                .take(CITES_PER_CLAIM)
+                .map(|d| d.cite.clone())
+                .collect(),
         });
     }
     ranks
 }
 
 fn first_to_time_out_claims(e: &LogEvidence, claims: &mut Vec<Claim>) {
-    let mut firsts: Vec<u32> = e.nccl.dump_signals.iter().filter_map(|d| d.first_to_time_out).collect();
+    let mut firsts: Vec<u32> =
+        e.nccl.dump_signals.iter().filter_map(|d| d.first_to_time_out).collect();
     firsts.sort_unstable();
     firsts.dedup();
     for rank in firsts {
@@ -427,7 +492,8 @@ fn exit_claims(e: &LogEvidence, claims: &mut Vec<Claim>) {
     if exits.is_empty() {
         return;
     }
-    let aborted: Vec<u32> = exits.iter().filter(|x| x.signal.as_deref() == Some("SIGABRT")).map(|x| x.rank).collect();
+    let aborted: Vec<u32> =
+        exits.iter().filter(|x| x.signal.as_deref() == Some("SIGABRT")).map(|x| x.rank).collect();
     if aborted.len() == exits.len() {
         claims.push(Claim {
             kind: ClaimKind::Exited,
@@ -455,21 +521,29 @@ fn exit_claims(e: &LogEvidence, claims: &mut Vec<Claim>) {
 }
 
 /// Rule 5: in a log covering the whole world, the ranks that did not wait.
-fn silent_claim(e: &LogEvidence, raised: &[u32], waiting: &[u32], claims: &mut Vec<Claim>) -> Vec<u32> {
+fn silent_claim(
+    e: &LogEvidence,
+    raised: &[u32],
+    waiting: &[u32],
+    claims: &mut Vec<Claim>,
+) -> Vec<u32> {
     let exits = &e.failures.exits;
     let mut world: Vec<u32> = exits.iter().map(|x| x.rank).collect();
     world.sort_unstable();
     let whole = e.failures.complete && world.iter().enumerate().all(|(i, &r)| r == i as u32);
-    let mut waiters: Vec<u32> = waiting.iter().copied().chain(e.nccl.timeouts.iter().filter_map(|t| t.rank)).collect();
+    let mut waiters: Vec<u32> =
+        waiting.iter().copied().chain(e.nccl.timeouts.iter().filter_map(|t| t.rank)).collect();
     waiters.sort_unstable();
     waiters.dedup();
     if !whole || waiters.is_empty() || !raised.is_empty() {
         return Vec::new();
     }
-    let silent: Vec<&super::launcher::Exit> = exits.iter().filter(|x| !waiters.contains(&x.rank)).collect();
+    let silent: Vec<&super::launcher::Exit> =
+        exits.iter().filter(|x| !waiters.contains(&x.rank)).collect();
     // Stopped by the agent while still running: SIGTERM / SIGKILL (exit codes -15 / -9).
     let stopped = |x: &&super::launcher::Exit| {
-        matches!(x.signal.as_deref(), Some("SIGTERM" | "SIGKILL")) || matches!(x.exit_code, Some(-15 | -9))
+        matches!(x.signal.as_deref(), Some("SIGTERM" | "SIGKILL"))
+            || matches!(x.exit_code, Some(-15 | -9))
     };
     if silent.is_empty() || silent.len() >= waiters.len() || !silent.iter().all(stopped) {
         return Vec::new();
