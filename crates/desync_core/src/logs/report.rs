@@ -213,7 +213,7 @@ pub fn next_steps(a: &LogAnalysis) -> Vec<NextStep> {
         command: Some(
             "TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=<shared dir>/rank_ <your launch command>; then desync analyze <shared dir> --log <this log>".to_owned(),
         ),
-        why: "each rank then writes its last collectives with their Python stacks when the watchdog fires; desync aligns them and names the line that sent ranks different ways. torch before 2.5 reads TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DEBUG_INFO_TEMP_FILE instead (docs/flight-recorder.md); for Gloo, call desync.torch.enable() in the job".to_owned(),
+        why: "each rank then writes its last collectives with their Python stacks when the watchdog fires; desync aligns them and names the line that sent ranks different ways. older torch reads only the TORCH_NCCL_* names, TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DEBUG_INFO_TEMP_FILE (docs/flight-recorder.md has the version table); for Gloo, call desync.torch.enable() in the job".to_owned(),
     }];
     match v.category {
         Category::Crash => steps.push(NextStep {
