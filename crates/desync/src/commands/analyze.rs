@@ -124,7 +124,7 @@ fn read_logs(paths: &[std::path::PathBuf]) -> anyhow::Result<desync_core::logs::
     if analysis.evidence.is_empty() {
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         anyhow::bail!(
-            "{}: neither a Flight Recorder dump nor a log with a line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown",
+            "{}: not a Flight Recorder dump, nor a log with a line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown",
             names.join(", ")
         );
     }

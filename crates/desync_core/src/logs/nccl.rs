@@ -1,4 +1,4 @@
-//! ProcessGroupNCCL's own lines: the watchdog's timed-out work, each group's progress, the
+//! `ProcessGroupNCCL`'s own lines: the watchdog's timed-out work, each group's progress, the
 //! dump signal, and the desync-debug report. Wordings of torch 1.x to 2.x, all seen in pasted
 //! logs (tests/logs):
 //!

@@ -65,12 +65,11 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> Vec<Traceback
     let mut out = Vec::new();
     for r in records {
         let body = r.body.as_str();
-        let slot = match open.iter().position(|(rank, _)| *rank == r.rank) {
-            Some(i) => i,
-            None => {
-                open.push((r.rank, Open::default()));
-                open.len() - 1
-            }
+        let slot = if let Some(i) = open.iter().position(|(rank, _)| *rank == r.rank) {
+            i
+        } else {
+            open.push((r.rank, Open::default()));
+            open.len() - 1
         };
         let state = &mut open[slot].1;
         if body.starts_with("Traceback (most recent call last)") {

@@ -130,13 +130,13 @@ pub fn decide(e: &LogEvidence) -> LogVerdict {
         );
     } else if let Some(b) = behind {
         v.category = Category::Stall;
-        v.culprit_ranks = b.ranks.clone();
-        v.process_group = b.process_group.clone();
+        v.culprit_ranks.clone_from(&b.ranks);
+        v.process_group.clone_from(&b.process_group);
         v.collective_seq_id = b.collective_seq_id;
-        v.headline = b.text.clone();
+        v.headline.clone_from(&b.text);
     } else if let Some((category, m)) = mismatch {
         v.category = category;
-        v.process_group = m.process_group.clone();
+        v.process_group.clone_from(&m.process_group);
         v.collective_seq_id = m.collective_seq_id;
         v.headline = format!("{} (which side departed is not in the log)", m.text);
     } else if !silent.is_empty() {
