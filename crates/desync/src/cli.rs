@@ -113,6 +113,14 @@ pub struct LintArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     pub input: InputArgs,
+    /// More log files, when PATH is a job's log (told from a dump by its content): torchrun,
+    /// SLURM or Kubernetes output, per-rank or interleaved (docs/logs.md).
+    #[arg(value_name = "LOG")]
+    pub more_logs: Vec<PathBuf>,
+    /// The job's log beside the dumps (repeatable): adds the ranks that raised and their
+    /// tracebacks, and the log's own claims, to the report.
+    #[arg(long = "log", value_name = "FILE")]
+    pub logs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the confirming probes as a unified diff (apply with `git apply` or `patch -p1`).

@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod diagnose;
 mod error;
 pub mod load;
+pub mod logs;
 pub mod model;
 pub mod next_steps;
 pub mod output;
@@ -55,6 +56,9 @@ pub struct Analysis {
     pub places: Vec<bridge::RankPlace>,
     /// Where sources were read from (next steps repeat them in the commands they suggest).
     pub sources: bridge::SourceOptions,
+    /// The job's log, when one was given beside the dumps (`analyze DIR --log FILE`): it adds
+    /// what dumps cannot hold, the ranks that raised and their tracebacks.
+    pub log: Option<logs::LogAnalysis>,
 }
 
 /// Runs the post-mortem workflow on a directory of dumps (or one file).
@@ -115,5 +119,6 @@ pub fn analyze_trace(
         probes,
         places,
         sources: sources.clone(),
+        log: None,
     }
 }

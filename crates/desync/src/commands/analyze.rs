@@ -1,4 +1,5 @@
-//! `desync analyze`: the post-mortem on a directory of dumps.
+//! `desync analyze`: the post-mortem on a directory of dumps, on a job's log alone (told by
+//! its content), or on dumps with their log (`--log`).
 
 use std::io::{IsTerminal, Write};
 
@@ -9,12 +10,18 @@ use crate::cli::{AnalyzeArgs, ColorChoice, Format};
 use crate::progress::Bar;
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
+    if let Some(logs) = log_inputs(args)? {
+        return run_logs(args, &logs);
+    }
     let config = args.input.config()?;
     for path in args.html.iter().chain(&args.emit_probes) {
         super::report::check_output(path)?;
     }
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
-    let analysis = crate::input::analyze(&config, &bar)?;
+    let mut analysis = crate::input::analyze(&config, &bar)?;
+    if !args.logs.is_empty() {
+        analysis.log = Some(read_logs(&args.logs)?);
+    }
 
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -67,4 +74,80 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(if analysis.diagnosis.category.is_problem() { Outcome::Findings } else { Outcome::Clean })
+}
+
+/// The positional paths when they are logs: PATH is a file whose content is a text log (not a
+/// pickle, JSON, gzip or summary); every further path must be one too.
+fn log_inputs(args: &AnalyzeArgs) -> anyhow::Result<Option<Vec<std::path::PathBuf>>> {
+    let first = &args.input.path;
+    let is_log = |path: &std::path::Path| -> anyhow::Result<bool> {
+        if !path.is_file() {
+            return Ok(false);
+        }
+        let mut head = Vec::with_capacity(64 * 1024);
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 64 * 1024), &mut head)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Ok(desync_core::logs::looks_like_log(&head))
+    };
+    if !is_log(first)? {
+        if let Some(extra) = args.more_logs.first() {
+            anyhow::bail!(
+                "{}: several paths are read only as logs, and {} is not one; give dumps as one directory (and logs with --log)",
+                extra.display(),
+                first.display()
+            );
+        }
+        return Ok(None);
+    }
+    let mut paths = vec![first.clone()];
+    for path in &args.more_logs {
+        if !is_log(path)? {
+            anyhow::bail!(
+                "{}: not a log (a dump, a directory or unreadable); give logs only, or the dumps' directory with --log",
+                path.display()
+            );
+        }
+        paths.push(path.clone());
+    }
+    if !args.logs.is_empty() {
+        paths.extend(args.logs.iter().cloned());
+    }
+    Ok(Some(paths))
+}
+
+/// Reads logs that must show something desync reads; their content is never quoted when
+/// they do not (they may be any file: docs/security.md).
+fn read_logs(paths: &[std::path::PathBuf]) -> anyhow::Result<desync_core::logs::LogAnalysis> {
+    let analysis = desync_core::logs::analyze(paths)?;
+    if analysis.evidence.is_empty() {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        anyhow::bail!(
+            "{}: not a Flight Recorder dump, nor a log with a line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown",
+            names.join(", ")
+        );
+    }
+    Ok(analysis)
+}
+
+/// `desync analyze LOG...`: the verdict a log supports.
+fn run_logs(args: &AnalyzeArgs, paths: &[std::path::PathBuf]) -> anyhow::Result<Outcome> {
+    if args.html.is_some() || args.emit_probes.is_some() {
+        anyhow::bail!("--html and --emit-probes need dumps; a log alone has no stacks to show");
+    }
+    let analysis = read_logs(paths)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        Format::Json => desync_core::logs::report::write_json(&analysis, &mut out)?,
+        Format::Text if args.quiet => {
+            let v = &analysis.verdict;
+            let headline = desync_core::report::escape_controls(&v.headline);
+            writeln!(out, "{}: {headline}", v.category.as_str())?;
+        }
+        Format::Text => desync_core::logs::report::write_text(&analysis, &mut out)?,
+    }
+    out.flush()?;
+    Ok(if analysis.verdict.category.is_problem() { Outcome::Findings } else { Outcome::Clean })
 }

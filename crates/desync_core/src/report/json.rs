@@ -37,6 +37,10 @@ pub struct Report<'a> {
     /// What to run to confirm the verdict (`crate::next_steps`), probes first when code is known.
     next_steps: Vec<crate::next_steps::NextStep>,
     warnings: &'a [Warning],
+    /// The job's log given with `--log` (absent without one): its own verdict, claims and
+    /// what it shows (docs/json-schema.md, "Log reports").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log: Option<crate::logs::report::LogSection<'a>>,
 }
 
 #[derive(Serialize)]
@@ -248,6 +252,7 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
         probes: &a.probes,
         next_steps: crate::next_steps::next_steps(a),
         warnings: &t.warnings,
+        log: a.log.as_ref().map(crate::logs::report::log_section),
     }
 }
 

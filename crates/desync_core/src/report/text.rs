@@ -439,6 +439,9 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
             a.input.display()
         ))
     )?;
+    if let Some(log) = &a.log {
+        crate::logs::report::write_text_section(log, out)?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,186 @@
+//! Logs as evidence: most hangs come with a job's log and no dumps. This module reads what a
+//! log can show — per rank and process group, the collective the watchdog timed out in and the
+//! last enqueued/completed seq; the ranks that raised, with their traceback's user line;
+//! torchrun's failure table; torch's desync-debug report — and gives a verdict only as strong
+//! as those lines support ([`verdict`]): each claim cites the line it rests on.
+//!
+//! Invariants:
+//! - seqs compare only within one named process group: a line that names no group is never
+//!   aligned against another rank's;
+//! - a rank absent from the log is never a culprit (a paste is cut more often than a rank is
+//!   missing); a rank that timed out, or was aborted, is a waiter;
+//! - a log is told from a dump by content ([`looks_like_log`]), never by name.
+
+pub mod launcher;
+pub mod lines;
+pub mod nccl;
+pub mod report;
+pub mod traceback;
+pub mod verdict;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::Error;
+pub use verdict::{Claim, ClaimKind, LogVerdict};
+
+/// A log line a claim rests on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Cite {
+    /// The log file as given.
+    pub file: String,
+    /// 1-based line number (of a wrapped message's first line).
+    pub line: usize,
+    /// The line after its prefixes, cut at [`CITE_CHARS`] characters.
+    pub text: String,
+}
+
+/// Longest quoted text of a line: NCCL's messages run past 600 characters.
+pub const CITE_CHARS: usize = 300;
+
+/// What the logs show, parsed; no judgement yet.
+#[derive(Debug, Default)]
+pub struct LogEvidence {
+    pub files: Vec<PathBuf>,
+    pub lines: usize,
+    /// Ranks with a line of their own (prefix, NCCL message, failure table entry).
+    pub ranks_seen: Vec<u32>,
+    pub nccl: nccl::NcclLines,
+    pub tracebacks: Vec<traceback::Traceback>,
+    pub failures: launcher::FailureTable,
+}
+
+/// A log's analysis: its evidence, the verdict and the claims behind it, what to do next.
+#[derive(Debug)]
+pub struct LogAnalysis {
+    pub evidence: LogEvidence,
+    pub verdict: LogVerdict,
+}
+
+/// Whether a file's first bytes are a text log rather than a dump or a summary: no NUL byte,
+/// not pickle (protocol byte 0x80), gzip, a JSON object, or desync's summary magic.
+pub fn looks_like_log(head: &[u8]) -> bool {
+    let start = head.iter().position(|b| !b.is_ascii_whitespace()).map_or(&[][..], |i| &head[i..]);
+    !head.is_empty()
+        && !head.contains(&0)
+        && !matches!(start.first(), Some(0x80 | b'{'))
+        && !head.starts_with(&[0x1f, 0x8b])
+        && !head.starts_with(crate::summary::MAGIC)
+}
+
+/// Reads and parses log files. A file that cannot be read ends the run (the user named it).
+pub fn read(paths: &[PathBuf]) -> Result<LogEvidence, Error> {
+    let mut texts = Vec::with_capacity(paths.len());
+    for path in paths {
+        let bytes =
+            std::fs::read(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        texts.push((path.clone(), String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    Ok(parse(&texts))
+}
+
+/// Parses logs given as (name, text).
+pub fn parse(texts: &[(PathBuf, String)]) -> LogEvidence {
+    let mut records = Vec::new();
+    let mut lines_total = 0;
+    for (index, (path, text)) in texts.iter().enumerate() {
+        let mut file_records = lines::records(index, text);
+        lines_total += text.lines().count();
+        // A per-rank file (`rank_3.log`) whose lines carry no rank of their own: desync's
+        // naming rule for dumps (a trailing rank number) holds for it too.
+        if !file_records.iter().any(|r| r.prefixed)
+            && let Some(rank) = per_rank_file(path)
+        {
+            for r in &mut file_records {
+                r.rank = Some(rank);
+            }
+        }
+        records.extend(file_records);
+    }
+    let names: Vec<String> = texts.iter().map(|(p, _)| p.display().to_string()).collect();
+    let cite = |r: &lines::Record| Cite {
+        file: names[r.file].clone(),
+        line: r.line,
+        text: clip(r.body.trim()),
+    };
+    let nccl = nccl::read(&records, cite);
+    let tracebacks = traceback::read(&records, cite);
+    let failures = launcher::read(&records, cite);
+    let mut ranks_seen: Vec<u32> = records
+        .iter()
+        .filter_map(|r| r.rank)
+        .chain(failures.exits.iter().map(|e| e.rank))
+        .collect();
+    ranks_seen.sort_unstable();
+    ranks_seen.dedup();
+    LogEvidence {
+        files: texts.iter().map(|(p, _)| p.clone()).collect(),
+        lines: lines_total,
+        ranks_seen,
+        nccl,
+        tracebacks,
+        failures,
+    }
+}
+
+/// Parses and judges.
+pub fn analyze(paths: &[PathBuf]) -> Result<LogAnalysis, Error> {
+    let evidence = read(paths)?;
+    let verdict = verdict::decide(&evidence);
+    Ok(LogAnalysis { evidence, verdict })
+}
+
+impl LogEvidence {
+    /// Whether anything desync reads was found (else the file is no log of a job it knows).
+    pub fn is_empty(&self) -> bool {
+        self.nccl.timeouts.is_empty()
+            && self.nccl.progress.is_empty()
+            && self.nccl.dump_signals.is_empty()
+            && self.nccl.desync_named.is_empty()
+            && self.nccl.watchdog_errors.is_empty()
+            && self.tracebacks.is_empty()
+            && self.failures.exits.is_empty()
+    }
+}
+
+/// `rank_3.log`, `trainer-rank3.txt`, `rank3`: the rank a per-rank log's name gives.
+fn per_rank_file(path: &Path) -> Option<u32> {
+    let stem = path.file_stem()?.to_str()?.to_ascii_lowercase();
+    let digits_start = stem.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let head = stem[..digits_start].trim_end_matches(['_', '-', '.']);
+    (head.ends_with("rank") && digits_start < stem.len())
+        .then(|| stem[digits_start..].parse().ok())?
+}
+
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(CITE_CHARS) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_are_told_from_dumps_by_content() {
+        assert!(looks_like_log(b"[rank0]:[E1 x] Watchdog caught"));
+        assert!(looks_like_log(b"Traceback (most recent call last):\n"));
+        assert!(!looks_like_log(b"\x80\x04\x95 pickle"));
+        assert!(!looks_like_log(b"  {\"version\": \"2.10\"}"));
+        assert!(!looks_like_log(b"\x1f\x8b\x08 gzip"));
+        assert!(!looks_like_log(b"desync-summary 1\n"));
+        assert!(!looks_like_log(b"text\0with a NUL"));
+        assert!(!looks_like_log(b""));
+    }
+
+    #[test]
+    fn per_rank_names() {
+        assert_eq!(per_rank_file(Path::new("logs/rank_3.log")), Some(3));
+        assert_eq!(per_rank_file(Path::new("trainer-rank12.txt")), Some(12));
+        assert_eq!(per_rank_file(Path::new("job_2024.log")), None);
+        assert_eq!(per_rank_file(Path::new("rank.log")), None);
+    }
+}
