@@ -3,8 +3,11 @@
 //! (`for batch in batches(torch.split(ids, ceil(n / world))[rank])`: the last shard is shorter,
 //! and DDP's gradient `all_reduce` in the body waits for the ranks that are already done).
 //!
-//! Only the rank id counts here: a loader over each rank's own data has a number of batches
-//! the code at the loop does not show (a `DistributedSampler` makes it the same everywhere).
+//! Only the rank id counts here, and the host alone as indirect evidence (a loader over a
+//! folder's listing: each host may have staged other files, a shared file system gives every
+//! rank the same; [`super::decision_indirect`]): a loader over each rank's own data has a
+//! number of batches the code at the loop does not show (a `DistributedSampler` makes it the
+//! same everywhere).
 //! Point-to-point calls are left out (each rank has its own list of peers), and so are
 //! collectives on a group the rank chooses (its members may all have the same length), and
 //! loops under a context manager of the table that tolerates uneven inputs
@@ -28,7 +31,10 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             continue;
         }
         let deps = ctx.length_dependence(lp.header_line, &lp.header);
-        if !has_rank_id(&deps) {
+        let host_only = !has_rank_id(&deps)
+            && !deps.is_empty()
+            && deps.iter().all(|d| d.kind == DependenceKind::Environment);
+        if !has_rank_id(&deps) && !host_only {
             continue;
         }
         // A group chosen by the rank (`my_dp = dp[0] if first else dp[1]`) holds the ranks
@@ -42,8 +48,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         if ctx.analysis().inside_join(ctx.module, lp.line) {
             continue;
         }
-        // Only the rank id decides here: the other reasons are not shown.
-        let rank: Vec<_> = deps.into_iter().filter(|d| d.kind == DependenceKind::RankId).collect();
+        // Only the rank id (or the host alone) decides here: the other reasons are not shown.
+        let shown = if host_only { DependenceKind::Environment } else { DependenceKind::RankId };
+        let rank: Vec<_> = deps.into_iter().filter(|d| d.kind == shown).collect();
         out.push(Raw {
             rule: Rule::LocalEarlyExit,
             line: lp.line,
@@ -58,7 +65,7 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
                 explain(&rank),
                 site.describe(),
             ),
-            indirect: indirect(&rank),
+            indirect: if host_only { super::decision_indirect(&rank) } else { indirect(&rank) },
         });
     }
     out

@@ -1,7 +1,8 @@
 """A loader the recipe keeps on `self`, built over the files of a folder: if each host staged
 its own files there, a rank with fewer files stops counting first and leaves the loop while its
 peers wait in the next reduction. The decision rests on the host alone (a folder's listing),
-which a shared file system gives alike to every rank far more often than not: the finding is
+which a shared file system gives alike to every rank far more often than not: the finding (on
+the `for`, whose number of passes the host decides; the `break` tests the pass number) is
 indirect evidence, shown with `--include-indirect` (tests/corpus.rs)."""
 import os
 
