@@ -341,9 +341,10 @@ def main(rank, steps):
 ";
     let step = at(src, "# <use>", "step");
     assert!(!kinds(&step).contains(&RankId), "{step:?}");
-    // Only the number of steps the caller asks for decides how many batches there are.
-    assert_eq!(kinds(&step), [Unknown], "{step:?}");
-    assert_eq!(step.length_parameters, ["steps"], "{step:?}");
+    // Read inside its loop, the counter is the pass number, the same on every rank on the same
+    // pass: the batches' count (decided by the caller's `steps`) is the loop's own decision.
+    assert!(kinds(&step).is_empty(), "{step:?}");
+    assert!(step.length_parameters.is_empty(), "{step:?}");
 }
 
 fn condition_at(src: &str, marker: &str, expr: &str) -> Finding {
