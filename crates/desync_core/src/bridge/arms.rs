@@ -3,7 +3,7 @@
 //! What a side is shown to have run: the lines on its own stack where it parted, and, when the
 //! `if` decides alike on every pass of its loops (its test reads nothing they change), the line
 //! of a collective it issued earlier from the same call of that function (FR records the stack
-//! of each collective). Rank 3 at the loss all_reduce inside the `else` of `if stage == 0:`
+//! of each collective). Rank 3 at the loss `all_reduce` inside the `else` of `if stage == 0:`
 //! and rank 2 past the `if`, whose previous collective came from that same `else`, both ran
 //! the `else`: whatever parted them comes after it.
 

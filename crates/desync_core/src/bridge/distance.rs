@@ -26,6 +26,10 @@ use desync_python::{Collectives, Construct, Module};
 use super::candidates::{Origin, Raw, Workspace};
 use crate::model::Entry;
 
+/// A module of the user's project: the file as the training host names it, its local path,
+/// the parsed module.
+type ProjectModule = (String, std::path::PathBuf, Arc<Module>);
+
 /// The most project modules read when looking at a distance.
 const MAX_MODULES: usize = 200;
 
@@ -53,21 +57,13 @@ pub(crate) fn candidates(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
                 {
                     continue;
                 }
-                let what = if matches_op {
-                    format!(
-                        "it decides whether `{}` (line {}) runs, which issues {}: what the departing ranks issued",
-                        site.callee,
-                        site.line,
-                        site.ops.join(", ")
-                    )
-                } else {
-                    format!(
-                        "it decides whether `{}` (line {}) runs, which issues {}",
-                        site.callee,
-                        site.line,
-                        site.ops.join(", ")
-                    )
-                };
+                let what = format!(
+                    "it decides whether `{}` (line {}) runs, which issues {}{}",
+                    site.callee,
+                    site.line,
+                    site.ops.join(", "),
+                    if matches_op { ": what the departing ranks issued" } else { "" }
+                );
                 out.push(raw(b, &file, &local, distance + usize::from(!matches_op), what));
             }
         }
@@ -101,10 +97,7 @@ pub(crate) fn loop_flags(ws: &Workspace<'_>, found: &[Raw], sides: &[&Entry]) ->
         }
         let modules = modules.get_or_insert_with(|| project_modules(ws, sides));
         for name in attributes_read(condition, receiver) {
-            let writes: Vec<(
-                &(String, std::path::PathBuf, Arc<Module>),
-                desync_python::AttributeWrite,
-            )> = modules
+            let writes: Vec<(&ProjectModule, desync_python::AttributeWrite)> = modules
                 .iter()
                 .flat_map(|m| ws.cx.attribute_writes(&m.2, &name).into_iter().map(move |w| (m, w)))
                 .collect();
@@ -205,11 +198,8 @@ fn dedup(mut raws: Vec<Raw>) -> Vec<Raw> {
 
 /// The modules of the user's frames and those they import from the project, transitively, as
 /// (file as the training host names it, local path, module).
-fn project_modules(
-    ws: &Workspace<'_>,
-    sides: &[&Entry],
-) -> Vec<(String, std::path::PathBuf, Arc<Module>)> {
-    let mut out: Vec<(String, std::path::PathBuf, Arc<Module>)> = Vec::new();
+fn project_modules(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<ProjectModule> {
+    let mut out: Vec<ProjectModule> = Vec::new();
     // (module, the frame file and local path it was reached from)
     let mut queue: Vec<(Arc<Module>, String, std::path::PathBuf)> = Vec::new();
     for e in sides {

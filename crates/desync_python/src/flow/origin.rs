@@ -401,7 +401,7 @@ impl Walk<'_, '_> {
         }
     }
 
-    fn hop(&self, module: &Module, name: &str, at: TextSize, text: &str) -> String {
+    fn hop(module: &Module, name: &str, at: TextSize, text: &str) -> String {
         format!("`{name}` = {} (line {})", super::quote(text), module.line_of(at))
     }
 
@@ -422,7 +422,7 @@ impl Walk<'_, '_> {
         };
         match binding.source {
             Source::Value(v) | Source::Element(v, _) => {
-                self.path.push(self.hop(module, name, binding.at, module.text(v.range())));
+                self.path.push(Self::hop(module, name, binding.at, module.text(v.range())));
                 let found = self.value(here, v, binding.at);
                 if found.is_none() {
                     self.path.pop();
@@ -501,7 +501,7 @@ impl Walk<'_, '_> {
             if self.differs(there, value, stmt_at, 0).is_none() {
                 continue;
             }
-            self.path.push(self.hop(
+            self.path.push(Self::hop(
                 module,
                 &format!("self.{attr}"),
                 stmt_at,
