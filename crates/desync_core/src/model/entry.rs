@@ -101,22 +101,23 @@ fn is_collective_wrapper(file: &str) -> bool {
 /// `.../site-packages/pytorch_lightning/trainer/trainer.py`), torch for a torch source tree, the
 /// module for the standard library, the file name otherwise.
 fn package_of(file: &str) -> &str {
-    let segments: Vec<&str> = file.split(['/', '\\']).collect();
-    let after = |i: usize| segments.get(i + 1).map(|s| s.trim_end_matches(".py"));
-    for (i, segment) in segments.iter().enumerate() {
-        if matches!(*segment, "site-packages" | "dist-packages") {
-            return after(i).unwrap_or(file);
-        }
+    // Without collecting the segments: every entry's call path asks for its frames' packages.
+    let segments = || file.split(['/', '\\']);
+    let next_of = |i: usize| segments().nth(i + 1).map(|s| s.trim_end_matches(".py"));
+    if let Some(i) = segments().position(|s| matches!(s, "site-packages" | "dist-packages")) {
+        return next_of(i).unwrap_or(file);
     }
-    for (i, segment) in segments.iter().enumerate() {
-        if *segment == "torch" {
+    let mut previous = "";
+    for (i, segment) in segments().enumerate() {
+        if segment == "torch" {
             return "torch";
         }
-        if i > 0 && is_python_dir(segment) && matches!(segments[i - 1], "lib" | "lib64") {
-            return after(i).unwrap_or(file);
+        if i > 0 && is_python_dir(segment) && matches!(previous, "lib" | "lib64") {
+            return next_of(i).unwrap_or(file);
         }
+        previous = segment;
     }
-    segments.last().map_or(file, |s| s.trim_end_matches(".py"))
+    segments().next_back().map_or(file, |s| s.trim_end_matches(".py"))
 }
 
 /// `python3.11`, `python3.13t`, `python2.7`.
