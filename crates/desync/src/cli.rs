@@ -420,6 +420,21 @@ pub struct ExportArgs {
     /// Write Chrome Trace Event JSON for Perfetto UI or Chrome's trace viewer (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub perfetto: PathBuf,
+    /// Only these ranks (`0-7`, `0-3,8,12-15`). Past 64 ranks the default is one rank per
+    /// behavioural group plus the culprits; the trace's `otherData.selection` says what was
+    /// left out.
+    #[arg(long, value_name = "RANKS", conflicts_with = "all_ranks")]
+    pub ranks: Option<String>,
+    /// Every rank, however many (a 512-rank job with stacks is hundreds of megabytes).
+    #[arg(long)]
+    pub all_ranks: bool,
+    /// Only these process groups, by name or description (`0`, `default_pg,mesh_tp`).
+    #[arg(long, value_name = "GROUPS", value_delimiter = ',')]
+    pub groups: Option<Vec<String>>,
+    /// Only the N collectives on each side of the earliest mismatch (or of the stuck
+    /// collective) in its process group, and what other groups did meanwhile.
+    #[arg(long, value_name = "N")]
+    pub around_mismatch: Option<u64>,
     #[command(flatten)]
     pub ownership: OwnershipArgs,
 }

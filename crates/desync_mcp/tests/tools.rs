@@ -45,7 +45,7 @@ fn workflow_on_early_stop() {
     assert_eq!(sides[0]["ranks"], "0-2");
     assert_eq!(sides[1]["ranks"], "3");
 
-    let e = session.rank_entries(&h, 3, Some("0"), 3).unwrap();
+    let e = session.rank_entries(&h, 3, Some("0"), 3, 0).unwrap();
     assert_eq!(e["entries"].as_array().unwrap().len(), 3);
 
     let s = session.compare_stacks(&h).unwrap();

@@ -98,7 +98,7 @@ pub struct DependenceItem {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SideStack {
     pub role: &'static str,
-    #[serde(serialize_with = "crate::report::serialize_ranks")]
+    #[serde(flatten, serialize_with = "crate::report::serialize_ranks")]
     pub ranks: RankSet,
     pub frames: Vec<FrameView>,
 }

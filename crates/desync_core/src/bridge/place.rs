@@ -23,7 +23,7 @@ const MAX_WITHIN: usize = 3;
 /// Ranks whose main thread stood at the same innermost user line.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RankPlace {
-    #[serde(serialize_with = "crate::report::serialize_ranks")]
+    #[serde(flatten, serialize_with = "crate::report::serialize_ranks")]
     pub ranks: RankSet,
     /// The stacks file read (the first rank's).
     #[serde(serialize_with = "crate::report::serialize_path")]

@@ -49,6 +49,10 @@ impl Default for HtmlOptions {
     }
 }
 
+/// Lanes past which the timeline is taller than a screen or so; then the code, where the ranks
+/// are and the next steps are written right under the verdict.
+const LONG_TIMELINE_LANES: usize = 24;
+
 /// Writes the whole report as one HTML document.
 pub fn write_html(a: &Analysis, options: &HtmlOptions, out: &mut dyn Write) -> io::Result<()> {
     let d = &a.diagnosis;
@@ -61,19 +65,32 @@ pub fn write_html(a: &Analysis, options: &HtmlOptions, out: &mut dyn Write) -> i
         d.category.as_str(),
         Esc(&a.input.display().to_string()),
     )?;
+    let timeline = timeline::timeline(a, options);
     verdict(a, out)?;
     evidence(a, out)?;
+    // A long timeline (hundreds of lanes at 512 ranks) pushed the code and what to do next
+    // screens below the verdict: then they come first, the groups and timeline after.
+    let long = timeline.lanes() > LONG_TIMELINE_LANES;
+    if long {
+        places(a, out)?;
+        code(a, out)?;
+        next_steps(a, out)?;
+    }
     groups(a, out)?;
     timeline_section(a, out)?;
-    places(a, out)?;
-    code(a, out)?;
+    if !long {
+        places(a, out)?;
+        code(a, out)?;
+    }
     probes(a, out)?;
-    next_steps(a, out)?;
+    if !long {
+        next_steps(a, out)?;
+    }
     warnings(a, out)?;
     footer(a, out)?;
     writeln!(out, "</main>\n<div id=\"tip\" role=\"tooltip\" hidden></div>")?;
     write!(out, "<script type=\"application/json\" id=\"desync-data\">")?;
-    serde_json::to_writer(ScriptSafe(&mut *out), &timeline::timeline(a, options))?;
+    serde_json::to_writer(ScriptSafe(&mut *out), &timeline)?;
     writeln!(out, "</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>")
 }
 
