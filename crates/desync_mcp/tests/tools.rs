@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use desync_mcp::Session;
-use desync_mcp::tools::LoadArgs;
+use desync_mcp::tools::{LoadArgs, Page};
 
 fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios").join(name)
@@ -69,11 +69,11 @@ fn malformed_calls_are_errors() {
     );
     let h = load_early_stop(&session);
     assert!(session.collective(&h, "nope", 1).unwrap_err().contains("unknown process group"));
-    assert!(session.rank_entries(&h, 99, None, 5).unwrap_err().contains("rank 99"));
+    assert!(session.rank_entries(&h, 99, None, 5, 0).unwrap_err().contains("rank 99"));
     assert!(session.source(Some(&h), "train.py", 100_000, 2).unwrap_err().contains("out of range"));
     assert!(session.source(None, "/nonexistent.py", 1, 2).is_err());
-    assert!(session.lint(&["/nonexistent/dir".into()]).is_err());
-    assert!(session.lint(&[]).is_err());
+    assert!(session.lint(&["/nonexistent/dir".into()], Page::default()).is_err());
+    assert!(session.lint(&[], Page::default()).is_err());
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn paths_outside_the_allowed_roots_are_refused() {
     outside(load(None, &["/w=/"]));
     outside(load(Some(&format!("{}/../../..", dir.display())), &[]));
     outside(session.load(&LoadArgs { path: "/etc".into(), ..LoadArgs::default() }));
-    outside(session.lint(&["/etc".into()]));
+    outside(session.lint(&["/etc".into()], Page::default()));
     assert!(load(Some(&dir.join("src").display().to_string()), &[]).is_ok());
     // A server allowed nothing refuses everything.
     let closed = Session::new(Vec::<PathBuf>::new());

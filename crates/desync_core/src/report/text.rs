@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use crate::Analysis;
 use crate::align::{GroupAlignment, Mismatch, MismatchKind};
 use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
-use crate::model::{Entry, RankSet, Trace, format_ranks};
+use crate::model::{Entry, RankSet, Trace};
 
 /// Candidates after the best one shown as "also possible" (JSON `code.candidates` has them all).
 const ALSO_POSSIBLE: usize = 2;
@@ -424,7 +424,8 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
             writeln!(out, "  {} {place}{}", p.yellow("!"), w.message)?;
         }
     }
-    let ranks: Vec<u32> = t.ranks.iter().map(|r| r.rank).collect();
+    // Briefly: with ranks missing here and there, the loaded set of a large job is a long list.
+    let ranks: RankSet = t.ranks.iter().map(|r| r.rank).collect();
     let entries: usize = t.ranks.iter().map(|r| r.entries.len()).sum();
     writeln!(
         out,
@@ -432,7 +433,7 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
         p.dim(&format!(
             "{} dump(s) for rank(s) {} of world size {}, {} entries, {} process group(s), from {}",
             t.ranks.len(),
-            format_ranks(&ranks),
+            ranks.brief(),
             t.world_size,
             entries,
             t.process_groups.len(),
