@@ -112,7 +112,11 @@ fn load(session: &Session, dir: &Path) -> String {
     let out = session
         .load(&LoadArgs { path: dir.display().to_string(), ..LoadArgs::default() })
         .expect("load");
-    assert!(out.to_string().len() < MAX_ANSWER_BYTES, "load_dumps: {} bytes", out.to_string().len());
+    assert!(
+        out.to_string().len() < MAX_ANSWER_BYTES,
+        "load_dumps: {} bytes",
+        out.to_string().len()
+    );
     out["handle"].as_str().unwrap().to_owned()
 }
 
@@ -234,7 +238,14 @@ fn perfetto_export_narrows() {
     assert_eq!(pids(&events), [1, 2, 3, 50]);
 
     let (_, events) = trace(&[
-        "export", d, "--perfetto", &file("g.json"), "--ranks", "0-7", "--groups", "default_pg",
+        "export",
+        d,
+        "--perfetto",
+        &file("g.json"),
+        "--ranks",
+        "0-7",
+        "--groups",
+        "default_pg",
     ]);
     let slices: Vec<&Value> =
         events.as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
@@ -242,8 +253,16 @@ fn perfetto_export_narrows() {
     assert!(slices.iter().all(|e| e["args"]["pg"].as_str().unwrap().contains("default_pg")));
 
     let (sel, events) = trace(&[
-        "export", d, "--perfetto", &file("w.json"), "--ranks", "0", "--groups", "0",
-        "--around-mismatch", "2",
+        "export",
+        d,
+        "--perfetto",
+        &file("w.json"),
+        "--ranks",
+        "0",
+        "--groups",
+        "0",
+        "--around-mismatch",
+        "2",
     ]);
     assert_eq!(sel["around_mismatch"], 2);
     let seqs: Vec<u64> = events

@@ -56,7 +56,10 @@ impl Default for Page {
 
 impl Page {
     pub fn new(offset: Option<usize>, limit: Option<usize>) -> Self {
-        Self { offset: offset.unwrap_or(0), limit: limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) }
+        Self {
+            offset: offset.unwrap_or(0),
+            limit: limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE),
+        }
     }
 
     /// The range of a `total`-long list this page covers.

@@ -31,7 +31,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
     super::report::write_output(&args.perfetto, |out| {
         desync_core::report::write_perfetto(&analysis, &options, out).map_err(|e| match e {
             desync_core::report::PerfettoError::Io(e) => e,
-            other => std::io::Error::other(other),
+            desync_core::report::PerfettoError::Selection(e) => std::io::Error::other(e),
         })
     })?;
     Ok(Outcome::Clean)

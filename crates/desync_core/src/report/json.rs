@@ -224,12 +224,8 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
     let t = &a.trace;
     let d = &a.diagnosis;
     let pgs = kept_process_groups(a);
-    let all_mismatches: Vec<(&GroupAlignment, &Mismatch)> = a
-        .alignment
-        .groups
-        .iter()
-        .flat_map(|g| g.mismatches.iter().map(move |m| (g, m)))
-        .collect();
+    let all_mismatches: Vec<(&GroupAlignment, &Mismatch)> =
+        a.alignment.groups.iter().flat_map(|g| g.mismatches.iter().map(move |m| (g, m))).collect();
     let earliest_at = d.earliest.as_ref().map(|e| (e.mismatch.pg, e.mismatch.seq));
     let mismatches = kept_in_order(all_mismatches.len(), MISMATCH_LIMIT, |i| {
         earliest_at == Some((all_mismatches[i].1.pg, all_mismatches[i].1.seq))
@@ -266,7 +262,11 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             ),
             departed_ranks: RankFields::owned(
                 "departed_ranks",
-                e.departed.iter().flat_map(|&i| e.mismatch.sides[i].ranks.as_slice()).copied().collect(),
+                e.departed
+                    .iter()
+                    .flat_map(|&i| e.mismatch.sides[i].ranks.as_slice())
+                    .copied()
+                    .collect(),
             ),
             time_created_ns: e.time_ns,
             symptom: e.symptom,
@@ -321,12 +321,12 @@ fn kept_in_order(len: usize, limit: usize, first: impl Fn(usize) -> bool) -> Vec
         keep[i] = true;
         kept += 1;
     }
-    for i in 0..len {
+    for slot in &mut keep {
         if kept == limit {
             break;
         }
-        if !keep[i] {
-            keep[i] = true;
+        if !*slot {
+            *slot = true;
             kept += 1;
         }
     }

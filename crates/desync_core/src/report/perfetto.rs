@@ -59,7 +59,8 @@ impl PerfettoOptions {
 /// needs to see the desync, independent of the world's size.
 pub fn representatives(a: &Analysis) -> RankSet {
     let d = &a.diagnosis;
-    let mut ranks: Vec<u32> = d.groups.iter().filter_map(|g| g.ranks.as_slice().first().copied()).collect();
+    let mut ranks: Vec<u32> =
+        d.groups.iter().filter_map(|g| g.ranks.as_slice().first().copied()).collect();
     if let Some(e) = &d.earliest {
         ranks.extend(e.mismatch.sides.iter().filter_map(|s| s.ranks.as_slice().first().copied()));
     }
@@ -100,7 +101,9 @@ impl Selection {
 /// Why `--around-mismatch` or `--groups` cannot be honoured.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectionError {
-    #[error("--around-mismatch: the analysis found no mismatch and no stuck collective to centre on")]
+    #[error(
+        "--around-mismatch: the analysis found no mismatch and no stuck collective to centre on"
+    )]
     NothingToCentreOn,
     #[error("--groups: no process group is named or described {0:?} (known: {1})")]
     UnknownGroup(String, String),
@@ -120,8 +123,12 @@ fn select(a: &Analysis, options: &PerfettoOptions) -> Result<Selection, Selectio
                     .map(|pg| pg.name.clone())
                     .collect();
                 if found.is_empty() {
-                    let mut known: Vec<String> =
-                        t.process_groups.iter().take(8).map(|pg| pg.label()).collect();
+                    let mut known: Vec<String> = t
+                        .process_groups
+                        .iter()
+                        .take(8)
+                        .map(crate::model::ProcessGroup::label)
+                        .collect();
                     if t.process_groups.len() > known.len() {
                         known.push(format!("{} more", t.process_groups.len() - known.len()));
                     }
@@ -171,7 +178,8 @@ fn select(a: &Analysis, options: &PerfettoOptions) -> Result<Selection, Selectio
             let known: Vec<(i64, i64)> = spans.iter().flatten().copied().collect();
             let fallback = (!known.is_empty()).then(|| {
                 let lo = known.iter().map(|s| s.0).min().unwrap_or(0);
-                let hi = known.iter().map(|s| s.1).filter(|&h| h < i64::MAX).max().unwrap_or(i64::MAX);
+                let hi =
+                    known.iter().map(|s| s.1).filter(|&h| h < i64::MAX).max().unwrap_or(i64::MAX);
                 (lo, hi)
             });
             Some(spans.into_iter().map(|s| s.or(fallback)).collect())
