@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::limits::{self, read_regular};
-use crate::model::{Frame, RankStacks, ThreadStack, Trace, Warning, WarningKind};
+use crate::model::{Frame, RankStacks, StacksOrigin, ThreadStack, Trace, Warning, WarningKind};
 
 /// What ends a stacks file's name: the dump's own name comes before it.
 pub const STACKS_EXTENSION: &str = "stacks";
@@ -73,7 +73,7 @@ pub(crate) fn attach(trace: &mut Trace, found: Vec<(PathBuf, u32)>) {
         };
         let (threads, main_id) = parse(&text);
         if let Some(main) = main_thread(&threads, main_id) {
-            stacks.push(RankStacks { rank, path, threads, main });
+            stacks.push(RankStacks { rank, path, threads, main, origin: StacksOrigin::File });
         }
     }
     stacks.sort_by_key(|s| s.rank);

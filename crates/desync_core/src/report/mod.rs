@@ -9,7 +9,7 @@ mod text;
 pub use html::{HtmlOptions, write_html};
 pub use json::{SCHEMA_VERSION, to_json, write_json};
 pub use perfetto::write_perfetto;
-pub use text::{TextOptions, escape_controls, write_text};
+pub use text::{TextOptions, clip_chars, escape_controls, write_text};
 
 use crate::Analysis;
 use crate::diagnose::Category;
