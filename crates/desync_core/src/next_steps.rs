@@ -290,6 +290,18 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
 /// In place of a py-spy dump: the stacks file desync read, every thread of it (what the rank
 /// waits for may be another thread: a loader, the holder of a lock).
 fn read_stacks(place: &crate::bridge::RankPlace) -> NextStep {
+    if place.origin == "live_stacks" {
+        return NextStep {
+            title: format!("See what rank(s) {} wait on, from their live stack", place.ranks),
+            command: None,
+            why: format!(
+                "desync watch took it from the running rank's debug server (dump_traceback): \
+                 its main thread is at {}; `desync watch --save DIR` keeps every thread in \
+                 stacks/rank_<N>.txt",
+                place.describe()
+            ),
+        };
+    }
     NextStep {
         title: format!("Read rank(s) {}'s stacks, every thread", place.ranks),
         command: Some(format!("cat {}", shell_word(&place.stacks_file.to_string_lossy()))),

@@ -29,8 +29,9 @@ pub struct RankPlace {
     /// The stacks file read (the first rank's), or the log holding its traceback.
     #[serde(serialize_with = "crate::report::serialize_path")]
     pub stacks_file: PathBuf,
-    /// `stacks_file` (a stacks file beside the dump) or `log_traceback` (the traceback of an
-    /// error the rank raised, in the job's log: where it was when it died).
+    /// `stacks_file` (a stacks file beside the dump), `log_traceback` (the traceback of an
+    /// error the rank raised, in the job's log: where it was when it died) or `live_stacks`
+    /// (`desync watch` asked the running rank's debug server).
     pub origin: &'static str,
     /// For a traceback: the exception line, and the lines of the log it spans.
     pub exception: Option<String>,
@@ -132,6 +133,7 @@ fn place_of(
         .collect();
     let (origin, exception, log_lines) = match &stacks.origin {
         StacksOrigin::File => ("stacks_file", None, None),
+        StacksOrigin::Live => ("live_stacks", None, None),
         StacksOrigin::Traceback { exception, first_line, exception_line } => {
             ("log_traceback", Some(exception.clone()), Some((*first_line, *exception_line)))
         }

@@ -23,7 +23,9 @@ use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 pub use discover::{Candidate, classify, split_rank, walk};
 pub use limits::{FileError, read_regular};
 pub use ownership::Ownership;
-pub use stacks::{MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, stacks_rank};
+pub use stacks::{
+    MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, rank_stacks, stacks_rank,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {

@@ -30,6 +30,9 @@ pub enum StacksOrigin {
     /// The traceback of an exception the rank raised, in the job's log (`path`): the main
     /// thread's frames when it raised, lines `first_line..=exception_line`.
     Traceback { exception: String, first_line: usize, exception_line: usize },
+    /// Taken from the live job by `desync watch` (the debug server's `dump_traceback`); `path`
+    /// names the rank's worker, no file.
+    Live,
 }
 
 impl RankStacks {
