@@ -204,6 +204,10 @@ impl InputArgs {
                 world_size: self.world_size,
             },
             sources: self.sources.options()?,
+            logs: Vec::new(),
+            // Logs saved beside the dumps (`job.log`, `slurm-*.out`) are part of the evidence
+            // (docs/logs.md, "With dumps").
+            logs_beside: true,
         })
     }
 }

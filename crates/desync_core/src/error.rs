@@ -17,6 +17,12 @@ pub enum Error {
     NothingReadable { path: PathBuf, count: usize, first: String },
     #[error("invalid --path-map `{0}`: expected FROM=TO")]
     PathMap(String),
+    /// A log named by the user in which nothing desync reads was found; its content is not
+    /// quoted (it may be any file).
+    #[error(
+        "{names}: not a Flight Recorder dump, nor a log with a line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown"
+    )]
+    NotALog { names: String },
     #[error("--source-root {}: not a directory", .0.display())]
     SourceRoot(PathBuf),
     #[error("cannot write {}: {source}", path.display())]

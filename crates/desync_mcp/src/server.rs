@@ -30,6 +30,11 @@ pub struct LoadReq {
     /// The job's world size, when the dumps may not show it (ranks below it with no dump are
     /// named as missing).
     pub world_size: Option<u32>,
+    /// The job's log files (torchrun, SLURM, Kubernetes output; inside a directory the server
+    /// allows): the ranks that raised and their tracebacks, which no dump holds. Without them,
+    /// files named like logs (*.log, *.out, *.err) inside `path` are read when they
+    /// are logs.
+    pub logs: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -161,6 +166,7 @@ impl Server {
             source_root: r.source_root,
             path_maps: r.path_maps.unwrap_or_default(),
             world_size: r.world_size,
+            logs: r.logs.unwrap_or_default(),
         };
         off_thread("load_dumps", move || session.load(&args)).await
     }
@@ -173,7 +179,7 @@ impl Server {
     }
 
     #[tool(
-        description = "The verdict (category, culprit ranks, process group, collective seq, headline) and the evidence lines."
+        description = "The verdict (category, culprit ranks, process group, collective seq, headline), the evidence lines, where the late ranks are (their stacks or the traceback the log holds), and, with a log, what it shows: each claim with the log lines (file, line, text) it rests on, and how it changed the dumps' verdict (log.upgrade)."
     )]
     fn verdict(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
         compact(self.session.verdict(&r.handle))

@@ -25,6 +25,8 @@ pub struct LoadArgs {
     pub source_root: Option<String>,
     pub path_maps: Vec<String>,
     pub world_size: Option<u32>,
+    /// The job's logs (`--log`); without any, logs found inside `path` are read.
+    pub logs: Vec<String>,
 }
 
 /// The most an answer may take, serialized: an agent reads every answer into its context, and
@@ -241,6 +243,15 @@ impl Session {
             return Err(format!("{}: no such file or directory", input.display()));
         }
         self.allowed("path", &input)?;
+        let mut logs = Vec::with_capacity(args.logs.len());
+        for log in &args.logs {
+            let path = PathBuf::from(log);
+            if !path.is_file() {
+                return Err(format!("{}: no such file", path.display()));
+            }
+            self.allowed("logs", &path)?;
+            logs.push(path);
+        }
         // Sources are read only under the roots given here; with none, not at all.
         let config = Config {
             input,
@@ -250,6 +261,8 @@ impl Session {
                 ..Default::default()
             },
             sources: SourceOptions { path_maps, source_root, ..SourceOptions::default() },
+            logs,
+            logs_beside: true,
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
         let cost = Loaded::analysis_bytes(&analysis);
@@ -303,6 +316,8 @@ impl Session {
             "earliest_mismatch": l.report["earliest_mismatch"],
             "stuck_at": l.report["stuck_at"],
             "next_steps": l.report["next_steps"],
+            "where_ranks_are": l.report["where_ranks_are"],
+            "log": l.report["log"],
         });
         shorten_rank_sets(&mut answer);
         Ok(answer)

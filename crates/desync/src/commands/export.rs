@@ -22,6 +22,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
             world_size: None,
         },
         sources: desync_core::bridge::SourceOptions::default(),
+        ..Default::default()
     };
     super::report::check_output(&args.perfetto)?;
     let bar = Bar::new(std::io::stderr().is_terminal());

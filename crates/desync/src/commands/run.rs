@@ -290,6 +290,7 @@ fn report(
         input: dumps.to_path_buf(),
         load: load.clone(),
         sources: sources.clone(),
+        ..Default::default()
     };
     let analysis = desync_core::analyze(&config, &desync_core::NoProgress)?;
     let html = dir.join("report.html");

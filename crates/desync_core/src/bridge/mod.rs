@@ -671,7 +671,9 @@ fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str, places: &[RankPlace
     let placed: Vec<&RankPlace> =
         places.iter().filter(|p| p.ranks.as_slice().iter().any(|&r| others.contains(r))).collect();
     for place in &placed {
-        text.push_str(&format!("; rank(s) {} are at {}", place.ranks, place.describe()));
+        // A traceback's place says what the rank did there (`raised ... at`).
+        let verb = if place.exception.is_some() { "" } else { "are at " };
+        text.push_str(&format!("; rank(s) {} {verb}{}", place.ranks, place.describe()));
     }
     let others: RankSet = others
         .as_slice()

@@ -360,7 +360,7 @@ fn skipped_entries(trace: &Trace) -> (usize, RankSet) {
     (count, trace.skipped_entries.iter().map(|(r, _)| *r).collect())
 }
 
-fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
+pub(crate) fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
     match &g.position {
         Position::At(at) => {
             format!("{} seq {} of {}", at.op, at.seq, trace.process_groups[at.pg].label())

@@ -23,7 +23,9 @@ use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 pub use discover::{Candidate, classify, split_rank, walk};
 pub use limits::{FileError, read_regular};
 pub use ownership::Ownership;
-pub use stacks::{MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, stacks_rank};
+pub use stacks::{
+    MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, rank_stacks, stacks_rank,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -58,7 +60,7 @@ impl Notes {
 
 /// Loads a directory of per-rank dumps (recursively) or a single dump file.
 pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
-    let Selection { candidates, warnings, stacks } = discover(path, options)?;
+    let Selection { candidates, warnings, stacks, logs } = discover(path, options)?;
     progress.start(candidates.len() as u64, "loading dumps");
     let loader = Loader::new(options);
     candidates.into_par_iter().for_each(|c| {
@@ -71,6 +73,7 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     progress.finish();
     let mut trace = loader.finish(path, warnings)?;
     stacks::attach(&mut trace, stacks);
+    trace.logs_found = logs;
     ownership::apply_to_stacks(&mut trace, &options.ownership);
     Ok(trace)
 }
@@ -104,7 +107,7 @@ pub(crate) fn discover(path: &Path, options: &LoadOptions) -> Result<Selection, 
             }
             (e, _) => e,
         });
-    let Selection { candidates, mut warnings, stacks } = selected?;
+    let Selection { candidates, mut warnings, stacks, logs } = selected?;
     for link in listing.outside {
         let why = "a symlink to a file outside the dump directory: not followed (name the file itself to read it)";
         warnings.push(warn(WarningKind::Skipped, Some(link), None, why.to_owned()));
@@ -113,7 +116,7 @@ pub(crate) fn discover(path: &Path, options: &LoadOptions) -> Result<Selection, 
     for (dir, why) in listing.unsearched {
         warnings.push(warn(WarningKind::Skipped, Some(dir), None, why));
     }
-    Ok(Selection { candidates, warnings, stacks })
+    Ok(Selection { candidates, warnings, stacks, logs })
 }
 
 /// The dumps to read among a listing, and warnings for what was set aside.
@@ -123,6 +126,8 @@ pub struct Selection {
     pub warnings: Vec<Warning>,
     /// Stacks files (`<dump file name>.stacks`) with the rank each name gives.
     pub stacks: Vec<(PathBuf, u32)>,
+    /// Files named like a job's log (`discover::LOG_EXTENSIONS`), not read yet.
+    pub logs: Vec<PathBuf>,
 }
 
 /// Sorts the names listed under `input` (files below a directory, objects under a bucket
@@ -156,7 +161,7 @@ pub fn select(
         };
         return Err(Error::NoDumps { path: input.into(), hint });
     }
-    Ok(Selection { candidates: found.candidates, warnings, stacks: found.stacks })
+    Ok(Selection { candidates: found.candidates, warnings, stacks: found.stacks, logs: found.logs })
 }
 
 /// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live

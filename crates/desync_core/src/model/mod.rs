@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State, is_library_file};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
-pub use stacks::{RankStacks, ThreadStack};
+pub use stacks::{RankStacks, StacksOrigin, ThreadStack};
 
 /// Everything loaded from one job: the readable dumps, what could not be read, and the
 /// process groups inferred from them.
@@ -41,6 +41,9 @@ pub struct Trace {
     /// The ranks' Python stacks found beside their dumps (`<dump>.stacks`), sorted by rank:
     /// where each rank was when it dumped or was asked.
     pub stacks: Vec<RankStacks>,
+    /// Files in the dump directory named like a job's log (`job.log`, `rank_3.out`), not read
+    /// by loading: `analyze` reads those whose content is a log (`logs::beside`).
+    pub logs_found: Vec<PathBuf>,
 }
 
 impl Trace {

@@ -12,7 +12,7 @@ pub use perfetto::{
     PerfettoError, PerfettoOptions, REPRESENTATIVE_WORLD, SelectionError, representatives,
     write_perfetto,
 };
-pub use text::{TextOptions, escape_controls, write_text};
+pub use text::{TextOptions, clip_chars, escape_controls, write_text};
 
 use crate::Analysis;
 use crate::diagnose::Category;
