@@ -502,3 +502,40 @@ fn callers_in_other_files_decide_what_a_method_iterates() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["findings"].as_array().unwrap().len(), 1, "{json}");
 }
+
+/// A script linted alone follows its imports as its folder linted whole does: `desync lint
+/// train.py` from the script's own folder (whose path has no folder part) reads the sibling
+/// module `common.py`, so a loop over the rank's own shard is seen; `desync lint
+/// scripts/train.py` from the repository (a `pyproject.toml` marks it) also finds the project's
+/// package `trainer` at the repository's top, as an installed project's scripts import it.
+#[test]
+fn a_file_linted_alone_follows_its_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().canonicalize().unwrap();
+    let scripts = repo.join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::create_dir_all(repo.join("trainer")).unwrap();
+    std::fs::write(repo.join("pyproject.toml"), "[project]\nname = \"trainer\"\n").unwrap();
+    std::fs::write(repo.join("trainer/__init__.py"), "").unwrap();
+    let shard = "import torch.distributed as dist\n\n\ndef shard_batches(batches):\n    \
+                 return batches[dist.get_rank()::dist.get_world_size()]\n";
+    std::fs::write(scripts.join("common.py"), shard).unwrap();
+    std::fs::write(repo.join("trainer/data.py"), shard).unwrap();
+    let script = |import: &str| {
+        format!(
+            "import torch.distributed as dist\n{import}\n\n\ndef evaluate(model, batches):\n    \
+             total = 0\n    for b in shard_batches(batches):\n        total += model(b)\n        \
+             dist.all_reduce(total)\n    return total\n"
+        )
+    };
+    std::fs::write(scripts.join("train.py"), script("from common import shard_batches")).unwrap();
+    std::fs::write(scripts.join("eval.py"), script("from trainer.data import shard_batches"))
+        .unwrap();
+    let train = vec![("train.py".to_owned(), "DSY002".to_owned(), 7)];
+    assert_eq!(findings_in(&scripts, Path::new("train.py")), train, "from its folder");
+    assert_eq!(findings_in(&scripts, Path::new(".")), train, "its folder");
+    assert_eq!(findings_in(&repo, Path::new("scripts/train.py")), train, "from the repository");
+    let eval = vec![("eval.py".to_owned(), "DSY002".to_owned(), 7)];
+    assert_eq!(findings_in(&repo, Path::new("scripts/eval.py")), eval, "the project's package");
+    assert_eq!(findings_in(&scripts, Path::new("eval.py")), eval, "the package, from the folder");
+}

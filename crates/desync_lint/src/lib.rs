@@ -142,10 +142,9 @@ pub struct Report {
 
 /// Lints one file's source text. `path` labels findings and places the file in its project:
 /// imports are followed into the Python files of its directory (a script's own folder is on
-/// `sys.path`).
+/// `sys.path`) and of its project ([`file_roots`]).
 pub fn lint_source(path: &Path, source: &str, options: &Options) -> Vec<Finding> {
-    let roots: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
-    let project = desync_python::FileProject::new(roots);
+    let project = desync_python::FileProject::new(file_roots(path));
     let module = desync_python::Module::parse_file(source, path);
     reported(lint_in(&project, path, &module, options), options)
 }
@@ -154,9 +153,7 @@ pub fn lint_source(path: &Path, source: &str, options: &Options) -> Vec<Finding>
 /// [`lint_paths`] lints a file: `path` labels the findings and its folder is where imports are
 /// resolved from (the text given wins over the file at `path`, if any).
 pub fn lint_text(path: &Path, source: &str, options: &Options) -> Report {
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let roots = vec![folder.to_path_buf()];
-    let project = desync_python::FileProject::new(roots);
+    let project = desync_python::FileProject::new(file_roots(path));
     let module = desync_python::Module::parse_file(source, path);
     let mut report = Report::default();
     if let Some(why) = module.refusal() {
@@ -171,6 +168,33 @@ pub fn lint_text(path: &Path, source: &str, options: &Options) -> Report {
     report.files_checked = 1;
     report.findings.sort_by_key(|f| (f.line, f.column, f.rule));
     report
+}
+
+/// Files that mark the top folder of a Python project (a repository, an installable package).
+const PROJECT_MARKERS: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg", ".git"];
+
+/// How many folders above a file are searched for its project's top ([`PROJECT_MARKERS`]).
+const MAX_PROJECT_DEPTH: usize = 8;
+
+/// Where the imports of a file linted on its own are looked for: its folder (a script's own
+/// folder is on `sys.path`; `train.py` given bare is in `.`), and the top folder of the project
+/// it is part of, the nearest folder above it holding one of [`PROJECT_MARKERS`] (the project's
+/// own packages are importable from its scripts, as they are once it is installed). Linting
+/// the file then follows what linting its folder or its project would.
+fn file_roots(path: &Path) -> Vec<PathBuf> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut roots = vec![folder.to_path_buf()];
+    let Ok(start) = std::fs::canonicalize(folder) else { return roots };
+    let top = start
+        .ancestors()
+        .take(MAX_PROJECT_DEPTH)
+        .find(|dir| PROJECT_MARKERS.iter().any(|m| dir.join(m).exists()));
+    if let Some(top) = top
+        && top != start
+    {
+        roots.push(top.to_path_buf());
+    }
+    roots
 }
 
 /// The warning for a file linted despite syntax errors, if it has any.
@@ -205,7 +229,9 @@ fn lint_in(
     }
     // Only the sites' calls are looked up in the outline.
     let positions = sites.iter().map(|s| (s.line, s.column)).collect();
-    let outline = module.outline_with_calls_at(&positions);
+    let mut outline = module.outline_with_calls_at(&positions);
+    // An `except` that calls a helper that never returns passes the error on too.
+    analysis.mark_dying_handlers(module, &mut outline);
     let ctx = context::Context::new(module, &outline, &collectives, sites, setups);
     let findings = checks::run(&ctx, path, &|rule| options.enabled(rule));
     findings
@@ -226,12 +252,11 @@ type Linted = (Vec<Finding>, Option<LintError>);
 /// directories are searched for `*.py`), in parallel.
 pub fn lint_paths(paths: &[PathBuf], options: &Options) -> Report {
     let (files, mut errors) = discover::python_files(paths);
-    // The project: the directories given, and the folders of the files given.
+    // The project: the directories given, and the folders of the files given with the
+    // projects they belong to.
     let roots: Vec<PathBuf> = paths
         .iter()
-        .filter_map(
-            |p| if p.is_dir() { Some(p.clone()) } else { p.parent().map(Path::to_path_buf) },
-        )
+        .flat_map(|p| if p.is_dir() { vec![p.clone()] } else { file_roots(p) })
         .collect();
     // Every file is read first: the project's index of the names each file calls is then
     // built from these texts, not by reading the whole tree a second time.

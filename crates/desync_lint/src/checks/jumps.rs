@@ -82,7 +82,16 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
     if balanced(&[]) {
         return Judged::Quiet;
     }
-    let deps = ctx.dependence(test_line, test);
+    let mut deps = ctx.dependence(test_line, test);
+    // `if rank == 0: ... if not overwrite: return` before a barrier after the block: only
+    // the ranks the block admits can leave, whatever the exit's own test depends on.
+    let blocks = enclosing_rank_blocks(ctx, site, guard, test_line);
+    let holds = if blocks.is_empty() { "holds" } else { "hold" };
+    let test = match blocks.first() {
+        Some((outer, _)) => format!("{outer}` and `{test}"),
+        None => test.clone(),
+    };
+    deps.extend(blocks.into_iter().flat_map(|(_, d)| d));
     if deps.is_empty() || balanced(&deps) {
         return Judged::Quiet;
     }
@@ -123,15 +132,62 @@ fn judge(ctx: &Context<'_>, site: &Site<'_>, guard: &Branch) -> Judged {
         column: None,
         keyword: Some(keyword),
         message: format!(
-            "`{keyword}` makes the ranks where `{}` holds {effect} and skip {}, which \
+            "`{keyword}` makes the ranks where `{}` {holds} {effect} and skip {}, which \
              their peers issue: the test depends on {}, with no collective agreeing on \
              it first",
-            short(test),
+            short(&test),
             site.describe(),
             explain(&deps),
         ),
         indirect: decision_indirect(&deps),
     })
+}
+
+/// The rank tests of the `if`s around the exit `guard` (besides its own, on `test_line`)
+/// whose clause holding it does not hold the skipped `site`, innermost first, with what
+/// they depend on: the rank id only. The ranks such a block leaves out never reach the exit,
+/// so whether a rank leaves is decided by the rank too. For `continue`/`break` only the
+/// blocks inside the loop the exit leaves count.
+fn enclosing_rank_blocks(
+    ctx: &Context<'_>,
+    site: &Site<'_>,
+    guard: &Branch,
+    test_line: u32,
+) -> Vec<(String, Vec<desync_python::Dependence>)> {
+    let function = site.function();
+    let left = match guard.construct {
+        Construct::Return => None,
+        _ => match ctx.innermost_loop(function, guard.line) {
+            Some(l) => Some(l),
+            None => return Vec::new(),
+        },
+    };
+    let mut out = Vec::new();
+    for (cond, k) in ctx.enclosing_ifs(function, guard.line) {
+        if left.is_some_and(|l| cond.line <= l.line) {
+            break;
+        }
+        let clause = &cond.clauses[k];
+        if clause.body.contains(site.line()) {
+            break;
+        }
+        // The tests that decide the clause: its own, and those before it for `elif`/`else`.
+        for c in &cond.clauses[..=k] {
+            let (Some(t), Some(line)) = (&c.test, c.test_line) else { continue };
+            if line == test_line {
+                continue;
+            }
+            let rank: Vec<_> = ctx
+                .dependence(line, t)
+                .into_iter()
+                .filter(|d| d.kind == DependenceKind::RankId)
+                .collect();
+            if !rank.is_empty() {
+                out.push((t.clone(), rank));
+            }
+        }
+    }
+    out
 }
 
 /// Whether `d` shows directly that the value is what this rank computed from its own data,

@@ -22,6 +22,7 @@
 //! decides what to do with that (the bridge follows parameters into the caller's frame).
 
 mod condition;
+mod exits;
 mod flags;
 mod length;
 mod origin;

@@ -11,7 +11,7 @@ use ruff_text_size::{Ranged, TextSize};
 use super::resolve::{FnRef, Sym, def_at};
 use super::value::Eval;
 use super::{Deps, MAX_CALL_DEPTH, Value, key_of};
-use crate::dependence::bindings::Scope;
+use crate::dependence::bindings::{Binding, Scope, Source};
 use crate::knowledge::{Agrees, CopyKeeps, knowledge};
 use crate::module::Module;
 use crate::tree::{self, Slot, header_exprs};
@@ -229,7 +229,7 @@ fn source_keeps(
     }
     // Everything the source put into the container is the kept value or a copy of it (what
     // the others put in is overwritten by the broadcast).
-    let puts = puts_into(def, container, at.start());
+    let puts = puts_into(&def.body, container, at.start());
     let first_put = puts.iter().map(Ranged::start).min()?;
     for put in puts {
         match copy_of(eval, put, kept)? {
@@ -250,6 +250,63 @@ fn source_keeps(
         return None;
     }
     Some(keeps)
+}
+
+impl<'m> Eval<'_, 'm> {
+    /// The receivers' side of a broadcast whose source keeps what it sent, written inline:
+    /// `box = [stop if rank == 0 else None]`, `broadcast_object_list(box, 0)`, then `if rank !=
+    /// 0: stop = box[0]` (yolov5's early stop). The receivers take the source's value, and the
+    /// source already holds it (it put `stop` itself into the box, and nothing rebound `stop`
+    /// since), so after the `if` every rank holds the source's `stop`. The start of that `if`,
+    /// whose test then decides nothing about the name; `None` for any other binding.
+    pub(super) fn received_from_source(
+        &mut self,
+        name: &str,
+        binding: &Binding<'m>,
+    ) -> Option<TextSize> {
+        let Source::Value(value) = binding.source else { return None };
+        let module: &'m Module = self.module;
+        let path = module.path(module.line_of(binding.at))?;
+        let levels = path.scope_levels(module).to_vec();
+        let (last, outer) = levels.split_last()?;
+        let Some(Stmt::If(s)) = last.owner else { return None };
+        let around = outer.last()?;
+        // The broadcast: the last one into a container before the `if`, in the same block.
+        let before = &around.suite[..around.index];
+        let (index, (container, src, call)) = before
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, stmt)| broadcast_into(self, stmt).map(|b| (i, b)))?;
+        if !reads_container(value, container) {
+            return None;
+        }
+        let equal = source_test(self, module, &s.test, src)?;
+        let on_receivers = match last.slot {
+            Slot::Body => !equal,
+            Slot::Clause(0)
+                if s.elif_else_clauses.len() == 1 && s.elif_else_clauses[0].test.is_none() =>
+            {
+                equal
+            }
+            _ => return None,
+        };
+        if !on_receivers {
+            return None;
+        }
+        // What was put into the container is the name itself (the others' `None` is
+        // overwritten), and nothing rebinds the name from there to the `if`.
+        let puts = puts_into(&before[..index], container, call.start());
+        let first = puts.iter().map(Ranged::start).min()?;
+        if !puts.iter().all(|p| matches!(p, Expr::Name(n) if n.id.as_str() == name)) {
+            return None;
+        }
+        let until = module.line_of(s.start()).saturating_sub(1);
+        if module.bound_in(module.line_of(first), until).contains(&name) {
+            return None;
+        }
+        Some(s.start())
+    }
 }
 
 /// `broadcast_object_list(objects, src=0)` (a table broadcast that fills its first argument):
@@ -342,10 +399,10 @@ fn reads_container(value: &Expr, container: &str) -> bool {
 /// The values put into `container` before `until`: the items of a list assigned to it
 /// (`[state]`, `[state if rank == 0 else None]`), items assigned into it (`objects[0] = x`) and
 /// appended; `None`s left out.
-fn puts_into<'d>(def: &'d StmtFunctionDef, container: &str, until: TextSize) -> Vec<&'d Expr> {
+fn puts_into<'d>(body: &'d [Stmt], container: &str, until: TextSize) -> Vec<&'d Expr> {
     let names = |e: &Expr| matches!(e, Expr::Name(n) if n.id.as_str() == container);
     let mut values: Vec<&Expr> = Vec::new();
-    tree::walk_scope(&def.body, &mut |stmt, _| {
+    tree::walk_scope(body, &mut |stmt, _| {
         if stmt.start() >= until {
             return;
         }

@@ -349,7 +349,12 @@ impl<'a, 'm> Eval<'a, 'm> {
                 value.merge_everywhere(self.control_except(binding.at, Some(turn), shared));
                 value.whole.merge(self.value(other, other.start()).whole);
             }
-            None => value.merge_everywhere(self.control_except(binding.at, None, shared)),
+            // `if rank != 0: stop = box[0]` after rank 0 broadcast its own `stop` in `box`:
+            // every rank holds rank 0's value after the `if`; its test decides nothing.
+            None => {
+                let received = self.received_from_source(name, &binding);
+                value.merge_everywhere(self.control_except(binding.at, received, shared));
+            }
         }
         if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
             // A write into any entry or attribute may be the one read later.

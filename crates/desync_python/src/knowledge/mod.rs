@@ -17,6 +17,10 @@ use serde::Deserialize;
 
 const TABLE: &str = include_str!("frameworks.toml");
 
+/// How many aliases [`Knowledge::canonical`] applies one after another (a cycle in the
+/// table stops there).
+const MAX_ALIAS_STEPS: usize = 4;
+
 /// What a qualified name does, for desync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -556,18 +560,29 @@ impl Knowledge {
     }
 
     /// `pytorch_lightning.LightningModule` → `lightning.pytorch.LightningModule`: the longest
-    /// alias that is a whole-segment prefix of `name` is replaced.
+    /// alias that is a whole-segment prefix of `name` is replaced, and again in what that gives
+    /// (a package alias, then an object's: `pytorch_lightning.utilities.rank_zero_only` →
+    /// `lightning.pytorch.utilities.rank_zero_only` → `...utilities.rank_zero.rank_zero_only`),
+    /// so every import path of a row reaches it with one alias per spelling.
     pub fn canonical(&self, name: &str) -> String {
-        let candidates =
-            self.aliases_by_root.get(root_segment(name)).map_or(&[][..], Vec::as_slice);
-        for (from, to) in candidates.iter().map(|&i| &self.aliases[i]) {
-            if let Some(rest) = name.strip_prefix(from.as_str())
-                && (rest.is_empty() || rest.starts_with('.'))
-            {
-                return format!("{to}{rest}");
+        let mut name = name.to_owned();
+        for _ in 0..MAX_ALIAS_STEPS {
+            match self.alias_step(&name) {
+                Some(next) if next != name => name = next,
+                _ => break,
             }
         }
-        name.to_owned()
+        name
+    }
+
+    /// `name` with its longest alias prefix replaced, if it has one.
+    fn alias_step(&self, name: &str) -> Option<String> {
+        let candidates =
+            self.aliases_by_root.get(root_segment(name)).map_or(&[][..], Vec::as_slice);
+        candidates.iter().map(|&i| &self.aliases[i]).find_map(|(from, to)| {
+            let rest = name.strip_prefix(from.as_str())?;
+            (rest.is_empty() || rest.starts_with('.')).then(|| format!("{to}{rest}"))
+        })
     }
 
     /// The module a name conventionally stands for when a file uses it without binding it

@@ -226,7 +226,7 @@ impl Walker<'_> {
         let ExceptHandler::ExceptHandler(h) = handler;
         let (line, column) = self.position(h);
         let caught = h.name.as_ref().map(|n| n.id.as_str());
-        let propagates = always_exits(&h.body, caught, 0);
+        let propagates = always_exits(&h.body, caught, &mut |_| false, 0);
         Handler {
             line,
             column,
@@ -301,32 +301,41 @@ impl Walker<'_> {
 /// there (a method of the table's `error_handoffs`: `parent_conn.send(e)`), or ends the
 /// process (`sys.exit`, `os._exit`, `os.abort`), on every branch. `if "out of memory" in
 /// str(e): skip() else: raise` does not: the ranks that ran out of memory swallow the error.
-fn always_exits(suite: &[Stmt], caught: Option<&str>, depth: usize) -> bool {
+/// `never_returns` says whether a call (of a project function) never returns: its every path
+/// raises or ends the process too ([`crate::Analysis::dying_handlers`]).
+pub(crate) fn always_exits(
+    suite: &[Stmt],
+    caught: Option<&str>,
+    never_returns: &mut dyn FnMut(&ruff_python_ast::ExprCall) -> bool,
+    depth: usize,
+) -> bool {
     if depth >= MAX_DEPTH {
         return false;
     }
-    let exits = |suite: &[Stmt]| always_exits(suite, caught, depth + 1);
     suite.iter().any(|stmt| match stmt {
         Stmt::Raise(_) => true,
         Stmt::Expr(s) => match &*s.value {
             Expr::Call(c) => {
                 dotted(&c.func).is_some_and(|d| PROCESS_EXITS.contains(&d.as_str()))
                     || hands_off(c, caught)
+                    || never_returns(c)
             }
             _ => false,
         },
         Stmt::If(s) => {
             s.elif_else_clauses.last().is_some_and(|c| c.test.is_none())
-                && exits(&s.body)
-                && s.elif_else_clauses.iter().all(|c| exits(&c.body))
+                && always_exits(&s.body, caught, never_returns, depth + 1)
+                && s.elif_else_clauses
+                    .iter()
+                    .all(|c| always_exits(&c.body, caught, never_returns, depth + 1))
         }
-        Stmt::With(s) => exits(&s.body),
+        Stmt::With(s) => always_exits(&s.body, caught, never_returns, depth + 1),
         Stmt::Try(s) => {
-            exits(&s.finalbody)
-                || (exits(&s.body)
+            always_exits(&s.finalbody, caught, never_returns, depth + 1)
+                || (always_exits(&s.body, caught, never_returns, depth + 1)
                     && s.handlers.iter().all(|h| {
                         let ExceptHandler::ExceptHandler(h) = h;
-                        exits(&h.body)
+                        always_exits(&h.body, caught, never_returns, depth + 1)
                     }))
         }
         _ => false,
