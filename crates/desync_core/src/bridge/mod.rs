@@ -573,9 +573,15 @@ fn call_at(
         }
         let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee.0.as_deref().unwrap_or(module);
-        let Some(found) =
-            ws.cx.through_caller(current, callee.1, &parameters, &[], &caller_module, caller.line)
-        else {
+        let Some(found) = ws.cx.through_caller(
+            current,
+            callee.1,
+            &parameters,
+            &[],
+            &[],
+            &caller_module,
+            caller.line,
+        ) else {
             break;
         };
         for d in
