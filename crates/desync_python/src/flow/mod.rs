@@ -23,6 +23,7 @@
 
 mod condition;
 mod flags;
+mod hooks;
 mod length;
 mod origin;
 mod probe;
@@ -48,6 +49,7 @@ use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
 pub use flags::{AttributeWrite, FlagWrite};
+pub use hooks::HookExit;
 pub use origin::{Carried, ValueOrigin};
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
