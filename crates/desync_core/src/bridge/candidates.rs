@@ -212,6 +212,7 @@ pub(crate) fn follow_parameters(
     index: usize,
 ) {
     let (mut params, mut lengths) = (b.parameters.clone(), b.length_parameters.clone());
+    let mut reads = b.member_reads.clone();
     let mut callee =
         (module.file_path().map(std::path::Path::to_path_buf), side.frames[index].line);
     let mut callee_module: Option<Arc<Module>> = None;
@@ -221,9 +222,15 @@ pub(crate) fn follow_parameters(
         }
         let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee_module.as_deref().unwrap_or(module);
-        let Some(found) =
-            ws.cx.through_caller(current, callee.1, &params, &lengths, &caller_module, caller.line)
-        else {
+        let Some(found) = ws.cx.through_caller(
+            current,
+            callee.1,
+            &params,
+            &reads,
+            &lengths,
+            &caller_module,
+            caller.line,
+        ) else {
             break;
         };
         merge_dependence(b, &found.dependence);
@@ -231,11 +238,13 @@ pub(crate) fn follow_parameters(
         b.configuration.extend(found.configuration);
         params = found.parameters;
         lengths = found.length_parameters;
+        reads = found.member_reads;
         callee = (caller_module.file_path().map(std::path::Path::to_path_buf), caller.line);
         callee_module = Some(caller_module);
     }
     b.parameters = params;
     b.length_parameters = lengths;
+    b.member_reads = reads;
     b.complete = b.parameters.is_empty()
         && b.length_parameters.is_empty()
         && !b.dependence.iter().any(|d| d.kind == DependenceKind::Unknown);

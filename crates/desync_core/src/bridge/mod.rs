@@ -172,6 +172,7 @@ pub fn find_code(
             // decided is on no stack.
             if raws.is_empty() || same_user_stacks(dep, reference) {
                 raws.extend(distance::candidates(&ws, &[dep, reference]));
+                raws.extend(distance::hook_exits(&ws, &[dep, reference]));
             }
             let flags = distance::loop_flags(&ws, &raws, &[dep, reference]);
             raws.extend(flags);
@@ -206,8 +207,21 @@ pub fn find_code(
             straggler_candidate(&ws, entry, from).into_iter().collect()
         }
         // Stalls, crashes and hangs: the line where the others wait is what can be shown.
-        (_, dep, reference) => {
-            reference.or(dep).and_then(|e| call_candidate(&ws, e)).into_iter().collect()
+        // When that line calls a framework's entry point (`trainer.fit(...)`) and the culprits
+        // stopped, whether they reached the next collective was decided in a hook the
+        // framework's loop calls each step, on no stack: its early exits whose conditions the
+        // data shows to differ across ranks come first. The call only runs that loop (what
+        // its arguments depend on, the loader it is given, decides nothing about the exits).
+        (category, dep, reference) => {
+            let call = reference.or(dep).and_then(|e| call_candidate(&ws, e));
+            let mut found = if matches!(category, Category::Stall | Category::Crash) {
+                let entries: Vec<&Entry> = [reference, dep].into_iter().flatten().collect();
+                candidates::rank(distance::hook_exits(&ws, &entries), &counts)
+            } else {
+                Vec::new()
+            };
+            found.extend(call);
+            found
         }
     };
     let Some(best) = finding.candidates.first().map(|c| c.branch.clone()) else {
@@ -573,9 +587,15 @@ fn call_at(
         }
         let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee.0.as_deref().unwrap_or(module);
-        let Some(found) =
-            ws.cx.through_caller(current, callee.1, &parameters, &[], &caller_module, caller.line)
-        else {
+        let Some(found) = ws.cx.through_caller(
+            current,
+            callee.1,
+            &parameters,
+            &[],
+            &[],
+            &caller_module,
+            caller.line,
+        ) else {
             break;
         };
         for d in

@@ -83,13 +83,14 @@ pub(crate) fn part(departed: &UserStack<'_>, reference: &UserStack<'_>) -> Parti
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::model::{Call, Op};
 
-    fn entry(frames: &[(&str, &str, u32)]) -> Entry {
+    /// An entry whose stack holds `frames`, outermost first.
+    pub(crate) fn entry(frames: &[(&str, &str, u32)]) -> Entry {
         // Innermost first, as Flight Recorder writes them.
         let stack: Vec<Frame> = frames
             .iter()

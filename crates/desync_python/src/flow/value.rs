@@ -993,36 +993,47 @@ impl<'a, 'm> Eval<'a, 'm> {
         let base = self.value_at(&a.value, at, depth + 1);
         let held = matches!(&*a.value, Expr::Attribute(_));
         base.field(a.attr.id.as_str()).unwrap_or_else(|| {
-            if held { base.whole.through(via::OBJECT) } else { base.whole.field_of() }
+            if held {
+                return base.whole.through(via::OBJECT);
+            }
+            let mut d = base.whole.field_of();
+            // `engine.global_rank` of a parameter `engine`: which attribute was read goes to
+            // the callers, who may know what `engine` is.
+            if let Expr::Name(n) = &*a.value
+                && d.params.iter().any(|p| p == n.id.as_str())
+                && self.is_parameter(n)
+            {
+                d.members.push((n.id.to_string(), a.attr.id.to_string()));
+            }
+            d
         })
+    }
+
+    /// What `arg.attribute` is here: a callee read that attribute of the parameter `arg` was
+    /// passed for. What `arg` is (a framework object the table types, a project object built
+    /// in view, a parameter of this function again) decides it.
+    pub(crate) fn member_read(&mut self, arg: &Expr, attribute: &str, at: TextSize) -> Deps {
+        let read = Expr::Attribute(ruff_python_ast::ExprAttribute {
+            node_index: ruff_python_ast::AtomicNodeIndex::default(),
+            range: arg.range(),
+            value: Box::new(arg.clone()),
+            attr: ruff_python_ast::Identifier::new(attribute, arg.range()),
+            ctx: ruff_python_ast::ExprContext::Load,
+        });
+        if let Sym::Path(p) = self.resolve(&read, at)
+            && let Some(api) = knowledge().api(&p)
+        {
+            let written = crate::expr::snippet(self.text(arg));
+            let origin = format!("`{written}.{attribute}` (`{p}`)");
+            return role_deps(api.role, origin);
+        }
+        self.attribute(&read, at, 0)
     }
 
     /// The dependence a table role gives to `e`, if the path names a row.
     fn role_of_path(&mut self, path: &str, e: &Expr) -> Option<Deps> {
         let api = knowledge().api(path)?;
-        let origin = self.quoted(e);
-        Some(match api.role {
-            Role::Rank => Deps::reason(RankId, origin),
-            Role::Environment => Deps::reason(Environment, origin),
-            Role::Time => Deps::reason(Time, origin),
-            Role::Random => Deps::reason(Randomness, origin),
-            Role::Exception => Deps::reason(Exception, origin),
-            Role::Config => Deps { config: vec![origin], ..Deps::default() },
-            Role::Data => {
-                Deps::reason(LocalData, format!("{origin} (each rank holds its own data)"))
-            }
-            Role::Uniform
-            | Role::Collective
-            | Role::Payload
-            | Role::Wrapper
-            | Role::RankOnly
-            | Role::Pad
-            | Role::Concat
-            | Role::FromData
-            | Role::Group
-            | Role::Progress
-            | Role::Stop => Deps::default(),
-        })
+        Some(role_deps(api.role, self.quoted(e)))
     }
 
     fn subscript(
@@ -1826,6 +1837,9 @@ impl<'a, 'm> Eval<'a, 'm> {
         c: &ExprCall,
         at: TextSize,
     ) -> Deps {
+        let members: Vec<(String, Vec<String>)> =
+            d.params.iter().map(|p| (p.clone(), d.members_of(p))).collect();
+        d.members.clear();
         let params = std::mem::take(&mut d.params);
         let structure_only = std::mem::take(&mut d.structure_only);
         let indirect_params = std::mem::take(&mut d.indirect_params);
@@ -1858,6 +1872,27 @@ impl<'a, 'm> Eval<'a, 'm> {
                     self.quoted(arg),
                     self.line_of(c.start())
                 );
+                // `def leads(engine): return engine.global_rank == 0` called with the engine
+                // a framework factory returned: the attributes read, as this caller sees them.
+                let read: &[String] =
+                    members.iter().find(|(q, _)| *q == p).map_or(&[], |(_, a)| a.as_slice());
+                if !read.is_empty() && !keyed.contains(&p) && !structure_only.contains(&p) {
+                    for attribute in read {
+                        let hop = format!(
+                            "`{p}.{attribute}` with `{p}` = {} in the call of `{name}` (line {})",
+                            self.quoted(arg),
+                            self.line_of(c.start())
+                        );
+                        let v = self.member_read(arg, attribute, at);
+                        let v = if indirect_params.contains(&p) {
+                            v.through(via::CONTAINER)
+                        } else {
+                            v
+                        };
+                        d.merge(v.hop(&hop));
+                    }
+                    continue;
+                }
                 let passed = self.value(arg, at);
                 let entries: Option<Vec<Deps>> = keyed
                     .contains(&p)
@@ -2301,4 +2336,28 @@ fn keeps_returns(d: &Expr) -> bool {
                 | "torch.enable_grad"
         )
     })
+}
+
+/// The dependence a table role gives to a value, `origin` quoting where it is read.
+fn role_deps(role: Role, origin: String) -> Deps {
+    match role {
+        Role::Rank => Deps::reason(RankId, origin),
+        Role::Environment => Deps::reason(Environment, origin),
+        Role::Time => Deps::reason(Time, origin),
+        Role::Random => Deps::reason(Randomness, origin),
+        Role::Exception => Deps::reason(Exception, origin),
+        Role::Config => Deps { config: vec![origin], ..Deps::default() },
+        Role::Data => Deps::reason(LocalData, format!("{origin} (each rank holds its own data)")),
+        Role::Uniform
+        | Role::Collective
+        | Role::Payload
+        | Role::Wrapper
+        | Role::RankOnly
+        | Role::Pad
+        | Role::Concat
+        | Role::FromData
+        | Role::Group
+        | Role::Progress
+        | Role::Stop => Deps::default(),
+    }
 }

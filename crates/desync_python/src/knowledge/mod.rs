@@ -181,6 +181,17 @@ pub struct Hook {
     /// Types of the positional parameters after `self`, in order.
     #[serde(default)]
     pub positional: Vec<String>,
+    /// The framework's loop calls these methods on every rank once per step, between the
+    /// step's collectives: a rank that leaves one early (a `return`, a `raise`) issues
+    /// something else next, or nothing ([`crate::Analysis::step_hook_exits`]).
+    #[serde(default)]
+    pub per_step: bool,
+    /// The framework's entry points whose loop calls them (`lightning.pytorch.Trainer.fit`).
+    #[serde(default)]
+    pub entries: Vec<String>,
+    /// What the framework does on a rank whose method returns `None` (Lightning raises for a
+    /// `training_step` under DDP): said with the exits that return nothing.
+    pub on_none: Option<String>,
     pub source: String,
 }
 
@@ -749,6 +760,16 @@ impl Knowledge {
     }
 
     /// The hooks the framework calls on a subclass of `base` under the name `method`.
+    /// Whether the loop of entry point `path` runs per-step hooks of some row.
+    pub fn runs_step_hooks(&self, path: &str) -> bool {
+        self.hooks.iter().any(|h| h.per_step && h.entries.iter().any(|e| e == path))
+    }
+
+    /// The per-step hook rows ([`Hook::per_step`]) of framework class `base`.
+    pub fn step_hooks<'a>(&'a self, base: &'a str) -> impl Iterator<Item = &'a Hook> {
+        self.hooks.iter().filter(move |h| h.per_step && h.class == base)
+    }
+
     pub fn hooks<'a>(&'a self, base: &'a str, method: &'a str) -> impl Iterator<Item = &'a Hook> {
         self.hooks
             .iter()
