@@ -331,4 +331,4 @@ def test_the_guard_stops_nothing_when_run_ends_normally(tmp_path: Path) -> None:
     while time.monotonic() < deadline and _guards():
         time.sleep(0.1)
     assert _guards() == []
-    assert "guard" not in proc.stderr, proc.stderr
+    assert "its guard stopped" not in proc.stderr, proc.stderr
