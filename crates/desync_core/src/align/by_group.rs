@@ -47,6 +47,9 @@ impl Window {
     }
 }
 
+/// What one pass over a dump finds: its groups' entries, its status index, its window.
+type DumpParts = (Vec<(usize, Held)>, StatusIndex, Window);
+
 /// Per process group (in `Trace::process_groups` order), the dumps holding any entry of it, by
 /// rank; and per dump (in `Trace::ranks` order), its `pg_status` items by `pg_id` and its
 /// window.
@@ -60,7 +63,7 @@ impl ByGroup {
     pub fn new(trace: &Trace) -> Self {
         let index: FxHashMap<&str, usize> =
             trace.process_groups.iter().enumerate().map(|(i, pg)| (&*pg.name, i)).collect();
-        let per_dump: Vec<(Vec<(usize, Held)>, StatusIndex, Window)> = trace
+        let per_dump: Vec<DumpParts> = trace
             .ranks
             .par_iter()
             .map(|dump| {

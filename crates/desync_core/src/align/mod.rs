@@ -16,7 +16,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::model::{Entry, OpKind, ProcessGroup, RankDump, RankSet, State, Trace};
 
-pub use p2p::P2pMismatch;
+pub use p2p::{P2pMismatch, P2pProblem};
 pub use signature::{Difference, Token, difference, numel, token as token_of};
 
 #[derive(Debug)]

@@ -101,9 +101,8 @@ pub(super) fn align_p2p<'t>(
             }
         }
     }
-    let window = |rank: u32| {
-        trace.ranks.binary_search_by_key(&rank, |d| d.rank).ok().map(|i| windows[i])
-    };
+    let window =
+        |rank: u32| trace.ranks.binary_search_by_key(&rank, |d| d.rank).ok().map(|i| windows[i]);
     let mut out = Vec::new();
     let mut keys: Vec<_> = channels.keys().copied().collect();
     keys.sort_unstable();
@@ -137,7 +136,7 @@ pub(super) fn align_p2p<'t>(
             };
             let peer_at = peer_stream.and_then(|s| s.progress.last_enqueued);
             // Unmatched only where the peer went past the op's point; before it, unknown.
-            if peer_stream.is_some() && !peer_at.is_some_and(|at| at > posted.collective_seq_id) {
+            if peer_stream.is_some() && peer_at.is_none_or(|at| at <= posted.collective_seq_id) {
                 continue;
             }
             let pending = peer_stream.is_some() && {
