@@ -45,6 +45,21 @@ pub enum Command {
     /// when it fails or hangs, print the diagnosis and write the HTML report next to the
     /// dumps. Exits with the job's own exit code.
     Run(RunArgs),
+    /// Internal: the guard `run` starts beside its job (stops the job if `run` dies).
+    #[command(hide = true)]
+    JobGuard(JobGuardArgs),
+}
+
+/// `desync job-guard --parent PID --grace SECS`, reading `run`'s pipe on standard input
+/// (`desync_live::job::guard_job`). Not for people: `run` starts it.
+#[derive(clap::Args, Debug)]
+pub struct JobGuardArgs {
+    /// The `desync run` process.
+    #[arg(long)]
+    pub parent: i32,
+    /// Seconds between SIGTERM and SIGKILL.
+    #[arg(long)]
+    pub grace: f64,
 }
 
 // These doc comments are `--help` text: backticks would print as they are.

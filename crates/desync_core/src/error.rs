@@ -46,6 +46,10 @@ pub enum DumpError {
         "not a Flight Recorder dump ({size} bytes, neither pickle nor JSON; content not shown)"
     )]
     Foreign { size: usize },
+    /// Decoded, but not shaped like a dump (no FR format version, no entries). Its content is
+    /// never quoted either: a pickle or JSON file can hold anything.
+    #[error("not a Flight Recorder dump ({0}; content not shown)")]
+    NotADump(&'static str),
     #[error("truncated or corrupt pickle: {0}")]
     Pickle(#[from] desync_pickle::PickleError),
     #[error("invalid JSON at line {line}, column {column}: {message}")]

@@ -360,7 +360,11 @@ fn fill_in(text: &str, a: &Analysis) -> String {
     let culprit = d.culprit_ranks.as_slice().first().map_or("?".to_owned(), ToString::to_string);
     let pg = d.process_group.map(|pg| a.trace.process_groups[pg].label()).unwrap_or_default();
     let seq = d.collective_seq_id.map_or_else(|| "?".into(), |s| s.to_string());
-    let op = stuck_op(a, &d.culprit_ranks).unwrap_or_else(|| "the collective".into());
+    let op = match d.missing_p2p {
+        // The seq of a p2p op is the collective it follows.
+        Some(missing) => format!("the {missing} its peer waits in, after"),
+        None => stuck_op(a, &d.culprit_ranks).unwrap_or_else(|| "the collective".into()),
+    };
     text.replace("{culprits}", &culprits)
         .replace("{culprit}", &culprit)
         .replace("{pg}", &pg)

@@ -16,7 +16,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::model::{Entry, OpKind, ProcessGroup, RankDump, RankSet, State, Trace};
 
-pub use p2p::P2pMismatch;
+pub use p2p::{P2pMismatch, P2pProblem};
 pub use signature::{Difference, Token, difference, numel, token as token_of};
 
 #[derive(Debug)]
@@ -153,13 +153,13 @@ pub struct Side {
 }
 
 pub fn align(trace: &Trace) -> Alignment {
-    let by_group::ByGroup { groups: held, status_of } = by_group::ByGroup::new(trace);
+    let by_group::ByGroup { groups: held, status_of, windows } = by_group::ByGroup::new(trace);
     let groups = trace
         .process_groups
         .par_iter()
         .enumerate()
         .zip(held.into_par_iter())
-        .map(|((i, pg), held)| align_group(trace, i, pg, held, &status_of))
+        .map(|((i, pg), held)| align_group(trace, i, pg, held, &status_of, &windows))
         .collect();
     Alignment { groups }
 }
@@ -236,6 +236,7 @@ fn align_group(
     pg: &ProcessGroup,
     mut held: Vec<by_group::Held>,
     status_of: &[by_group::StatusIndex],
+    windows: &[by_group::Window],
 ) -> GroupAlignment {
     // Only a member without entries needs the group's agreed pg_id: a pass over the entries
     // of the group, skipped on the common path where each member holds some.
@@ -284,7 +285,7 @@ fn align_group(
         p2p_mismatches: Vec::new(),
     };
     group.mismatches = mismatches(trace, &group);
-    group.p2p_mismatches = p2p::align_p2p(trace, &group, pg, &held);
+    group.p2p_mismatches = p2p::align_p2p(trace, &group, pg, &held, windows);
     group
 }
 

@@ -173,13 +173,14 @@ pub fn decode(
             })
         })
         .collect();
+    let version = super::fr_version(dump.version.as_deref())?;
     let comm =
         dump.comm_lib_version.as_deref().or(dump.nccl_version.as_deref()).filter(|s| !s.is_empty());
     let dump = RankDump {
         rank,
         path: path.to_path_buf(),
         format: DumpFormat::Json,
-        version: intern.str(limits::clip(dump.version.as_deref().unwrap_or("unknown"))),
+        version: intern.str(limits::clip(version.unwrap_or("unknown"))),
         comm_lib_version: comm.map(|s| intern.str(limits::clip(s))),
         pg_config,
         pg_status,

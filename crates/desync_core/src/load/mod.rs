@@ -457,6 +457,21 @@ pub(crate) fn parse_rank_list(text: &str) -> Vec<u32> {
         .collect()
 }
 
+/// A dump's `version` field, checked before anything of the file is kept: FR writes
+/// "major.minor" (`version_val` in FlightRecorder.hpp; torchfrtrace requires two parts). Any
+/// other text means the file is something else that happens to decode (a pickled dict, a
+/// JSON config), and nothing of it may reach a report, not even as "the version it wrote".
+/// `None` when the field is absent (the oldest dumps are a bare list).
+pub(crate) fn fr_version(found: Option<&str>) -> Result<Option<&str>, DumpError> {
+    let Some(text) = found else { return Ok(None) };
+    let number =
+        |part: &str| (1..=6).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
+    match text.split_once('.') {
+        Some((major, minor)) if number(major) && number(minor) => Ok(Some(text)),
+        _ => Err(DumpError::NotADump("its `version` is not a Flight Recorder format version")),
+    }
+}
+
 /// FR writes -1 for "none yet".
 pub(crate) fn seq(value: Option<i64>) -> Option<u64> {
     value.and_then(|v| u64::try_from(v).ok())

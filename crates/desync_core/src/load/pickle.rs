@@ -27,7 +27,19 @@ pub fn decode(
     let mut intern = Interner::default();
     let mut frames = FrameCache::default();
     let (version, entries_value) = match root.kind() {
-        Kind::Dict => (root.get("version").and_then(|v| v.as_str()), root.get("entries")),
+        Kind::Dict => {
+            let version = root.get("version");
+            let entries = root.get("entries");
+            if version.is_none() && entries.is_none() {
+                return Err(DumpError::NotADump("a pickled dict without `version` or `entries`"));
+            }
+            // A version that is not text (a number, a list) is no FR version either.
+            let text = match version {
+                Some(v) => Some(v.as_str().unwrap_or("")),
+                None => None,
+            };
+            (super::fr_version(text)?, entries)
+        }
         // Before PR #118046 the dump was the bare list of entries.
         Kind::List => (None, Some(root)),
         _ => return Err(DumpError::Layout("top level is neither a dict nor a list".into())),
