@@ -13,7 +13,7 @@ mod stacks;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State, is_library_file};
+pub use entry::{Call, Dtypes, Entry, Frame, Head, Sizes, Stack, State, is_library_file};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
 pub use stacks::{RankStacks, ThreadStack};
