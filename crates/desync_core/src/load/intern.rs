@@ -84,6 +84,7 @@ impl Streams {
 }
 
 /// An entry's values as a decoder reads them, before the shared parts are looked up.
+#[derive(Clone, Copy)]
 pub struct EntryFields {
     pub record_id: u64,
     pub collective_seq_id: u64,
@@ -251,4 +252,3 @@ impl<'s> Interner<'s> {
         }
     }
 }
-

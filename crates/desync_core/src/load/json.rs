@@ -124,12 +124,7 @@ struct FrameJson<'a> {
     line: i64,
 }
 
-pub fn decode(
-    bytes: &[u8],
-    rank: u32,
-    path: &Path,
-    shared: &Shared,
-) -> Result<Decoded, DumpError> {
+pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<Decoded, DumpError> {
     let dump: Dump<'_> = serde_json::from_slice(bytes)?;
     let mut intern = Interner::new(&shared.streams);
     let rank_lists = &shared.rank_lists;

@@ -34,6 +34,10 @@ pub struct LoadOptions {
     /// The world size the user states (`--world-size`). The dumps' own evidence (file names,
     /// `pg_config`, gather shapes) can only raise it, with a warning.
     pub world_size: Option<u32>,
+    /// Keep every rank's entries apart: no call or entry head shared between files. The
+    /// analysis is the same, in more memory: the straightforward representation that tests
+    /// compare the shared one with (load/intern.rs).
+    pub per_rank_entries: bool,
 }
 
 /// A decoded file plus what was odd inside it.
@@ -172,6 +176,8 @@ pub struct Loader {
     ownership: Ownership,
     /// The world size the user stated, if any.
     world_size: Option<u32>,
+    /// See [`LoadOptions::per_rank_entries`].
+    per_rank_entries: bool,
 }
 
 /// One file's outcome; the rank is what the name said (`None`: read as rank 0). For a
@@ -242,6 +248,7 @@ impl Loader {
         Self {
             ownership: options.ownership.clone(),
             world_size: options.world_size,
+            per_rank_entries: options.per_rank_entries,
             ..Self::default()
         }
     }
@@ -249,7 +256,11 @@ impl Loader {
     /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
     /// `rank` is the rank its name carries.
     pub fn add(&self, path: PathBuf, rank: Option<u32>, bytes: &[u8]) {
-        self.push(Attempt::decode(path, rank, bytes, &self.shared));
+        if self.per_rank_entries {
+            self.push(Attempt::decode(path, rank, bytes, &Shared::default()));
+        } else {
+            self.push(Attempt::decode(path, rank, bytes, &self.shared));
+        }
     }
 
     /// Records a dump that could not even be fetched; it becomes an `unreadable` warning.

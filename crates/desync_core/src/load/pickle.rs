@@ -15,12 +15,7 @@ use crate::model::{
     Call, Dtypes, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, Sizes, Stack, State,
 };
 
-pub fn decode(
-    bytes: &[u8],
-    rank: u32,
-    path: &Path,
-    shared: &Shared,
-) -> Result<Decoded, DumpError> {
+pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<Decoded, DumpError> {
     let pickle = desync_pickle::parse(bytes)?;
     let root = pickle.root();
     let mut notes = Notes::default();
