@@ -217,6 +217,7 @@ impl InputArgs {
                 prefix: self.prefix.clone(),
                 ownership: self.ownership.ownership(),
                 world_size: self.world_size,
+                per_rank_entries: false,
             },
             sources: self.sources.options()?,
             logs: Vec::new(),

@@ -69,10 +69,11 @@ pub fn attach(trace: &mut Trace, stacks: &BTreeMap<u32, String>) -> BTreeMap<u32
         if newest.stack().is_some() || !same_collective(&newest.op().name, function) {
             continue;
         }
-        // The shared part is per-file interned; this entry gets its own copy with the stack.
+        // The call and head are shared with other entries and ranks; this entry gets its own
+        // copy with the stack.
         let mut call = (*newest.call).clone();
         call.stack = Some(Arc::from(thread.frames.clone()));
-        newest.call = Arc::new(call);
+        newest.set_call(Arc::new(call));
         attached.insert(dump.rank, thread.frames.clone());
     }
     attached

@@ -20,6 +20,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<Outcome> {
             prefix: args.prefix.clone(),
             ownership: args.ownership.ownership(),
             world_size: None,
+            per_rank_entries: false,
         },
         sources: desync_core::bridge::SourceOptions::default(),
         ..Default::default()

@@ -61,6 +61,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         ownership: args.ownership.ownership(),
         // No --world-size for `run`: the dumps it collects carry it (pg_config, file names).
         world_size: None,
+        per_rank_entries: false,
     };
     let interval = seconds("--interval", args.interval)?.max(Duration::from_millis(200));
     let mut env = job_env(&dumps, &pipes, interval);

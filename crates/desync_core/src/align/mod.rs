@@ -10,6 +10,7 @@ mod p2p;
 mod signature;
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHasher};
@@ -340,16 +341,27 @@ fn stream(
 }
 
 fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<StreamClass> {
+    // A lone entry's token depends on its call alone, and calls are shared by every rank of
+    // the load (load/intern.rs): each thread computes it once per call. Hashing every frame of
+    // every entry's call path was a fifth of the CPU at 2,048 ranks.
     let tokens: Vec<Vec<(u64, Token)>> = streams
         .par_iter()
-        .map(|s| {
+        .map_init(FxHashMap::<usize, Token>::default, |known, s| {
             let Some(dump) = trace.rank(s.rank) else { return Vec::new() };
             let entries: Vec<&Entry> =
                 s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
             entries
                 .chunk_by(|a, b| a.collective_seq_id == b.collective_seq_id)
                 .filter(|run| run[0].collective_seq_id >= window_start)
-                .map(|run| (run[0].collective_seq_id, signature::token(run)))
+                .map(|run| {
+                    let token = match run {
+                        [one] => *known
+                            .entry(Arc::as_ptr(&one.call) as usize)
+                            .or_insert_with(|| signature::token(run)),
+                        _ => signature::token(run),
+                    };
+                    (run[0].collective_seq_id, token)
+                })
                 .collect()
         })
         .collect();

@@ -110,18 +110,21 @@ pub(crate) mod tests {
             timeout_ms: None,
             stack: Some(Arc::from(stack)),
         };
-        Entry {
+        let head = crate::model::Head {
             record_id: 0,
             collective_seq_id: 1,
             p2p_seq_id: 0,
             op_id: 0,
             call: Arc::new(call),
+            state: crate::model::State::Scheduled,
+            retired: false,
+        };
+        Entry {
+            head: Arc::new(head),
             time_created_ns: 0,
             time_started_ns: None,
             time_completed_ns: None,
             duration_ms: None,
-            state: crate::model::State::Scheduled,
-            retired: false,
         }
     }
 

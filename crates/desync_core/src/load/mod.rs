@@ -36,6 +36,10 @@ pub struct LoadOptions {
     /// The world size the user states (`--world-size`). The dumps' own evidence (file names,
     /// `pg_config`, gather shapes) can only raise it, with a warning.
     pub world_size: Option<u32>,
+    /// Keep every rank's entries apart: no call or entry head shared between files. The
+    /// analysis is the same, in more memory: the straightforward representation that tests
+    /// compare the shared one with (load/intern.rs).
+    pub per_rank_entries: bool,
 }
 
 /// A decoded file plus what was odd inside it.
@@ -172,11 +176,13 @@ pub fn select(
 /// was fetched.
 #[derive(Default)]
 pub struct Loader {
-    rank_lists: RankLists,
+    shared: Shared,
     results: std::sync::Mutex<Vec<Attempt>>,
     ownership: Ownership,
     /// The world size the user stated, if any.
     world_size: Option<u32>,
+    /// See [`LoadOptions::per_rank_entries`].
+    per_rank_entries: bool,
 }
 
 /// One file's outcome; the rank is what the name said (`None`: read as rank 0). For a
@@ -189,9 +195,9 @@ pub(crate) struct Attempt {
 
 impl Attempt {
     /// Decodes one file of any format, a summary included.
-    pub fn decode(path: PathBuf, rank: Option<u32>, bytes: &[u8], rank_lists: &RankLists) -> Self {
+    pub fn decode(path: PathBuf, rank: Option<u32>, bytes: &[u8], shared: &Shared) -> Self {
         let mut attempt = if crate::summary::is_summary(bytes) {
-            match crate::summary::read(bytes, rank_lists) {
+            match crate::summary::read(bytes, shared) {
                 Ok(summary) => Self {
                     path: summary.origin.path,
                     rank: summary.origin.rank,
@@ -202,7 +208,7 @@ impl Attempt {
         } else if let Some(huge) = rank.filter(|&r| r > limits::MAX_RANK) {
             Self { path, rank, result: Err(rank_limit(huge)) }
         } else {
-            let result = decode_bytes(bytes, rank.unwrap_or(0), &path, rank_lists);
+            let result = decode_bytes(bytes, rank.unwrap_or(0), &path, shared);
             Self { path, rank, result }
         };
         if let Some(huge) = attempt.rank.filter(|&r| r > limits::MAX_RANK) {
@@ -247,6 +253,7 @@ impl Loader {
         Self {
             ownership: options.ownership.clone(),
             world_size: options.world_size,
+            per_rank_entries: options.per_rank_entries,
             ..Self::default()
         }
     }
@@ -254,7 +261,11 @@ impl Loader {
     /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
     /// `rank` is the rank its name carries.
     pub fn add(&self, path: PathBuf, rank: Option<u32>, bytes: &[u8]) {
-        self.push(Attempt::decode(path, rank, bytes, &self.rank_lists));
+        if self.per_rank_entries {
+            self.push(Attempt::decode(path, rank, bytes, &Shared::default()));
+        } else {
+            self.push(Attempt::decode(path, rank, bytes, &self.shared));
+        }
     }
 
     /// Records a dump that could not even be fetched; it becomes an `unreadable` warning.
@@ -324,7 +335,7 @@ fn decode_bytes(
     bytes: &[u8],
     rank: u32,
     path: &Path,
-    rank_lists: &RankLists,
+    shared: &Shared,
 ) -> Result<Decoded, DumpError> {
     // A UTF-8 byte order mark, as some editors and Windows tools write before JSON.
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
@@ -332,8 +343,8 @@ fn decode_bytes(
     match start.map(|i| bytes[i]) {
         None => Err(DumpError::Empty),
         // PROTO opcode: every pickle protocol >= 2 starts with it.
-        Some(0x80) => pickle::decode(bytes, rank, path, rank_lists),
-        Some(b'{') => json::decode(bytes, rank, path, rank_lists),
+        Some(0x80) => pickle::decode(bytes, rank, path, shared),
+        Some(b'{') => json::decode(bytes, rank, path, shared),
         Some(_) => Err(DumpError::Foreign { size: bytes.len() }),
     }
 }
@@ -411,6 +422,13 @@ pub(crate) fn warn(
     message: String,
 ) -> Warning {
     Warning { kind, path, rank, message }
+}
+
+/// What every file of one load shares: member lists and the entries' calls and heads.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub rank_lists: RankLists,
+    pub streams: intern::Streams,
 }
 
 /// Member lists shared by all files of a load (see `PgConfig::ranks`): dumps spell them as

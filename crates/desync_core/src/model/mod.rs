@@ -2,8 +2,10 @@
 //! process groups they belong to.
 //!
 //! Invariants: `Trace::ranks` is sorted by rank and holds one dump per rank; strings, size lists
-//! and stacks are shared `Arc`s, deduplicated per file at load time, so cloning an [`Entry`] is
-//! cheap and memory grows with distinct values, not with entries.
+//! and stacks are shared `Arc`s, deduplicated per file at load time, and an entry's [`Head`]
+//! (its ids, call and state) is shared by every rank of the load whose entry says the same
+//! (load/intern.rs), so cloning an [`Entry`] is cheap and memory grows with distinct values and
+//! streams, not with entries and ranks.
 
 mod entry;
 mod op;
@@ -13,7 +15,7 @@ mod stacks;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State, is_library_file};
+pub use entry::{Call, Dtypes, Entry, Frame, Head, Sizes, Stack, State, is_library_file};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
 pub use stacks::{RankStacks, StacksOrigin, ThreadStack};
