@@ -188,8 +188,15 @@ pub fn find_code(
             }
             found
         }
-        (Category::MetadataMismatch, Some(dep), reference) => {
-            let entries: Vec<&Entry> = [Some(dep), reference].into_iter().flatten().collect();
+        // An all_to_all whose totals do not add up has no departed side: every rank issued
+        // the same call, and the one side's stack is where the split sizes were passed.
+        (Category::MetadataMismatch, departed, reference)
+            if let Some(dep) = departed.or(reference) =>
+        {
+            let entries: Vec<&Entry> = [Some(dep), reference.filter(|r| !std::ptr::eq(*r, dep))]
+                .into_iter()
+                .flatten()
+                .collect();
             let raws = setup::candidates(&ws, &entries, metadata_difference(d));
             let mut found = candidates::rank(raws, &counts);
             let call = call_candidate(&ws, dep);
@@ -316,6 +323,12 @@ fn not_found(ws: &candidates::Workspace<'_>, sides: &Sides<'_>) -> Vec<NotFound>
         }
     }
     out
+}
+
+/// Whether the mismatch was seen only as all_to_all totals that do not add up: the split
+/// sizes that differ are not in the dumps.
+fn unrecorded_splits(d: &Diagnosis) -> bool {
+    d.earliest.as_ref().is_some_and(|e| e.departure == crate::diagnose::Departure::Numel)
 }
 
 /// Whether the mismatch is in dtypes or in sizes.
@@ -796,7 +809,15 @@ fn explain(
             } else {
                 format!("; {}", origins.join("; "))
             };
-            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}", b.source)
+            // Nothing in view decided the splits: say what the dumps lack to decide it.
+            let unrecorded = if unrecorded_splits(d) {
+                "; Flight Recorder records each rank's total input and output sizes of an \
+                 all_to_all, not its split sizes, so which rank's splits differ from what its \
+                 peers expect the dumps cannot show"
+            } else {
+                ""
+            };
+            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}{unrecorded}", b.source)
         }
         "continue" | "break" | "return" | "raise" => {
             let skipped = b

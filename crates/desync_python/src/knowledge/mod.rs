@@ -305,6 +305,34 @@ struct Raw {
     path_wrappers: Option<FileCalls>,
     #[serde(default)]
     copy: Vec<CopyCall>,
+    #[serde(default)]
+    value_computations: Option<ValueComputations>,
+}
+
+/// Tensor operations whose result is computed from their operand's values (`torch.bincount`,
+/// `x.nonzero()`, `x.sum()`): functions by qualified name (their tensor arguments are the
+/// operands), methods by name (the receiver is).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueComputations {
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    methods: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+impl ValueComputations {
+    /// Whether `qualified` names such a function.
+    pub fn is_function(&self, qualified: &str) -> bool {
+        self.names.iter().any(|n| n == qualified)
+    }
+
+    /// Whether `method`, called on a tensor, is such a computation.
+    pub fn is_method(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
 }
 
 /// Calls that return a copy of one of their arguments.
@@ -420,6 +448,8 @@ pub struct Knowledge {
     pub path_wrappers: FileCalls,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
+    /// Tensor operations that compute their result from their operand's values.
+    pub value_computations: ValueComputations,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -552,6 +582,7 @@ impl Knowledge {
                 .into_iter()
                 .flat_map(|c| c.names.into_iter().map(move |n| (n, c.keeps)))
                 .collect(),
+            value_computations: raw.value_computations.unwrap_or_default(),
         })
     }
 
