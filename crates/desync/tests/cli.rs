@@ -206,7 +206,7 @@ fn emit_probes_writes_a_diff_against_the_local_source() {
     assert!(diff.contains("_desync_dist.ReduceOp.MIN"), "{diff}");
 }
 
-/// An all_to_all whose totals do not add up (tests/frameworks/moe_alltoall_router_splits):
+/// An `all_to_all` whose totals do not add up (`tests/frameworks/moe_alltoall_router_splits`):
 /// with the project in view, the split sizes are followed out of the autograd Function and
 /// up the module frames to the line that computed them from the rank's own tokens; with only
 /// the collective's file in view, nothing decides them, and the explanation says which

@@ -325,7 +325,7 @@ fn not_found(ws: &candidates::Workspace<'_>, sides: &Sides<'_>) -> Vec<NotFound>
     out
 }
 
-/// Whether the mismatch was seen only as all_to_all totals that do not add up: the split
+/// Whether the mismatch was seen only as `all_to_all` totals that do not add up: the split
 /// sizes that differ are not in the dumps.
 fn unrecorded_splits(d: &Diagnosis) -> bool {
     d.earliest.as_ref().is_some_and(|e| e.departure == crate::diagnose::Departure::Numel)

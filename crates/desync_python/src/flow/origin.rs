@@ -50,7 +50,7 @@ const KEEPS_VALUES: &[&str] = &[
     "copy",
 ];
 /// Tensor factories (torch 2.11) whose result has their first argument's size: the size is
-/// decided where that argument's was (`torch.empty_like(local)` for an all_gather's outputs).
+/// decided where that argument's was (`torch.empty_like(local)` for an `all_gather`'s outputs).
 const SAME_SIZE_AS_ARGUMENT: &[&str] = &[
     "torch.empty_like",
     "torch.zeros_like",
