@@ -474,19 +474,27 @@ fn origin_candidate(
     call: Option<&Candidate>,
 ) -> Option<Candidate> {
     let stack = stacks::UserStack::of(entry);
-    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame)> = stack
+    // Innermost first, each with whether the next one out called it.
+    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame, bool)> = stack
         .frames
         .iter()
+        .zip(&stack.dispatched)
         .rev()
-        .map_while(|f| ws.module(f).map(|(local, module)| (local, module, *f)))
+        .map_while(|(f, called)| ws.module(f).map(|(local, module)| (local, module, *f, *called)))
         .collect();
     let innermost = frames.first()?.2;
     let carried = match difference {
         setup::Difference::Dtype => desync_python::Carried::Dtype,
         setup::Difference::Size => desync_python::Carried::Size,
     };
-    let modules: Vec<(std::sync::Arc<Module>, u32)> =
-        frames.iter().map(|(_, m, f)| (m.clone(), f.line)).collect();
+    let modules: Vec<desync_python::OriginFrame> = frames
+        .iter()
+        .map(|(_, module, f, called)| desync_python::OriginFrame {
+            module: module.clone(),
+            line: f.line,
+            called_from_outer: *called,
+        })
+        .collect();
     let found = ws.cx.value_origin(&modules, carried)?;
     // As the frames found it when it is one of their files (a relative root stays relative).
     let found_at = found.module.file_path()?;
@@ -495,8 +503,8 @@ fn origin_candidate(
     };
     let local = frames
         .iter()
-        .find(|(l, _, _)| same(l))
-        .map_or_else(|| found_at.to_path_buf(), |(l, _, _)| l.clone());
+        .find(|(l, _, _, _)| same(l))
+        .map_or_else(|| found_at.to_path_buf(), |(l, _, _, _)| l.clone());
     // Inside the call's own function the call's candidate already says where its arguments
     // were assigned; the origin adds what the call's line cannot show, further out.
     let call_function = frames[0].1.function_at(innermost.line).map(|f| f.def_line);
@@ -506,7 +514,7 @@ fn origin_candidate(
         return None;
     }
     let on_stack: Vec<(&str, &std::path::Path)> =
-        frames.iter().map(|(local, _, f)| (&*f.file, local.as_path())).collect();
+        frames.iter().map(|(local, _, f, _)| (&*f.file, local.as_path())).collect();
     let file = setup::host_name(&on_stack, &local);
     let what = match carried {
         desync_python::Carried::Dtype => "dtype",

@@ -48,7 +48,7 @@ use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
 pub use flags::{AttributeWrite, FlagWrite};
-pub use origin::{Carried, ValueOrigin};
+pub use origin::{Carried, OriginFrame, ValueOrigin};
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 

@@ -112,16 +112,23 @@ struct Caller {
     through_instance: bool,
 }
 
+/// One of the user's frames of a stack, for [`Analysis::value_origin`].
+#[derive(Debug, Clone)]
+pub struct OriginFrame {
+    pub module: Arc<Module>,
+    pub line: u32,
+    /// Nothing but the library's call dispatch stands between this frame and the next
+    /// (outer) one on the stack ([`crate::knowledge::Knowledge::dispatches_call`]): the outer
+    /// line's call entered this frame, even a call of a value nothing in view types.
+    pub called_from_outer: bool,
+}
+
 impl Analysis<'_> {
     /// Where the value the collective call at `frames[0]` carries (its size or dtype) was
     /// decided from something that differs across ranks. `frames` are the user's frames of the
-    /// stack, innermost first: module and line. `None` when no such line is in view.
-    pub fn value_origin(
-        &self,
-        frames: &[(Arc<Module>, u32)],
-        carried: Carried,
-    ) -> Option<ValueOrigin> {
-        let (module, line) = frames.first()?;
+    /// stack, innermost first. `None` when no such line is in view.
+    pub fn value_origin(&self, frames: &[OriginFrame], carried: Carried) -> Option<ValueOrigin> {
+        let OriginFrame { module, line, .. } = frames.first()?;
         let places = stack_places(self, frames);
         let mut walk = Walk { cx: self, places, carried, steps: 0, path: Vec::new() };
         let call = crate::call::call_at(module, *line)?;
@@ -143,19 +150,23 @@ impl Analysis<'_> {
 }
 
 /// The places of the stack's frames, each entered by the call on the next frame's line.
-fn stack_places(cx: &Analysis<'_>, frames: &[(Arc<Module>, u32)]) -> Vec<Place> {
+fn stack_places(cx: &Analysis<'_>, frames: &[OriginFrame]) -> Vec<Place> {
     let mut places: Vec<Place> = frames
         .iter()
-        .map(|(module, line)| {
-            let def = module.path(*line).and_then(|p| p.innermost_function(module));
-            Place { module: module.clone(), def: def.map(Ranged::start), caller: None }
+        .map(|f| {
+            let def = f.module.path(f.line).and_then(|p| p.innermost_function(&f.module));
+            Place { module: f.module.clone(), def: def.map(Ranged::start), caller: None }
         })
         .collect();
     for i in 0..frames.len().saturating_sub(1) {
         let callee = places[i].module.clone();
         let Some(def) = places[i].def.and_then(|d| def_at(&callee, d)) else { break };
-        let (outer, outer_line) = (&frames[i + 1].0, frames[i + 1].1);
-        let Some(caller) = call_of(cx, &callee, def, outer, outer_line) else { break };
+        let outer = &frames[i + 1];
+        let Some(caller) =
+            call_of(cx, &callee, def, &outer.module, outer.line, frames[i].called_from_outer)
+        else {
+            break;
+        };
         places[i].caller = Some(Caller { place: i + 1, ..caller });
     }
     places
@@ -163,13 +174,15 @@ fn stack_places(cx: &Analysis<'_>, frames: &[(Arc<Module>, u32)]) -> Vec<Place> 
 
 /// The call on `line` of `outer` that runs `def` of `callee`: one naming it, or, for a method,
 /// one through its class or an instance of it (`Layer.apply(...)` runs an autograd
-/// `Function`'s `forward`, `layer(x)` a module's).
+/// `Function`'s `forward`, `layer(x)` a module's); when the stack shows that the line called
+/// it (`called`), the line's only call of a value nothing in view types.
 fn call_of(
     cx: &Analysis<'_>,
     callee: &Module,
     def: &StmtFunctionDef,
     outer: &Module,
     line: u32,
+    called: bool,
 ) -> Option<Caller> {
     let calls = outer.calls_at(line);
     let class = class_of(callee, def);
@@ -209,9 +222,13 @@ fn call_of(
         }
     }
     // A call of a value nothing in view types (`model(batch)` with `model` a parameter): the
-    // stack shows this line entered the function, so when it is the line's only such call it
-    // is the one (a module's `forward` runs under `nn.Module.__call__`, a callback under its
-    // caller). Called as a value, a method's receiver is already bound.
+    // stack shows this line entered the function (nothing but `nn.Module.__call__` between
+    // them), so when it is the line's only such call it is the one. Called as a value, a
+    // method's receiver is already bound. (With other library code between them, as a
+    // framework's loop calling the user's hook, the line's call entered the library.)
+    if !called {
+        return None;
+    }
     let mut untyped = calls.iter().filter(|c| {
         matches!(&*c.func, Expr::Name(_) | Expr::Attribute(_))
             && matches!(eval.resolve(&c.func, c.start()), Sym::Unknown)
@@ -716,9 +733,18 @@ mod tests {
         dir
     }
 
-    fn frames(cx: &Analysis<'_>, dir: &Path, stack: &[(&str, u32)]) -> Vec<(Arc<Module>, u32)> {
+    /// The frames of a stack whose user frames call each other with nothing but the
+    /// library's call dispatch between them.
+    fn frames(cx: &Analysis<'_>, dir: &Path, stack: &[(&str, u32)]) -> Vec<OriginFrame> {
         let project = cx.project().unwrap();
-        stack.iter().map(|(file, line)| (project.load(&dir.join(file)).unwrap(), *line)).collect()
+        stack
+            .iter()
+            .map(|(file, line)| OriginFrame {
+                module: project.load(&dir.join(file)).unwrap(),
+                line: *line,
+                called_from_outer: true,
+            })
+            .collect()
     }
 
     const SYNC: &str = "\
@@ -871,6 +897,11 @@ def main():
             found.dependence.iter().any(|d| d.evidence.contains("main_untyped.py:6")),
             "{found:?}"
         );
+        // Had a framework's loop stood between `step` and the module (library frames other
+        // than the call dispatch), `sync(ids)` is not shown to have entered `forward`.
+        let mut through_library = stack.clone();
+        through_library[0].called_from_outer = false;
+        assert!(cx.value_origin(&through_library, Carried::Size).is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
