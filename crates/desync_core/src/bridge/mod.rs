@@ -189,8 +189,15 @@ pub fn find_code(
             }
             found
         }
-        (Category::MetadataMismatch, Some(dep), reference) => {
-            let entries: Vec<&Entry> = [Some(dep), reference].into_iter().flatten().collect();
+        // An all_to_all whose totals do not add up has no departed side: every rank issued
+        // the same call, and the one side's stack is where the split sizes were passed.
+        (Category::MetadataMismatch, departed, reference)
+            if let Some(dep) = departed.or(reference) =>
+        {
+            let entries: Vec<&Entry> = [Some(dep), reference.filter(|r| !std::ptr::eq(*r, dep))]
+                .into_iter()
+                .flatten()
+                .collect();
             let raws = setup::candidates(&ws, &entries, metadata_difference(d));
             let mut found = candidates::rank(raws, &counts);
             let call = call_candidate(&ws, dep);
@@ -330,6 +337,12 @@ fn not_found(ws: &candidates::Workspace<'_>, sides: &Sides<'_>) -> Vec<NotFound>
         }
     }
     out
+}
+
+/// Whether the mismatch was seen only as `all_to_all` totals that do not add up: the split
+/// sizes that differ are not in the dumps.
+fn unrecorded_splits(d: &Diagnosis) -> bool {
+    d.earliest.as_ref().is_some_and(|e| e.departure == crate::diagnose::Departure::Numel)
 }
 
 /// Whether the mismatch is in dtypes or in sizes.
@@ -475,19 +488,27 @@ fn origin_candidate(
     call: Option<&Candidate>,
 ) -> Option<Candidate> {
     let stack = stacks::UserStack::of(entry);
-    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame)> = stack
+    // Innermost first, each with whether the next one out called it.
+    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame, bool)> = stack
         .frames
         .iter()
+        .zip(&stack.dispatched)
         .rev()
-        .map_while(|f| ws.module(f).map(|(local, module)| (local, module, *f)))
+        .map_while(|(f, called)| ws.module(f).map(|(local, module)| (local, module, *f, *called)))
         .collect();
     let innermost = frames.first()?.2;
     let carried = match difference {
         setup::Difference::Dtype => desync_python::Carried::Dtype,
         setup::Difference::Size => desync_python::Carried::Size,
     };
-    let modules: Vec<(std::sync::Arc<Module>, u32)> =
-        frames.iter().map(|(_, m, f)| (m.clone(), f.line)).collect();
+    let modules: Vec<desync_python::OriginFrame> = frames
+        .iter()
+        .map(|(_, module, f, called)| desync_python::OriginFrame {
+            module: module.clone(),
+            line: f.line,
+            called_from_outer: *called,
+        })
+        .collect();
     let found = ws.cx.value_origin(&modules, carried)?;
     // As the frames found it when it is one of their files (a relative root stays relative).
     let found_at = found.module.file_path()?;
@@ -496,8 +517,8 @@ fn origin_candidate(
     };
     let local = frames
         .iter()
-        .find(|(l, _, _)| same(l))
-        .map_or_else(|| found_at.to_path_buf(), |(l, _, _)| l.clone());
+        .find(|(l, _, _, _)| same(l))
+        .map_or_else(|| found_at.to_path_buf(), |(l, _, _, _)| l.clone());
     // Inside the call's own function the call's candidate already says where its arguments
     // were assigned; the origin adds what the call's line cannot show, further out.
     let call_function = frames[0].1.function_at(innermost.line).map(|f| f.def_line);
@@ -507,7 +528,7 @@ fn origin_candidate(
         return None;
     }
     let on_stack: Vec<(&str, &std::path::Path)> =
-        frames.iter().map(|(local, _, f)| (&*f.file, local.as_path())).collect();
+        frames.iter().map(|(local, _, f, _)| (&*f.file, local.as_path())).collect();
     let file = setup::host_name(&on_stack, &local);
     let what = match carried {
         desync_python::Carried::Dtype => "dtype",
@@ -818,7 +839,15 @@ fn explain(
             } else {
                 format!("; {}", origins.join("; "))
             };
-            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}", b.source)
+            // Nothing in view decided the splits: say what the dumps lack to decide it.
+            let unrecorded = if unrecorded_splits(d) {
+                "; Flight Recorder records each rank's total input and output sizes of an \
+                 all_to_all, not its split sizes, so which rank's splits differ from what its \
+                 peers expect the dumps cannot show"
+            } else {
+                ""
+            };
+            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}{unrecorded}", b.source)
         }
         "continue" | "break" | "return" | "raise" => {
             let skipped = b

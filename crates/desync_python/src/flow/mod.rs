@@ -51,7 +51,7 @@ use crate::types::{Dependence, DependenceKind};
 
 pub use flags::{AttributeWrite, FlagWrite};
 pub use hooks::HookExit;
-pub use origin::{Carried, ValueOrigin};
+pub use origin::{Carried, OriginFrame, ValueOrigin};
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
@@ -215,6 +215,11 @@ pub(crate) struct Deps {
     pub agreed: Vec<String>,
     /// Configuration reads, assumed the same on every rank.
     pub config: Vec<String>,
+    /// The parameters of `params` whose *values* reach the value through an operation that
+    /// computes its result from a tensor's contents (`torch.bincount(p)`, `h[p]` with a mask
+    /// `p`, `p.sum()`): a source shown to reach only what a caller's container holds
+    /// ([`via::CONTAINER`]) decides such a value directly ([`Deps::valued`]).
+    pub valued_params: Vec<String>,
     /// Parameters of the class's `__init__` that a field of `self` read here was assigned
     /// from (`self.rank = rank`, then `return self.rank == 0`): what the object was built with
     /// decides them, a call through an object built in view (`engine = Engine(rank=...)`,
@@ -318,6 +323,12 @@ impl Deps {
                 self.ctor_fields.push(f);
             }
         }
+        // Reached through a value computation one way is enough: that way the contents decide.
+        for p in other.valued_params {
+            if !self.valued_params.contains(&p) {
+                self.valued_params.push(p);
+            }
+        }
     }
 
     /// The same dependence reached through `bits` of [`via`] as well.
@@ -328,6 +339,24 @@ impl Deps {
         if bits & via::INDIRECT != 0 {
             self.indirect_params.clone_from(&self.params);
         }
+        if bits & via::CONTAINER != 0 {
+            // A computed value written into a container: only the container's contents again.
+            self.valued_params.clear();
+        }
+        self
+    }
+
+    /// What an operation that computes its result from its operand's *contents* depends on
+    /// (a count per value, a selection by a mask, a reduction, a sort: the knowledge table's
+    /// `value_computations`, and indexing by a tensor). What reaches only the contents of the
+    /// operand ([`via::CONTAINER`]: the rows a rank's loader appended, a mask made from them)
+    /// decides the result: its values, and for a count or a selection its size. What the
+    /// operand's parameters are passed is read the same way.
+    pub(crate) fn valued(mut self) -> Deps {
+        for r in &mut self.reasons {
+            r.via &= !via::CONTAINER;
+        }
+        self.valued_params.clone_from(&self.params);
         self
     }
 

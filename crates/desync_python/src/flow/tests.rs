@@ -839,4 +839,39 @@ def epoch(cfg):
     let m = Module::parse(src);
     let f = Analysis::default().length_dependence(&m, line(src, "# <use>"), "loader");
     assert!(!kinds(&f).contains(&Randomness), "{f:?}");
+/// A computation from a tensor's values — a count per value, a selection by a mask, a
+/// reduction — is decided by what the tensor holds: rows a rank appended from its own data
+/// reach the list's contents only (indirect), but what is counted, selected or summed from
+/// them directly. A collective that leaves every rank the same result still agrees it.
+#[test]
+fn computations_from_a_tensors_values_are_decided_by_its_contents() {
+    let src = "\
+import torch
+import torch.distributed as dist
+
+def local(width):
+    rank = dist.get_rank()
+    rows = []
+    for i in range(4):
+        rows.append([rank * i % 7] * width)
+    ids = torch.tensor(rows)
+    keep = ids != 0
+    counts = torch.bincount(ids.flatten())
+    total = keep.sum()
+    agreed = keep.sum()
+    dist.all_reduce(agreed)
+    pass  # <use>
+";
+    let rank_indirect = |expr: &str| -> Option<bool> {
+        let f = at(src, "<use>", expr);
+        f.dependence.iter().find(|d| d.kind == RankId).map(|d| d.indirect)
+    };
+    assert_eq!(rank_indirect("ids"), Some(true));
+    assert_eq!(rank_indirect("ids.shape[0]"), Some(true));
+    assert_eq!(rank_indirect("keep"), Some(true));
+    assert_eq!(rank_indirect("ids[keep]"), Some(false));
+    assert_eq!(rank_indirect("counts"), Some(false));
+    assert_eq!(rank_indirect("total"), Some(false));
+    assert_eq!(rank_indirect("total.item()"), Some(false));
+    assert_eq!(rank_indirect("agreed"), None);
 }

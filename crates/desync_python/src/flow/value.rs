@@ -95,6 +95,16 @@ pub(crate) const PLACEMENT_METHODS: &[&str] =
 const DEVICE_KEYWORDS: &[&str] =
     &["device", "device_ids", "output_device", "map_location", "non_blocking", "memory_format"];
 
+/// An index written out (`x[0]`, `d["step"]`, `x[-1]`): the same item on every rank.
+fn is_literal_key(index: &Expr) -> bool {
+    match index {
+        Expr::StringLiteral(_) | Expr::NumberLiteral(_) | Expr::NoneLiteral(_) => true,
+        Expr::UnaryOp(u) => is_literal_key(&u.operand),
+        Expr::Tuple(t) => t.elts.iter().all(|e| is_literal_key(e) || matches!(e, Expr::Slice(_))),
+        _ => false,
+    }
+}
+
 /// `kwargs["device"]`: an item under a key that is one of [`DEVICE_KEYWORDS`].
 fn places_on_device(target: &Expr) -> bool {
     matches!(target, Expr::Subscript(s)
@@ -1063,8 +1073,13 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         let mut out = base;
         out.elements = None;
-        let index = self.value_at(&s.slice, at, depth + 1).whole;
+        let mut index = self.value_at(&s.slice, at, depth + 1).whole;
         let picks = !matches!(&*s.slice, Expr::Slice(_));
+        if picks && !is_literal_key(&s.slice) {
+            // `h[mask]`, `x[order]`: the index's values pick the items (and for a mask, how
+            // many), a computation from its contents.
+            index = index.valued();
+        }
         // `picked["step"]`: a field of the item under a key every rank uses, read as an
         // attribute is; under a key written out, a caller that passes a dict written out
         // decides it through that entry.
@@ -1162,11 +1177,19 @@ impl<'a, 'm> Eval<'a, 'm> {
         {
             out.opaque = Some(format!("{} (a function defined nowhere in view)", self.quoted(e)));
         }
+        let computations = &knowledge().value_computations;
+        // `torch.bincount(expert)`: computed from its tensor arguments' values.
+        let computed_from_arguments =
+            matches!(&callee, Sym::Path(p) if computations.is_function(p));
         if let Expr::Attribute(a) = &*c.func {
             if !matches!(callee, Sym::Path(_)) || !self.is_module_path(&a.value, at) {
                 // `d.items()`, `d.values()`: the entries themselves, not a field read from
                 // the value.
-                let receiver = self.value_at(&a.value, at, depth + 1).whole;
+                let mut receiver = self.value_at(&a.value, at, depth + 1).whole;
+                // `counts.sum()`, `mask.nonzero()`: computed from the receiver's values.
+                if computations.is_method(a.attr.id.as_str()) {
+                    receiver = receiver.valued();
+                }
                 let entries = matches!(a.attr.id.as_str(), "items" | "values");
                 // A method of an object held by another (`self.engine.is_decoupled()`), whose
                 // fields were not kept apart: what one field depends on reaches the result only
@@ -1188,7 +1211,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             if placement && (is_device(arg, &v) || self.typed_as_placement(arg, at)) {
                 continue;
             }
-            out.merge(v);
+            out.merge(if computed_from_arguments { v.valued() } else { v });
         }
         for kw in &c.arguments.keywords {
             if kw.arg.as_ref().is_some_and(|k| DEVICE_KEYWORDS.contains(&k.id.as_str())) {
@@ -1844,6 +1867,7 @@ impl<'a, 'm> Eval<'a, 'm> {
         let structure_only = std::mem::take(&mut d.structure_only);
         let indirect_params = std::mem::take(&mut d.indirect_params);
         let read_params = std::mem::take(&mut d.read_params);
+        let valued_params = std::mem::take(&mut d.valued_params);
         let field_params = std::mem::take(&mut d.field_params);
         let keyed = std::mem::take(&mut d.keyed_params);
         let keys = std::mem::take(&mut d.keys);
@@ -1918,6 +1942,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
                 if indirect_params.contains(&p) {
                     v = v.through(via::CONTAINER);
+                }
+                if valued_params.contains(&p) {
+                    v = v.valued();
                 }
                 if keyed_entries {
                     // The entries themselves were read, not what the dict holds.

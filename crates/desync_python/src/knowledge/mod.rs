@@ -320,6 +320,46 @@ struct Raw {
     path_wrappers: Option<FileCalls>,
     #[serde(default)]
     copy: Vec<CopyCall>,
+    #[serde(default)]
+    value_computations: Option<ValueComputations>,
+    #[serde(default)]
+    call_dispatch: Option<CallDispatch>,
+}
+
+/// Library frames that only pass a call on to the user's code (`Module._call_impl`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallDispatch {
+    /// "path/of/file.py:function".
+    frames: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+/// Tensor operations whose result is computed from their operand's values (`torch.bincount`,
+/// `x.nonzero()`, `x.sum()`): functions by qualified name (their tensor arguments are the
+/// operands), methods by name (the receiver is).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueComputations {
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    methods: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+impl ValueComputations {
+    /// Whether `qualified` names such a function.
+    pub fn is_function(&self, qualified: &str) -> bool {
+        self.names.iter().any(|n| n == qualified)
+    }
+
+    /// Whether `method`, called on a tensor, is such a computation.
+    pub fn is_method(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
 }
 
 /// Calls that return a copy of one of their arguments.
@@ -435,6 +475,10 @@ pub struct Knowledge {
     pub path_wrappers: FileCalls,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
+    /// Tensor operations that compute their result from their operand's values.
+    pub value_computations: ValueComputations,
+    /// (file path ending, function) of library frames that only dispatch a call.
+    call_dispatch: Vec<(String, String)>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -567,6 +611,17 @@ impl Knowledge {
                 .into_iter()
                 .flat_map(|c| c.names.into_iter().map(move |n| (n, c.keeps)))
                 .collect(),
+            value_computations: raw.value_computations.unwrap_or_default(),
+            call_dispatch: raw
+                .call_dispatch
+                .map(|d| {
+                    d.frames
+                        .iter()
+                        .filter_map(|f| f.rsplit_once(':'))
+                        .map(|(file, function)| (file.to_owned(), function.to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -719,6 +774,16 @@ impl Knowledge {
     /// (`dist.broadcast`, `dist.scatter_object_list`).
     pub fn is_source_collective(&self, name: &str) -> bool {
         self.source_collectives.contains(name)
+    }
+
+    /// Whether a library frame of `function` in `file` only passes a call on to the user's
+    /// code (`torch/nn/modules/module.py` `_call_impl`): the user frames around it are caller
+    /// and callee.
+    pub fn dispatches_call(&self, file: &str, function: &str) -> bool {
+        let file = file.replace('\\', "/");
+        self.call_dispatch
+            .iter()
+            .any(|(end, f)| f == function && (file == *end || file.ends_with(&format!("/{end}"))))
     }
 
     /// Whether `method` (a call's last name) registers a callback that a module runs on this
