@@ -839,6 +839,8 @@ def epoch(cfg):
     let m = Module::parse(src);
     let f = Analysis::default().length_dependence(&m, line(src, "# <use>"), "loader");
     assert!(!kinds(&f).contains(&Randomness), "{f:?}");
+}
+
 /// A computation from a tensor's values — a count per value, a selection by a mask, a
 /// reduction — is decided by what the tensor holds: rows a rank appended from its own data
 /// reach the list's contents only (indirect), but what is counted, selected or summed from
