@@ -245,9 +245,20 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
     let stacks_known = !d.culprit_ranks.is_empty()
         && d.culprit_ranks.as_slice().iter().all(|&r| a.places.iter().any(|p| p.ranks.contains(r)));
     let mut steps: Vec<NextStep> = known.map(|u| read_crash(u, a)).unwrap_or_default();
+    // The best candidate's path ends the rank (a framework raises there): py-spy would find
+    // no process; how the rank ended is in its log.
+    let ends_rank = a
+        .code
+        .as_ref()
+        .and_then(|c| c.candidates.first())
+        .and_then(|c| c.ends_rank.as_deref().map(|then| (c, then)));
     for t in templates {
         if t.python_stack && stacks_known {
             steps.extend(a.places.iter().take(3).map(read_stacks));
+            continue;
+        }
+        if let (true, Some((candidate, then))) = (t.python_stack, ends_rank) {
+            steps.push(read_how_it_ended(candidate, then, a));
             continue;
         }
         steps.push(NextStep {
@@ -285,6 +296,23 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
         steps.insert(if code_path { 0 } else { steps.len() }, probes);
     }
     steps
+}
+
+/// In place of a py-spy dump when the best candidate's path ends the rank: read its log for
+/// the traceback, which names the line and the exception.
+fn read_how_it_ended(candidate: &crate::bridge::Candidate, then: &str, a: &Analysis) -> NextStep {
+    let culprit = fill_in("{culprit}", a);
+    NextStep {
+        title: format!("Read how rank {culprit} ended"),
+        command: Some(format!("grep -n -A40 'Traceback' <log of rank {culprit}>")),
+        why: format!(
+            "if rank {culprit} took the path at {}:{} ({}), {then}; it most likely died rather \
+             than hung, so there is no live stack to dump: its traceback confirms it",
+            crate::diagnose::short_path(&candidate.branch.file),
+            candidate.branch.line,
+            candidate.branch.construct,
+        ),
+    }
 }
 
 /// In place of a py-spy dump: the stacks file desync read, every thread of it (what the rank

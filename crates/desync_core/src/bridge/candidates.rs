@@ -83,6 +83,9 @@ pub(crate) struct Raw {
     /// It guards the write of a flag that a loop or `if` on the stacks reads
     /// (`distance::loop_flags`): the decision that construct only carries out.
     pub decides_loop: bool,
+    /// What the framework does to a rank that takes this path, when it ends the rank there
+    /// (a per-step hook returning `None` makes Lightning raise): such a rank is dead, not late.
+    pub ends_rank: Option<String>,
     /// What the dumps show against it: both sides ran the same arm of it (`arms.rs`).
     pub against: Vec<String>,
 }
@@ -186,6 +189,7 @@ fn raw(
         call: false,
         note: None,
         decides_loop: false,
+        ends_rank: None,
         against: Vec::new(),
     }
 }
@@ -289,6 +293,7 @@ pub(crate) fn rank(raws: Vec<Raw>, counts: &dyn Fn(&str, u32) -> Option<String>)
                     evidence_for,
                     evidence_against,
                     origin: r.origin.code(),
+                    ends_rank: r.ends_rank.clone(),
                 },
             )
         })

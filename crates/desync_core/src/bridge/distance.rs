@@ -109,7 +109,19 @@ pub(crate) fn hook_exits(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
                     "it decides whether `{}.{}` leaves early (`{}` at line {}) on a rank: `{entry_point}` ({at}) calls that hook on every rank each step, so the line is on no stack{then}",
                     exit.class, exit.method, exit.keyword, exit.line
                 );
-                out.push(raw(b, &file, &local, distance, note));
+                let mut r = raw(b, &file, &local, distance, note);
+                // A hook that raises, or returns what the framework raises on, ends the rank:
+                // the framework's loop passes the exception on (it never skips the step).
+                r.ends_rank = exit.on_none.clone().or_else(|| {
+                    (exit.keyword == "raise").then(|| {
+                        format!(
+                            "the `raise` at line {} leaves `{}.{}` with an exception and the \
+                             rank ends there",
+                            exit.line, exit.class, exit.method
+                        )
+                    })
+                });
+                out.push(r);
             }
         }
     }
@@ -234,6 +246,7 @@ fn raw(
         call: false,
         note: Some(note),
         decides_loop: false,
+        ends_rank: None,
         against: Vec::new(),
     }
 }
@@ -388,6 +401,9 @@ if __name__ == '__main__':
         assert_eq!(lines, [8], "{:?}", found.iter().map(|r| &r.note).collect::<Vec<_>>());
         let note = found[0].note.as_deref().unwrap_or_default();
         assert!(note.contains("Denoiser.training_step") && note.contains("run.py:6"), "{note}");
+        // A rank that raises there is dead, not late: the next steps read how it ended.
+        let ends = found[0].ends_rank.as_deref().unwrap_or_default();
+        assert!(ends.contains("`raise` at line 9"), "{ends}");
         // Outside a call of the entry point, nothing is proposed.
         let elsewhere = entry(&[("run", run, 5), ("all_reduce", C10D, 2800)]);
         assert!(hook_exits(&ws, &[&elsewhere]).is_empty());

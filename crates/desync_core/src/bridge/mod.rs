@@ -58,6 +58,11 @@ pub struct Candidate {
     /// Where it was found, as a stable code: `between_sides`, `departed_only`,
     /// `reference_only`, `setup`, `group_order` or `call` (the collective call itself).
     pub origin: &'static str,
+    /// What the framework does to a rank that takes this path when that ends the rank (from
+    /// the knowledge table's hook rows); the next steps then read how it died instead of
+    /// attaching py-spy to it. Already in `evidence_for`'s text.
+    #[serde(skip)]
+    pub ends_rank: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -379,6 +384,7 @@ fn order_branch(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candida
             branch: point,
             score: if shown { 60 } else { 20 },
             origin: "group_order",
+            ends_rank: None,
         })
     })
 }
@@ -427,6 +433,7 @@ fn straggler_candidate(
         evidence_against: Vec::new(),
         branch: point,
         origin: "call",
+        ends_rank: None,
     })
 }
 
@@ -474,6 +481,7 @@ fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candi
         evidence_against: Vec::new(),
         branch: point,
         origin: "call",
+        ends_rank: None,
     })
 }
 
@@ -573,6 +581,7 @@ fn origin_candidate(
         evidence_against: Vec::new(),
         branch: point,
         origin: "value_origin",
+        ends_rank: None,
     })
 }
 

@@ -77,6 +77,7 @@ pub(crate) fn candidates(
                 call: is_call,
                 note: None,
                 decides_loop: false,
+                ends_rank: None,
                 against: Vec::new(),
             });
         }
