@@ -26,11 +26,13 @@ mod exits;
 mod flags;
 mod length;
 mod origin;
+mod peers;
 mod probe;
 mod project;
 mod property;
 mod resolve;
 mod sites;
+mod standing;
 mod summary;
 mod value;
 
