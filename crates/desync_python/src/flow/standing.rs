@@ -26,7 +26,7 @@ thread_local! {
 /// What one earlier statement says about the attribute.
 enum Seen {
     /// It assigns the attribute on every path with peers: the value it leaves.
-    Assigns(Deps),
+    Assigns(Box<Deps>),
     /// It may change the attribute some other way: the read sees more than one value.
     Unknown,
     /// It leaves the attribute alone.
@@ -62,7 +62,7 @@ impl<'m> Eval<'_, 'm> {
         for level in path.scope_levels(module).to_vec().iter().rev() {
             for before in level.suite[..level.index].iter().rev() {
                 match self.seen(module, before, own, attr) {
-                    Seen::Assigns(d) => return Some(d),
+                    Seen::Assigns(d) => return Some(*d),
                     Seen::Unknown => return None,
                     Seen::Untouched => {}
                 }
@@ -113,7 +113,7 @@ impl<'m> Eval<'_, 'm> {
             self.tracing.push(at);
             let d = self.assigned(value, at).whole.hop(&hop);
             self.tracing.pop();
-            return Seen::Assigns(d);
+            return Seen::Assigns(Box::new(d));
         }
         if touches(stmt, own, attr) { Seen::Unknown } else { Seen::Untouched }
     }
@@ -158,14 +158,14 @@ impl<'m> Eval<'_, 'm> {
                 continue;
             }
             match self.seen(module, last, own, attr) {
-                Seen::Assigns(d) => out.merge(d),
+                Seen::Assigns(d) => out.merge(*d),
                 Seen::Unknown | Seen::Untouched => return Seen::Unknown,
             }
         }
         if blocks.len() > 1 {
             out.merge(self.value(&s.test, s.start()).whole.through(via::CHOICE));
         }
-        Seen::Assigns(out)
+        Seen::Assigns(Box::new(out))
     }
 }
 

@@ -344,19 +344,16 @@ impl<'a, 'm> Eval<'a, 'm> {
         let foreign = self.foreign.take();
         self.tracing.push(binding.at);
         let mut value = self.bound_value(name, &binding);
-        match self.turn_taken(name, &binding) {
-            // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
-            // rank makes the same call, in turns; the turn decides nothing about the result.
-            Some((turn, other)) => {
-                value.merge_everywhere(self.control_except(binding.at, Some(turn), shared));
-                value.whole.merge(self.value(other, other.start()).whole);
-            }
+        // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
+        // rank makes the same call, in turns; the turn decides nothing about the result.
+        if let Some((turn, other)) = self.turn_taken(name, &binding) {
+            value.merge_everywhere(self.control_except(binding.at, Some(turn), shared));
+            value.whole.merge(self.value(other, other.start()).whole);
+        } else {
             // `if rank != 0: stop = box[0]` after rank 0 broadcast its own `stop` in `box`:
             // every rank holds rank 0's value after the `if`; its test decides nothing.
-            None => {
-                let received = self.received_from_source(name, &binding);
-                value.merge_everywhere(self.control_except(binding.at, received, shared));
-            }
+            let received = self.received_from_source(name, &binding);
+            value.merge_everywhere(self.control_except(binding.at, received, shared));
         }
         if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
             // A write into any entry or attribute may be the one read later.
