@@ -4,7 +4,9 @@
 usage: scripts/score_frameworks.py BIN [--case NAME]... [--quiet] [--json FILE]
 
 For every case with dumps/ and expected.json it runs
-`BIN analyze <case>/dumps --format json --source-root <case>/src` and prints:
+`BIN analyze <case>/dumps --format json --source-root <case>/src [--log <case>/logs/FILE]...`
+(the job's own logs, where the case ships them: what an on-call engineer has beside the
+dumps) and prints:
 
 - verdict ok/BAD: category, culprit ranks (expected.culprit_ranks or any set in
   accept_culprits) and the exit code (0 healthy, 1 otherwise);
@@ -100,6 +102,11 @@ def leaks(report: dict, case: Path) -> list[str]:
 def analyze(binary: str, case: Path) -> tuple[int, dict | None, float, str]:
     cmd = [binary, "analyze", str(case / "dumps"), "--format", "json",
            "--source-root", str(case / "src")]
+    # The job's own log is part of what an on-call engineer has: it holds what no dump can
+    # (a rank's Python exception), so the case is analysed as they would, dumps and log.
+    for log in sorted((case / "logs").glob("*")) if (case / "logs").is_dir() else []:
+        if log.is_file():
+            cmd += ["--log", str(log)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     elapsed = time.monotonic() - t0

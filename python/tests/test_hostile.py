@@ -451,3 +451,81 @@ def test_mcp_reads_only_inside_the_allowed_roots(fake_home):
     assert is_error(answers[5]) and "not a Flight Recorder dump" in text(answers[5]), text(answers[5])
     for i in (7, 8):
         assert is_error(answers[i]), text(answers[i])
+
+
+# Issue 43: a file that starts with 0x80 decodes as a pickle whether or not it is a dump; no
+# decode error, warning or report may quote what it holds.
+PICKLE_SECRET = "AKIAIOSFODNN7EXAMPLE/wJalrXUtnFEMI-K7MDENG-bPxRfiCY"
+
+
+def _short_binunicode(text: str) -> bytes:
+    data = text.encode()
+    return b"\x8c" + bytes([len(data)]) + data
+
+
+def _pickle_shaped_non_dumps(where: Path) -> list[Path]:
+    import pickle
+    s = PICKLE_SECRET
+    files = {
+        # The protocol header, then the secret as a string: complete, truncated, followed by
+        # a byte that is no opcode, inside a container that breaks a rule.
+        "complete": b"\x80\x04" + _short_binunicode(s) + b".",
+        "truncated": b"\x80\x02" + _short_binunicode(s),
+        "unknown_opcode": b"\x80\x02" + _short_binunicode(s) + b"\xfe",
+        "odd_dict": b"\x80\x02}(" + _short_binunicode(s) + b"u.",
+        "global": b"\x80\x02c" + s.encode() + b"\nx\n.",
+        # Pickled dicts that decode but are no dump: the secret as the version, in pg_config.
+        "as_version": pickle.dumps({"version": s, "entries": [],
+                                    "comm_lib_version": s}, protocol=2),
+        "config_only": pickle.dumps({"pg_config": {s: {"name": s, "desc": s, "ranks": s}}},
+                                    protocol=2),
+        "number_version": pickle.dumps({"version": 7, "entries": [], "pg_config": {
+            "0": {"name": s, "desc": s, "ranks": "[0]"}}}, protocol=2),
+    }
+    paths = []
+    for i, (name, data) in enumerate(files.items()):
+        path = where / name / f"nccl_trace_rank_{i}"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+def test_a_pickle_shaped_non_dump_is_never_quoted(tmp_path):
+    job = tmp_path / "job"
+    files = _pickle_shaped_non_dumps(job / "dumps")
+    together = job / "together"
+    together.mkdir()
+    for f in files:
+        (together / f.name).write_bytes(f.read_bytes())
+    forbidden = [PICKLE_SECRET, PICKLE_SECRET[:12], "wJalrXUtnFEMI"]
+    env: dict = {}
+    for target in [together, *files]:
+        for args, out in [
+            (["analyze", str(target), "--color", "never"], []),
+            (["analyze", str(target), "--format", "json", "--html", str(tmp_path / "a.html")],
+             [tmp_path / "a.html"]),
+            (["report", str(target), "-o", str(tmp_path / "r.html")], [tmp_path / "r.html"]),
+        ]:
+            proc = _run_in(args, job, env)
+            check_ran_well(proc, f"{args[0]} {target.parent.name}", forbidden, out)
+            for f in out:
+                f.unlink(missing_ok=True)
+    # Each one alone is not a dump, and says so by its shape only.
+    for f in files:
+        proc = _run_in(["analyze", str(f)], job, env)
+        assert proc.returncode == 2, (f, proc.stderr)
+
+    init = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "hostile", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    loads = [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+              "params": {"name": "load_dumps", "arguments": {"path": str(target)}}}
+             for i, target in enumerate([together, *files])]
+    verdicts = [{"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                 "params": {"name": "verdict", "arguments": {"handle": "h1"}}}]
+    proc, answers = run_mcp_in_phases(str(job), [init + loads, verdicts],
+                                      ["--allow-root", str(job)])
+    check_ran_well(proc, "mcp load_dumps of pickle-shaped non-dumps", forbidden)
+    assert len(answers) >= len(loads), answers

@@ -199,3 +199,32 @@ def test_calls_sent_together_take_effect_in_order() -> None:
         refused = {i for i in range(2, 8)
                    if "error" in answers[i] or answers[i]["result"].get("isError")}
         assert refused == {5, 6, 7}, (attempt, {i: answers[i] for i in range(2, 8)})
+
+
+async def _log_workflow() -> None:
+    """A job's log beside its dumps (tests/frameworks/ddp_unused_param_crash): the verdict the
+    agent reads is the crash the log shows, with the log's claims and the lines they rest on."""
+    case = REPO / "tests" / "frameworks" / "ddp_unused_param_crash"
+    logs = sorted(str(p) for p in (case / "logs").iterdir())
+    async with stdio_client(_server()) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            loaded = await _json(session, "load_dumps", path=str(case / "dumps"),
+                                 source_root=str(case / "src"), logs=logs)
+            assert loaded["summary"]["verdict_category"] == "crash"
+            v = await _json(session, "verdict", handle=loaded["handle"])
+            assert v["verdict"]["culprit_ranks"] == [2]
+            assert v["log"]["upgrade"]["from"] == "stall"
+            raised = [c for c in v["log"]["claims"] if c["kind"] == "raised"]
+            assert raised and raised[0]["ranks"] == [2]
+            cite = raised[0]["evidence"][0]
+            assert cite["file"].endswith("rank_2.log") and cite["line"] == 22
+            assert cite["text"].startswith("RuntimeError: Expected to have finished reduction")
+            assert v["where_ranks_are"][0]["origin"] == "log_traceback"
+            assert "py-spy" not in json.dumps(v["next_steps"])
+            await _is_error(session, "load_dumps", {"path": str(case / "dumps"),
+                                                     "logs": ["/nonexistent/job.log"]})
+
+
+def test_mcp_reads_the_jobs_log() -> None:
+    _run(_log_workflow())

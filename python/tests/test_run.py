@@ -265,3 +265,70 @@ def test_ctrl_c_stops_the_job_and_every_process_it_started(tmp_path: Path) -> No
     assert _alive(pids) == [], log
     assert "interrupted; desync stopped it" in err, log
     assert desync.returncode == 143, log
+
+
+def _guards() -> list[int]:
+    """desync's job guards still running (`desync job-guard`, started by `run`)."""
+    exe = str(desync_bin())
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [exe.encode(), b"job-guard"]:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_sigkilled_desync_run_leaves_no_process_of_its_job(tmp_path: Path) -> None:
+    """SIGKILL cannot be caught: `desync run` gets no chance to stop its job. Its guard (a
+    process holding the read end of a pipe only `run` writes to) sees the pipe close and
+    stops the whole tree: the first process, the child that started its own session and
+    ignores SIGTERM, and the grandchild in a process group of its own."""
+    run_dir = tmp_path / "run"
+    job, pids = _escaping_job(tmp_path, 600)
+    grace = 1.0
+    cmd = [str(desync_bin()), "run", "--dir", str(run_dir), "--no-inject", "--interval", "0.5",
+           "--hang-after", "600", "--grace", str(grace), "--", *job]
+    # Files, not pipes: the job's processes inherit them, and a pipe stays open while any lives.
+    out_file, err_file = tmp_path / "stdout", tmp_path / "stderr"
+    with out_file.open("w") as out_f, err_file.open("w") as err_f:
+        desync = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=out_f, stderr=err_f)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+            pids.exists() and len(pids.read_text().split()) == 3):
+        time.sleep(0.1)
+    assert len(_alive(pids)) == 3
+    # The guard watches the tree while `run` lives: give it a look at the escaped ones.
+    time.sleep(1.0)
+    desync.kill()
+    assert desync.wait(timeout=30) == -signal.SIGKILL
+    # SIGTERM, --grace, then SIGKILL for the two that ignore SIGTERM, and a margin.
+    deadline = time.monotonic() + grace + 8
+    while time.monotonic() < deadline and (_alive(pids) or _guards()):
+        time.sleep(0.1)
+    log = f"stdout:\n{out_file.read_text()[-3000:]}\nstderr:\n{err_file.read_text()[-3000:]}"
+    survivors = _alive(pids)
+    for pid in survivors:  # this test's own processes, so that a failure leaves none behind
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == [], log
+    assert _guards() == [], log
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_the_guard_stops_nothing_when_run_ends_normally(tmp_path: Path) -> None:
+    """A job that ends by itself: `run` releases its guard, which exits without a signal to
+    anyone (a process the job started and `run` let go would otherwise be killed late)."""
+    run_dir = tmp_path / "run"
+    proc = _desync_run(run_dir, [sys.executable, "-c", "pass"], "--no-inject", "--interval",
+                       "0.5", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _guards():
+        time.sleep(0.1)
+    assert _guards() == []
+    assert "its guard stopped" not in proc.stderr, proc.stderr

@@ -15,6 +15,8 @@ import pickle
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import SCENARIO_DIR, run_desync
 
 HOUR_NS = 3_600 * 10**9
@@ -181,3 +183,136 @@ def test_a_broadcast_finished_on_some_ranks_only_is_no_all_clear(tmp_path):
     assert code == 1
     assert verdict(report) == ("inconclusive", [])
     assert "not all of them completed it" in report["verdict"]["headline"]
+
+
+# p2p (issue 43): NCCL records send/recv, Gloo none, so these sets are built by hand in the
+# exact layout of the real NCCL dump from an H100 (shared fixtures: tests/scenarios/
+# nccl_h100_healthy), two ranks of the default group. Each rank runs `all_reduce` steps; rank 0
+# sends to rank 1 between them.
+def _nccl_entry(record_id: int, name: str, seq: int, p2p_seq: int, op_id: int, size: int,
+                state: str = "completed", is_p2p: bool = False) -> dict:
+    t = 1_795_343_355_833_221_781 + record_id * 50_000_000
+    done = state == "completed"
+    return {
+        "frames": [], "record_id": record_id, "pg_id": 0, "process_group": ("0", "default_pg"),
+        "thread_name": "python3", "thread_id": "139633593327936",
+        "collective_seq_id": seq, "p2p_seq_id": p2p_seq, "op_id": op_id,
+        "profiling_name": name, "time_created_ns": t,
+        "duration_ms": 0.023 if done else None,
+        "input_sizes": [[size]], "input_dtypes": ["Float"],
+        "output_sizes": [[size]], "output_dtypes": ["Float"],
+        "state": state,
+        "time_discovered_started_ns": t + 1_000 if state != "scheduled" else None,
+        "time_discovered_completed_ns": t + 2_000 if done else None,
+        "retired": done, "timeout_ms": 600_000, "is_p2p": is_p2p,
+    }
+
+
+class _NcclRank:
+    """One rank's recorder: record ids, seq and p2p counters as ProcessGroupNCCL keeps them."""
+
+    def __init__(self):
+        self.entries: list[dict] = []
+        self.seq = self.p2p_seq = self.op = 0
+
+    def _add(self, name, size, state, is_p2p):
+        self.op += 1
+        self.entries.append(_nccl_entry(len(self.entries), name, self.seq, self.p2p_seq, self.op,
+                                        size, state, is_p2p))
+
+    def all_reduce(self, size=1024, state="completed"):
+        self.seq += 1
+        self._add("nccl:all_reduce", size, state, False)
+
+    def p2p(self, name, size, state="completed"):
+        self.p2p_seq += 1
+        self._add(name, size, state, True)
+
+    def batch(self, name, size, state):
+        """`batch_isend_irecv` of one op: the op has no CUDA events (stays scheduled), the
+        batch's `coalesced` end marker carries the state."""
+        self.p2p_seq += 1
+        self._add(name, size, "scheduled", True)
+        self.entries.append(_nccl_entry(len(self.entries), "nccl:coalesced", self.seq, self.p2p_seq,
+                                        self.op, 0, state, True))
+        self.entries[-1]["input_sizes"] = self.entries[-1]["output_sizes"] = []
+        self.entries[-1]["input_dtypes"] = self.entries[-1]["output_dtypes"] = []
+
+    def dump(self, keep_from: int = 0) -> dict:
+        completed = max(e["collective_seq_id"] for e in self.entries
+                        if not e["is_p2p"] and e["state"] == "completed")
+        return {
+            "version": "2.10",
+            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+            "comm_lib_version": "2.28.9",
+            "pg_status": {"0": {"last_enqueued_collective": self.seq,
+                                "last_started_collective": self.seq,
+                                "last_completed_collective": completed}},
+            # A ring buffer that dropped its oldest entries keeps the newest, ids unchanged.
+            "entries": self.entries[keep_from:],
+        }
+
+
+def _write_nccl(dest: Path, dumps: list[dict]) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for rank, dump in enumerate(dumps):
+        (dest / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump, protocol=2))
+
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["isend", "batch_isend_irecv"])
+def test_a_send_whose_recv_was_never_posted_is_no_all_clear(tmp_path, batched):
+    # Rank 0 posts a send to rank 1 after step 3 and goes on (isend: the all_reduce of step 4
+    # runs on the group's communicator, the send on the pair's); rank 1 runs step 4 too but
+    # never posts the recv. Every collective agrees and completed: the old reading was
+    # "all 2 ranks agree ... nothing is stuck", exit 0.
+    sender, receiver = _NcclRank(), _NcclRank()
+    for _ in range(3):
+        sender.all_reduce()
+        receiver.all_reduce()
+    if batched:
+        sender.batch("nccl:send 0->1", 4096, "started")
+    else:
+        sender.p2p("nccl:send 0->1", 4096, "started")
+    sender.all_reduce()
+    receiver.all_reduce()
+    _write_nccl(tmp_path, [sender.dump(), receiver.dump()])
+    code, report, _ = run_desync(tmp_path)
+    assert code == 1, report["verdict"]
+    assert verdict(report) == ("stall", [1]), report["verdict"]
+    assert report["verdict"]["collective_seq_id"] == 3
+    headline = report["verdict"]["headline"]
+    assert "rank 0 waits in send to rank 1" in headline and "recv" in headline, headline
+    [m] = report["p2p_mismatches"]
+    assert (m["src"], m["dst"], m["kind"]) == (0, 1, "send_unmatched"), m
+
+
+def test_a_send_whose_recv_fell_out_of_the_receivers_ring_buffer_pairs_from_what_both_hold(
+        tmp_path):
+    # Six steps, each an all_reduce and then a send 0->1 of that step's own size, all
+    # completed. Rank 1's ring buffer dropped its first two steps (their recvs included);
+    # rank 0 holds everything. Counting each side from its oldest op paired step 1's send
+    # with step 3's recv (a size mismatch) and left two sends unmatched.
+    sender, receiver = _NcclRank(), _NcclRank()
+    for step in range(1, 7):
+        sender.all_reduce()
+        receiver.all_reduce()
+        sender.p2p("nccl:send 0->1", 1000 * step)
+        receiver.p2p("nccl:recv 1<-0", 1000 * step)
+    _write_nccl(tmp_path, [sender.dump(), receiver.dump(keep_from=4)])
+    code, report, _ = run_desync(tmp_path)
+    assert report["p2p_mismatches"] == [], report["p2p_mismatches"]
+    assert (code, verdict(report)) == (0, ("healthy", [])), report["verdict"]
+
+
+def test_a_pending_send_the_receiver_has_not_reached_yet_is_no_mismatch(tmp_path):
+    # Rank 0 sent after step 3 and waits; rank 1 is still in step 3 (its newest collective is
+    # seq 3): its recv may yet come. That is not a p2p mismatch.
+    sender, receiver = _NcclRank(), _NcclRank()
+    for _ in range(3):
+        sender.all_reduce()
+        receiver.all_reduce()
+    sender.p2p("nccl:send 0->1", 4096, "started")
+    _write_nccl(tmp_path, [sender.dump(), receiver.dump()])
+    _, report, _ = run_desync(tmp_path)
+    assert report["p2p_mismatches"] == [], report["p2p_mismatches"]

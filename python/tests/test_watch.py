@@ -226,3 +226,37 @@ def test_watch_reports_dead_workers_and_bad_arguments(tmp_path):
     neither = subprocess.run([str(desync_bin()), "watch"], capture_output=True, text=True,
                              timeout=30)
     assert neither.returncode == 2 and "--store" in neither.stderr
+
+
+def test_watch_names_the_line_a_stuck_rank_waits_on(tmp_path):
+    """stalled_rank, live: rank 2 waits forever on a read that never returns (a polling loop
+    in the dataset's file read) and issues no collective; ranks 0, 1, 3 block in the step's
+    all_reduce. The alert must say where rank 2 is, from the live stack watch fetched (its
+    debug server's dump_traceback) — not "no code", not a py-spy step."""
+    job = LiveJob("stalled_rank", tmp_path, {"DESYNC_JOBS_DEBUG_SERVER": str(_free_port())},
+                  deadline_s=60)
+    script = Path("/tmp/desync-jobs/stalled_rank/train.py")
+    code, events, stderr = _watch(
+        ["--store", f"127.0.0.1:{job.port}", "--interval", "1", "--lag", "5",
+         "--exit-on-alert", "--for", "45", "--save", str(tmp_path / "saved"),
+         "--source-root", str(script.parent)],
+        timeout=70)
+    still_hanging = job.running()
+    job.join()
+    assert code == 1, stderr
+    alerts = _alerts(events)
+    assert alerts, [e for _, e in events][-3:]
+    assert still_hanging, "the alert came after the job had already ended"
+    report = alerts[0][1]["report"]
+    verdict = report["verdict"]
+    assert (verdict["category"], verdict["culprit_ranks"]) == ("stall", [2]), verdict["headline"]
+    wait_line = next(i for i, line in enumerate(script.read_text().splitlines(), start=1)
+                     if "nfs: server not responding" in line)
+    place = report["where_ranks_are"][0]
+    assert place["origin"] == "live_stacks", place
+    assert place["ranks"] == [2] and place["function"] == "read", place
+    assert place["file"].endswith("stalled_rank/train.py") and place["line"] == wait_line, place
+    assert place["within"][0]["construct"] == "while", place
+    assert "py-spy" not in json.dumps(report["next_steps"])
+    if report["code"]:
+        assert f"are at train.py:{wait_line}" in report["code"]["explanation"], report["code"]

@@ -45,6 +45,21 @@ pub enum Command {
     /// when it fails or hangs, print the diagnosis and write the HTML report next to the
     /// dumps. Exits with the job's own exit code.
     Run(RunArgs),
+    /// Internal: the guard `run` starts beside its job (stops the job if `run` dies).
+    #[command(hide = true)]
+    JobGuard(JobGuardArgs),
+}
+
+/// `desync job-guard --parent PID --grace SECS`, reading `run`'s pipe on standard input
+/// (`desync_live::job::guard_job`). Not for people: `run` starts it.
+#[derive(clap::Args, Debug)]
+pub struct JobGuardArgs {
+    /// The `desync run` process.
+    #[arg(long)]
+    pub parent: i32,
+    /// Seconds between SIGTERM and SIGKILL.
+    #[arg(long)]
+    pub grace: f64,
 }
 
 // These doc comments are `--help` text: backticks would print as they are.
@@ -202,8 +217,13 @@ impl InputArgs {
                 prefix: self.prefix.clone(),
                 ownership: self.ownership.ownership(),
                 world_size: self.world_size,
+                per_rank_entries: false,
             },
             sources: self.sources.options()?,
+            logs: Vec::new(),
+            // Logs saved beside the dumps (`job.log`, `slurm-*.out`) are part of the evidence
+            // (docs/logs.md, "With dumps").
+            logs_beside: true,
         })
     }
 }
@@ -420,6 +440,21 @@ pub struct ExportArgs {
     /// Write Chrome Trace Event JSON for Perfetto UI or Chrome's trace viewer (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub perfetto: PathBuf,
+    /// Only these ranks (`0-7`, `0-3,8,12-15`). Past 64 ranks the default is one rank per
+    /// behavioural group plus the culprits; the trace's `otherData.selection` says what was
+    /// left out.
+    #[arg(long, value_name = "RANKS", conflicts_with = "all_ranks")]
+    pub ranks: Option<String>,
+    /// Every rank, however many (a 512-rank job with stacks is hundreds of megabytes).
+    #[arg(long)]
+    pub all_ranks: bool,
+    /// Only these process groups, by name or description (`0`, `default_pg,mesh_tp`).
+    #[arg(long, value_name = "GROUPS", value_delimiter = ',')]
+    pub groups: Option<Vec<String>>,
+    /// Only the N collectives on each side of the earliest mismatch (or of the stuck
+    /// collective) in its process group, and what other groups did meanwhile.
+    #[arg(long, value_name = "N")]
+    pub around_mismatch: Option<u64>,
     #[command(flatten)]
     pub ownership: OwnershipArgs,
 }

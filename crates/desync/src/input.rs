@@ -10,7 +10,7 @@ pub fn analyze(config: &Config, progress: &dyn Progress) -> anyhow::Result<Analy
         return Ok(desync_core::analyze(config, progress)?);
     };
     let trace = load_remote(url, config, progress)?;
-    Ok(desync_core::analyze_trace(&config.input, trace, &config.sources))
+    Ok(desync_core::analyze_loaded(config, trace)?)
 }
 
 /// `s3://...` or `gs://...`. A local directory literally named `s3:` is still reachable as

@@ -205,3 +205,39 @@ fn emit_probes_writes_a_diff_against_the_local_source() {
     );
     assert!(diff.contains("_desync_dist.ReduceOp.MIN"), "{diff}");
 }
+
+/// An `all_to_all` whose totals do not add up (`tests/frameworks/moe_alltoall_router_splits`):
+/// with the project in view, the split sizes are followed out of the autograd Function and
+/// up the module frames to the line that computed them from the rank's own tokens; with only
+/// the collective's file in view, nothing decides them, and the explanation says which
+/// metadata Flight Recorder does not record.
+#[test]
+fn all_to_all_splits_are_followed_to_their_origin_or_said_to_be_unrecorded() {
+    let case = repo().join("tests/frameworks/moe_alltoall_router_splits");
+    let dumps = case.join("dumps");
+    let analyze = |root: &Path| {
+        json_of(&desync(&[
+            "analyze",
+            dumps.to_str().unwrap(),
+            "--format",
+            "json",
+            "--source-root",
+            root.to_str().unwrap(),
+        ]))
+    };
+    let full = analyze(&case.join("src"));
+    let branch = &full["code"]["branch"];
+    assert!(branch["file"].as_str().unwrap().ends_with("moe/layer.py"), "{branch:#}");
+    assert_eq!(branch["line"], 43, "{branch:#}");
+    assert_eq!(full["code"]["candidates"][0]["origin"], "value_origin");
+    let evidence = full["code"]["candidates"][0]["evidence_for"].to_string();
+    assert!(evidence.contains("passed at step.py:19"), "{evidence}");
+
+    let only_call = tempfile::tempdir().unwrap();
+    std::fs::create_dir(only_call.path().join("moe")).unwrap();
+    std::fs::copy(case.join("src/moe/comm.py"), only_call.path().join("moe/comm.py")).unwrap();
+    let partial = analyze(only_call.path());
+    assert_eq!(partial["code"]["candidates"][0]["origin"], "call", "{:#}", partial["code"]);
+    let explanation = partial["code"]["explanation"].as_str().unwrap();
+    assert!(explanation.contains("not its split sizes"), "{explanation}");
+}

@@ -143,6 +143,13 @@ fn a_log_beside_dumps_adds_the_crashing_rank() {
     }
     let out = cmd.output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The dumps' verdict itself: a crash of rank 2, no longer the stall the dumps alone read.
+    assert_eq!(report["verdict"]["category"], "crash", "{:#}", report["verdict"]);
+    assert_eq!(ranks(&report["verdict"]["culprit_ranks"]), vec![2]);
+    assert_eq!(
+        report["where_ranks_are"][0]["line"], 12,
+        "engine/loop.py:12, the forward that raised"
+    );
     let log = &report["log"];
     assert_eq!(log["verdict"]["category"], "crash", "{log:#}");
     assert_eq!(ranks(&log["verdict"]["culprit_ranks"]), vec![2]);
@@ -163,4 +170,165 @@ fn a_file_that_is_neither_dump_nor_log_is_refused_unquoted() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("content not shown") && !stderr.contains("hunter2"), "{stderr}");
+}
+
+/// The job's log (torchrun's tee: `[rankN]:` prefixes) of a stall whose late rank in fact
+/// raised in its data step: rank 2's `OSError` in the dataset's read (shape of our own: the
+/// stalled_rank scenario's dumps, an error that job did not raise), rank 0's Gloo timeout.
+const RAISED_IN_DATA_STEP: &str = "\
+[rank2]: Traceback (most recent call last):
+[rank0]: Traceback (most recent call last):
+[rank2]:   File \"/tmp/desync-jobs/stalled_rank/train.py\", line 91, in main
+[rank2]:     for step, (xb, yb) in enumerate(loader, start=1):
+[rank2]:   File \"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 733, in __next__
+[rank2]:     data = self._next_data()
+[rank2]:   File \"/tmp/desync-jobs/stalled_rank/train.py\", line 51, in __getitem__
+[rank2]:     self._cache = {chunk: self.fs.read(f\"part-{self.shard}-{chunk:03d}\")}
+[rank2]:   File \"/venv/lib/python3.11/site-packages/nfsclient/io.py\", line 12, in read
+[rank2]:     raise OSError(116, \"Stale file handle\")
+[rank2]: OSError: [Errno 116] Stale file handle
+[rank0]:   File \"/tmp/desync-jobs/stalled_rank/train.py\", line 68, in allreduce_gradients
+[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 6000ms for recv operation to complete
+";
+
+/// The stalled_rank scenario's dumps copied into a fresh folder, with `extra` files beside them.
+fn dumps_with(extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = corpus().join("../scenarios/stalled_rank/dumps");
+    for entry in std::fs::read_dir(&scenario).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    for (name, text) in extra {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+fn analyze_dumps(dir: &Path, extra_args: &[&str]) -> (Value, String) {
+    let source_root = corpus().join("../scenarios/stalled_rank/src");
+    let out = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .arg("analyze")
+        .arg(dir)
+        .arg("--source-root")
+        .arg(&source_root)
+        .args(extra_args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = if extra_args.contains(&"json") {
+        serde_json::from_str(&stdout).unwrap()
+    } else {
+        Value::Null
+    };
+    (json, stdout + &String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn a_culprit_the_log_shows_raised_makes_the_stall_a_crash() {
+    // Without the log: a stall of rank 2 (the dumps cannot hold an exception).
+    let bare = dumps_with(&[]);
+    let (report, _) = analyze_dumps(bare.path(), &["--format", "json"]);
+    assert_eq!(report["verdict"]["category"], "stall");
+
+    // The log found in the dump directory (no --log): a crash of rank 2, at its user line.
+    let dir = dumps_with(&[("job.log", RAISED_IN_DATA_STEP)]);
+    let (report, _) = analyze_dumps(dir.path(), &["--format", "json"]);
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["category"], "crash", "{verdict:#}");
+    assert_eq!(ranks(&verdict["culprit_ranks"]), vec![2]);
+    assert_eq!(verdict["collective_seq_id"], 8, "the collective its peers wait in stays");
+    let headline = verdict["headline"].as_str().unwrap();
+    assert!(headline.contains("OSError") && headline.contains("0-1,3 wait"), "{headline}");
+    let log = &report["log"];
+    assert_eq!(log["found_beside"], true);
+    assert_eq!(log["upgrade"]["from"], "stall");
+    assert_eq!(ranks(&log["upgrade"]["culprit_ranks"]), vec![2]);
+    // Where rank 2 was: the traceback's innermost user line, bridged to the `if` around it.
+    let place = &report["where_ranks_are"][0];
+    assert_eq!(place["origin"], "log_traceback", "{place:#}");
+    assert_eq!(
+        (place["line"].as_u64(), place["function"].as_str()),
+        (Some(51), Some("__getitem__"))
+    );
+    assert!(place["file"].as_str().unwrap().ends_with("stalled_rank/train.py"));
+    assert_eq!(place["log_lines"], serde_json::json!([1, 11]), "{place:#}");
+    assert_eq!(place["within"][0]["construct"], "if", "{place:#}");
+    // No step asks for the stack of a process that is gone.
+    let steps = report["next_steps"].to_string();
+    assert!(!steps.contains("py-spy"), "{steps}");
+    assert!(steps.contains("sed -n '1,16p'"), "{steps}");
+
+    // The text report says where the log came from and what it changed.
+    let (_, text) = analyze_dumps(dir.path(), &[]);
+    assert!(text.contains("CRASH"), "{text}");
+    assert!(text.contains("(found in the dump directory)"), "{text}");
+    assert!(
+        text.contains("the log made the dumps' verdict (stall) a crash of rank(s) 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rank(s) 2 raised `OSError: [Errno 116] Stale file handle` at train.py:51"),
+        "{text}"
+    );
+    assert!(!text.contains("py-spy"), "{text}");
+}
+
+#[test]
+fn files_beside_the_dumps_that_are_no_log_stay_unread_and_unquoted() {
+    // Named like logs, but one holds no line desync reads and one is binary: the verdict is
+    // the dumps' own, nothing of them is shown, and it is no error.
+    let dir = dumps_with(&[
+        ("notes.log", "password=hunter2\nnothing a job prints\n"),
+        ("core.out", "\u{0}\u{1}hunter3 binary"),
+        // A .txt file is never a log candidate, even with a traceback in it.
+        ("report.txt", RAISED_IN_DATA_STEP),
+    ]);
+    let (report, _) = analyze_dumps(dir.path(), &["--format", "json"]);
+    assert_eq!(report["verdict"]["category"], "stall");
+    assert!(report.get("log").is_none_or(Value::is_null), "{:#}", report["log"]);
+    let (_, text) = analyze_dumps(dir.path(), &[]);
+    assert!(!text.contains("hunter") && !text.contains("Stale file handle"), "{text}");
+}
+
+#[test]
+fn a_named_log_without_a_line_desync_reads_is_a_warning_beside_dumps() {
+    let dir = dumps_with(&[]);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(log.path(), "epoch 1 loss 0.31\nsecret=hunter2\n").unwrap();
+    let (report, text) =
+        analyze_dumps(dir.path(), &["--format", "json", "--log", log.path().to_str().unwrap()]);
+    assert_eq!(report["verdict"]["category"], "stall");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("no line desync reads"), "{warnings}");
+    assert!(!text.contains("hunter2"), "{text}");
+}
+
+#[test]
+fn html_shows_the_log_claims_with_their_lines() {
+    let dir = dumps_with(&[("job.log", RAISED_IN_DATA_STEP)]);
+    let html = dir.path().join("report.html");
+    let (_, _) = analyze_dumps(dir.path(), &["--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"log\">"), "log section");
+    assert!(page.contains("id=\"log-upgrade\""), "upgrade note");
+    assert!(page.contains("data-kind=\"raised\""), "the raised claim");
+    assert!(page.contains("job.log:11</code>"), "the line the claim rests on");
+    assert!(page.contains("data-origin=\"log_traceback\""), "the traceback place");
+}
+
+#[test]
+fn a_waiter_that_raised_does_not_make_the_stall_a_crash() {
+    // Rank 0 is a waiter in the dumps; an error of its own on the way out changes nothing
+    // about rank 2, which the dumps show never issued the collective.
+    let log = "[rank0]: Traceback (most recent call last):\n\
+               [rank0]:   File \"/tmp/desync-jobs/stalled_rank/train.py\", line 68, in allreduce_gradients\n\
+               [rank0]: KeyError: 'grad'\n";
+    let dir = dumps_with(&[("job.log", log)]);
+    let (report, _) = analyze_dumps(dir.path(), &["--format", "json"]);
+    assert_eq!(report["verdict"]["category"], "stall", "{:#}", report["verdict"]);
+    assert_eq!(ranks(&report["verdict"]["culprit_ranks"]), vec![2]);
+    assert!(report["log"]["upgrade"].is_null());
+    assert_eq!(report["log"]["verdict"]["category"], "crash", "the log alone says rank 0 raised");
 }

@@ -122,3 +122,27 @@ fn a_job_dumped_half_at_a_time_names_the_ranks_that_wait_for_the_others() {
     assert!(headline.starts_with("rank(s) 8-15 wait in "), "{headline}");
     assert!(headline.contains("seq 605 "), "where the later half waits: {headline}");
 }
+
+/// Healthy jobs heavy in p2p batches whose ring buffers wrapped at different points on
+/// different ranks: no p2p op may read unmatched (counting each channel from each rank's own
+/// oldest op paired sends with later recvs), and the verdict stays healthy.
+#[test]
+fn p2p_pairing_follows_each_ranks_ring_buffer() {
+    for seed in 1..=6 {
+        for tail in [TailState::Completed, TailState::Started] {
+            let mut spec = Spec::new(8, 300);
+            spec.groups = parse_groups("tp=2,dp").unwrap();
+            spec.ops = desync_synth::OpMix::parse("p2p=5").unwrap();
+            spec.seed = seed;
+            spec.tail = tail;
+            let plan = Plan::new(&spec).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            write_dir(&plan, dir.path(), "nccl_trace_rank_", Format::Pickle).unwrap();
+            let (_, json) = analyze(dir.path());
+            assert_eq!(json["p2p_mismatches"], serde_json::json!([]), "seed {seed} {tail:?}");
+            if tail == TailState::Completed {
+                assert_eq!(json["verdict"]["category"], "healthy", "seed {seed}");
+            }
+        }
+    }
+}

@@ -17,6 +17,12 @@ pub enum Error {
     NothingReadable { path: PathBuf, count: usize, first: String },
     #[error("invalid --path-map `{0}`: expected FROM=TO")]
     PathMap(String),
+    /// A log named by the user in which nothing desync reads was found; its content is not
+    /// quoted (it may be any file).
+    #[error(
+        "{names}: not a Flight Recorder dump, nor a log with a line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown"
+    )]
+    NotALog { names: String },
     #[error("--source-root {}: not a directory", .0.display())]
     SourceRoot(PathBuf),
     #[error("cannot write {}: {source}", path.display())]
@@ -40,6 +46,10 @@ pub enum DumpError {
         "not a Flight Recorder dump ({size} bytes, neither pickle nor JSON; content not shown)"
     )]
     Foreign { size: usize },
+    /// Decoded, but not shaped like a dump (no FR format version, no entries). Its content is
+    /// never quoted either: a pickle or JSON file can hold anything.
+    #[error("not a Flight Recorder dump ({0}; content not shown)")]
+    NotADump(&'static str),
     #[error("truncated or corrupt pickle: {0}")]
     Pickle(#[from] desync_pickle::PickleError),
     #[error("invalid JSON at line {line}, column {column}: {message}")]

@@ -41,6 +41,10 @@ pub struct Config {
     pub input: PathBuf,
     pub load: load::LoadOptions,
     pub sources: bridge::SourceOptions,
+    /// Log files named by the user (`--log`); when none shows a line desync reads, a warning.
+    pub logs: Vec<PathBuf>,
+    /// Without `logs`, read the logs found in the dump directory (`logs::merge::beside`).
+    pub logs_beside: bool,
 }
 
 /// The result of the whole workflow on one job.
@@ -64,7 +68,36 @@ pub struct Analysis {
 /// Runs the post-mortem workflow on a directory of dumps (or one file).
 pub fn analyze(config: &Config, progress: &dyn Progress) -> Result<Analysis, Error> {
     let trace = load::load(&config.input, &config.load, progress)?;
-    Ok(analyze_trace(&config.input, trace, &config.sources))
+    analyze_loaded(config, trace)
+}
+
+/// The workflow on loaded dumps, with the job's log: the files `config.logs` names (each must
+/// show a line desync reads, else it is a warning), else, with `config.logs_beside`, the logs found in the dump
+/// directory (`logs::merge::beside`).
+pub fn analyze_loaded(config: &Config, mut trace: model::Trace) -> Result<Analysis, Error> {
+    let log = if config.logs.is_empty() {
+        config.logs_beside.then(|| logs::merge::beside(&trace)).flatten()
+    } else {
+        let log = logs::analyze(&config.logs)?;
+        if log.evidence.is_empty() {
+            // Beside dumps, a log of a job that failed on no line desync reads (a healthy
+            // run's) is worth a warning, not the end of the dumps' analysis.
+            let names: Vec<String> = config.logs.iter().map(|p| p.display().to_string()).collect();
+            trace.warnings.push(model::Warning {
+                kind: model::WarningKind::Skipped,
+                path: None,
+                rank: None,
+                message: format!(
+                    "log {}: no line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown",
+                    names.join(", ")
+                ),
+            });
+            None
+        } else {
+            Some(log)
+        }
+    };
+    Ok(analyze_trace_with_log(&config.input, trace, &config.sources, log))
 }
 
 /// The workflow after loading; `watch` feeds live snapshots through here.
@@ -73,8 +106,26 @@ pub fn analyze_trace(
     trace: model::Trace,
     sources: &bridge::SourceOptions,
 ) -> Analysis {
+    analyze_trace_with_log(input, trace, sources, None)
+}
+
+/// The workflow after loading, with the job's log when there is one: the tracebacks of the
+/// ranks that raised become their stacks, and a culprit the log shows raised makes the
+/// verdict a crash (`logs/merge.rs`).
+pub fn analyze_trace_with_log(
+    input: &Path,
+    mut trace: model::Trace,
+    sources: &bridge::SourceOptions,
+    mut log: Option<logs::LogAnalysis>,
+) -> Analysis {
+    if let Some(log) = &log {
+        logs::merge::attach_tracebacks(&mut trace, log);
+    }
     let alignment = align::align(&trace);
-    let diagnosis = diagnose::diagnose(&trace, &alignment);
+    let mut diagnosis = diagnose::diagnose(&trace, &alignment);
+    if let Some(log) = &mut log {
+        log.upgrade = logs::merge::upgrade(&trace, &mut diagnosis, log);
+    }
     let places = bridge::places(&trace, &diagnosis, sources);
     // A healthy job has no branch point to find.
     let code = diagnosis
@@ -83,7 +134,6 @@ pub fn analyze_trace(
         .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources, &places))
         .flatten();
     let probes = code.as_ref().map(|c| bridge::probes(c, sources)).unwrap_or_default();
-    let mut trace = trace;
     // No source root at all because the working directory is `/` or the home directory: say
     // so once, with what to pass, rather than only per frame.
     if let (Some(dir), Some(_)) = (&sources.refused_fallback, &code) {
@@ -119,6 +169,6 @@ pub fn analyze_trace(
         probes,
         places,
         sources: sources.clone(),
-        log: None,
+        log,
     }
 }

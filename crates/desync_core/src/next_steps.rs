@@ -238,12 +238,27 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
         return Vec::new();
     };
     let fill = |text: &str| fill_in(text, a);
+    // A crash the log shows: its lines say why the process ended, so the steps that look for
+    // it (the log, the OOM killer, torchrun's error file) give way to reading them.
+    let known = a.log.as_ref().and_then(|l| l.upgrade.as_ref());
+    let templates: &[Template] = if known.is_some() { &[] } else { templates };
     let stacks_known = !d.culprit_ranks.is_empty()
         && d.culprit_ranks.as_slice().iter().all(|&r| a.places.iter().any(|p| p.ranks.contains(r)));
-    let mut steps: Vec<NextStep> = Vec::new();
+    let mut steps: Vec<NextStep> = known.map(|u| read_crash(u, a)).unwrap_or_default();
+    // The best candidate's path ends the rank (a framework raises there): py-spy would find
+    // no process; how the rank ended is in its log.
+    let ends_rank = a
+        .code
+        .as_ref()
+        .and_then(|c| c.candidates.first())
+        .and_then(|c| c.ends_rank.as_deref().map(|then| (c, then)));
     for t in templates {
         if t.python_stack && stacks_known {
             steps.extend(a.places.iter().take(3).map(read_stacks));
+            continue;
+        }
+        if let (true, Some((candidate, then))) = (t.python_stack, ends_rank) {
+            steps.push(read_how_it_ended(candidate, then, a));
             continue;
         }
         steps.push(NextStep {
@@ -283,9 +298,38 @@ pub fn next_steps(a: &Analysis) -> Vec<NextStep> {
     steps
 }
 
+/// In place of a py-spy dump when the best candidate's path ends the rank: read its log for
+/// the traceback, which names the line and the exception.
+fn read_how_it_ended(candidate: &crate::bridge::Candidate, then: &str, a: &Analysis) -> NextStep {
+    let culprit = fill_in("{culprit}", a);
+    NextStep {
+        title: format!("Read how rank {culprit} ended"),
+        command: Some(format!("grep -n -A40 'Traceback' <log of rank {culprit}>")),
+        why: format!(
+            "if rank {culprit} took the path at {}:{} ({}), {then}; it most likely died rather \
+             than hung, so there is no live stack to dump: its traceback confirms it",
+            crate::diagnose::short_path(&candidate.branch.file),
+            candidate.branch.line,
+            candidate.branch.construct,
+        ),
+    }
+}
+
 /// In place of a py-spy dump: the stacks file desync read, every thread of it (what the rank
 /// waits for may be another thread: a loader, the holder of a lock).
 fn read_stacks(place: &crate::bridge::RankPlace) -> NextStep {
+    if place.origin == "live_stacks" {
+        return NextStep {
+            title: format!("See what rank(s) {} wait on, from their live stack", place.ranks),
+            command: None,
+            why: format!(
+                "desync watch took it from the running rank's debug server (dump_traceback): \
+                 its main thread is at {}; `desync watch --save DIR` keeps every thread in \
+                 stacks/rank_<N>.txt",
+                place.describe()
+            ),
+        };
+    }
     NextStep {
         title: format!("Read rank(s) {}'s stacks, every thread", place.ranks),
         command: Some(format!("cat {}", shell_word(&place.stacks_file.to_string_lossy()))),
@@ -295,6 +339,42 @@ fn read_stacks(place: &crate::bridge::RankPlace) -> NextStep {
             place.describe()
         ),
     }
+}
+
+/// For each crash the log shows, the lines to read: the traceback (from its first frame to a
+/// few lines past the exception, whose message may go on), or the one line it rests on.
+fn read_crash(u: &crate::logs::merge::Upgrade, a: &Analysis) -> Vec<NextStep> {
+    let mut steps = Vec::new();
+    for &rank in &u.culprit_ranks {
+        let place = a.places.iter().find(|p| p.ranks.contains(rank) && p.log_lines.is_some());
+        let (file, from, to, what) = if let Some(p) = place {
+            let (from, to) = p.log_lines.unwrap_or_default();
+            (p.stacks_file.to_string_lossy().into_owned(), from, to + 5, p.describe())
+        } else if let Some(cite) = a.log.as_ref().and_then(|l| {
+            l.verdict
+                .claims
+                .iter()
+                .find(|c| c.kind == crate::logs::ClaimKind::Raised && c.ranks.contains(&rank))
+                .and_then(|c| c.evidence.first())
+        }) {
+            (cite.file.clone(), cite.line, cite.line, crate::report::clip_chars(&cite.text, 100))
+        } else {
+            continue;
+        };
+        if steps.len() == 3 {
+            break;
+        }
+        steps.push(NextStep {
+            title: format!("Read rank {rank}'s error in the job's log"),
+            command: Some(format!("sed -n '{from},{to}p' {}", shell_word(&file))),
+            why: format!(
+                "rank {rank} ended on its own error ({what}); its peers' timeouts and closed \
+                 connections follow from it. The line it raised at is where its path left \
+                 its peers' (see Code and Where the late ranks are)"
+            ),
+        });
+    }
+    steps
 }
 
 fn fill_in(text: &str, a: &Analysis) -> String {
@@ -308,7 +388,11 @@ fn fill_in(text: &str, a: &Analysis) -> String {
     let culprit = d.culprit_ranks.as_slice().first().map_or("?".to_owned(), ToString::to_string);
     let pg = d.process_group.map(|pg| a.trace.process_groups[pg].label()).unwrap_or_default();
     let seq = d.collective_seq_id.map_or_else(|| "?".into(), |s| s.to_string());
-    let op = stuck_op(a, &d.culprit_ranks).unwrap_or_else(|| "the collective".into());
+    let op = match d.missing_p2p {
+        // The seq of a p2p op is the collective it follows.
+        Some(missing) => format!("the {missing} its peer waits in, after"),
+        None => stuck_op(a, &d.culprit_ranks).unwrap_or_else(|| "the collective".into()),
+    };
     text.replace("{culprits}", &culprits)
         .replace("{culprit}", &culprit)
         .replace("{pg}", &pg)

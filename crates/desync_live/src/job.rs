@@ -29,11 +29,15 @@ use std::time::{Duration, Instant, SystemTime};
 use desync_core::load::LoadOptions;
 
 use crate::source::Directory;
+use guard::Guard;
 use rustix::process::{Pid, Signal, kill_process};
 use tree::Tree;
 
+mod guard;
 mod tree;
+
 use crate::watch::{Event, Flow, WatchOptions};
+pub use guard::{GuardEnd, guard_job};
 
 #[derive(Debug, Clone)]
 pub struct JobOptions {
@@ -62,6 +66,9 @@ pub struct JobOptions {
     /// After the job failed: how long dumps may still be landing. After SIGTERM: how long
     /// before SIGKILL.
     pub grace: Duration,
+    /// The command that starts the job's guard ([`guard_job`] behind it): the process that
+    /// stops the job if this one dies without stopping it. `None`: no guard.
+    pub guard: Option<Vec<OsString>>,
 }
 
 /// Why desync stepped in.
@@ -102,6 +109,9 @@ pub enum JobEvent<'a> {
     Killed(&'a [i32]),
     /// These processes still run after SIGKILL (stuck in the kernel, or out of reach).
     Unkillable(&'a [i32]),
+    /// The guard could not be started: the job runs, but if desync is killed it is left
+    /// running.
+    Unguarded(&'a std::io::Error),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +140,15 @@ pub fn run_job(
     // Before the spawn: an orphan of the job's very first moments is adopted too. Where this
     // fails, orphans escape to init and only those seen before are found.
     Tree::adopt_orphans();
+    // The guard first: a job is never without one, not even for its first moments.
+    let mut guard = match options.guard.as_deref().map(Guard::start) {
+        Some(Ok(guard)) => Some(guard),
+        Some(Err(e)) => {
+            on_event(JobEvent::Unguarded(&e));
+            None
+        }
+        None => None,
+    };
     let child = Command::new(program)
         .args(args)
         .envs(options.env.iter().map(|(k, v)| (k, v)))
@@ -141,7 +160,14 @@ pub fn run_job(
         })?;
     let pid = child.id();
     // From here on, any way out of this function stops the tree (`Job`'s drop).
-    let mut job = Job { tree: Tree::new(pid), child, finished: false };
+    let mut tree = Tree::new(pid);
+    if let Some(g) = &mut guard {
+        tree.spare(g.pid());
+        if let Err(e) = g.watch(pid) {
+            on_event(JobEvent::Unguarded(&e));
+        }
+    }
+    let mut job = Job { tree, child, finished: false, guard };
     on_event(JobEvent::Started { pid });
 
     let mut source = Directory::new(options.dump_dir.clone(), options.load.clone());
@@ -200,6 +226,7 @@ pub fn run_job(
             job.stop(options.grace, on_event).map_err(JobError::Wait)?;
         }
         job.finished = true;
+        job.release_guard();
         return Ok(Ending::Exited(status));
     }
     // The loop only stops for an exit, a cause or an error: a cause it is.
@@ -208,6 +235,7 @@ pub fn run_job(
     job.request_stacks(options.stacks_dir.as_deref());
     request_final_dumps(options)?;
     let status = job.stop(options.grace, on_event).map_err(JobError::Wait)?;
+    job.release_guard();
     settle(&options.dump_dir, Duration::from_secs(2));
     Ok(Ending::Stopped { cause, status })
 }
@@ -260,9 +288,18 @@ struct Job {
     child: Child,
     tree: Tree,
     finished: bool,
+    /// Released once the job is stopped or ended; held until then (see [`guard`]).
+    guard: Option<Guard>,
 }
 
 impl Job {
+    /// desync is done with the job: its guard exits without stopping anything.
+    fn release_guard(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            guard.release();
+        }
+    }
+
     /// SIGUSR2 to every running process of the tree that registered for it (a `<pid>.txt`
     /// under `dir`); waits up to a second for their stacks.
     fn request_stacks(&mut self, dir: Option<&std::path::Path>) {
@@ -352,6 +389,7 @@ impl Drop for Job {
             let _ = self.child.wait();
             self.tree.living();
         }
+        self.release_guard();
     }
 }
 
@@ -525,11 +563,36 @@ mod tests {
             },
             hang_after: Duration::from_mins(1),
             grace,
+            guard: None,
         }
     }
 
     /// Every child of this process counts as the running job's: the job tests take turns.
     static ONE_JOB_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn an_abandoned_job_is_stopped_by_its_guard() {
+        use std::io::Write;
+        let _turn = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A job of two processes in their own group; the "desync" that started it is a pid
+        // that does not exist, as after `run` died.
+        let mut job = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30; wait"])
+            .process_group(0)
+            .spawn()
+            .expect("sh runs");
+        let (read, mut write) = std::io::pipe().expect("a pipe");
+        write.write_all(format!("job {}\n", job.id()).as_bytes()).expect("written");
+        let guard =
+            std::thread::spawn(move || guard_job(read, i32::MAX - 1, Duration::from_secs(1)));
+        std::thread::sleep(Duration::from_millis(600));
+        drop(write);
+        let end = guard.join().expect("the guard ends");
+        let GuardEnd::Stopped { stopped, left, .. } = end else { panic!("{end:?}") };
+        assert!(stopped.len() >= 2, "{stopped:?}");
+        assert!(left.is_empty(), "{left:?}");
+        assert!(!job.wait().expect("reaped").success());
+    }
 
     /// Whether `pid` still runs (a zombie has exited).
     fn running(pid: i32) -> bool {

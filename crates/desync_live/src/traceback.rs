@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use desync_core::model::{Frame, Trace};
+use desync_core::model::{Frame, StacksOrigin, Trace};
 
 /// One thread's stack, innermost frame first (FR's order too).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,13 +69,28 @@ pub fn attach(trace: &mut Trace, stacks: &BTreeMap<u32, String>) -> BTreeMap<u32
         if newest.stack().is_some() || !same_collective(&newest.op().name, function) {
             continue;
         }
-        // The shared part is per-file interned; this entry gets its own copy with the stack.
+        // The call and head are shared with other entries and ranks; this entry gets its own
+        // copy with the stack.
         let mut call = (*newest.call).clone();
         call.stack = Some(Arc::from(thread.frames.clone()));
-        newest.call = Arc::new(call);
+        newest.set_call(Arc::new(call));
         attached.insert(dump.rank, thread.frames.clone());
     }
     attached
+}
+
+/// Keeps every rank's live stacks as its stacks (`Trace::stacks`, origin `Live`), so the
+/// analysis names where a rank that issued nothing is — the line it waits on (a file, a lock,
+/// a queue) — as it does from a stacks file beside a dump. A rank with a stacks file keeps it.
+pub fn keep_as_places(trace: &mut Trace, stacks: &BTreeMap<u32, String>) {
+    for (&rank, text) in stacks {
+        if trace.stacks_of(rank).is_some() {
+            continue;
+        }
+        let name = std::path::PathBuf::from(format!("rank {rank}'s dump_traceback (live)"));
+        trace.stacks.extend(desync_core::load::rank_stacks(rank, name, text, StacksOrigin::Live));
+        trace.stacks.sort_by_key(|s| s.rank);
+    }
 }
 
 /// Writes attached stacks into a JSON dump's newest entry as FR's own `frames`, so the saved
@@ -126,6 +141,22 @@ File \"/job/train.py\", line 57 in train_step\n  File \"/job/train.py\", line 80
         let (thread, function) = blocked_in_collective(&threads).unwrap();
         assert_eq!(function, "all_reduce");
         assert_eq!(thread.frames[3], Frame::new("train_step".into(), "/job/train.py".into(), 57));
+    }
+
+    #[test]
+    fn live_stacks_become_the_ranks_places() {
+        let mut trace = Trace::default();
+        let waiting = "Thread 0x00007f0000000001 (most recent call first):\n  \
+File \"/usr/lib/python3.11/time.py\", line 1 in sleep\n  \
+File \"/job/train.py\", line 41 in wait_for_shard\n  File \"/job/train.py\", line 80 in <module>\n";
+        let stacks = BTreeMap::from([(2, waiting.to_owned()), (0, SAMPLE.to_owned())]);
+        keep_as_places(&mut trace, &stacks);
+        let ranks: Vec<u32> = trace.stacks.iter().map(|s| s.rank).collect();
+        assert_eq!(ranks, [0, 2]);
+        let two = trace.stacks_of(2).unwrap();
+        assert_eq!(two.origin, StacksOrigin::Live);
+        let user = two.main_thread().innermost_user().unwrap();
+        assert_eq!((&*user.function, user.line), ("wait_for_shard", 41));
     }
 
     #[test]

@@ -544,6 +544,7 @@ fn raise(
     let stacks = source.tracebacks();
     let Analysis { mut trace, .. } = analysis;
     let attached = crate::traceback::attach(&mut trace, &stacks);
+    crate::traceback::keep_as_places(&mut trace, &stacks);
     let analysis = desync_core::analyze_trace(&source.input(), trace, &options.sources);
     let (saved, save_error) = match &options.save_dir {
         Some(_) if saved.refusal().is_some() => (None, saved.refusal()),

@@ -30,12 +30,27 @@ pub struct LoadReq {
     /// The job's world size, when the dumps may not show it (ranks below it with no dump are
     /// named as missing).
     pub world_size: Option<u32>,
+    /// The job's log files (torchrun, SLURM, Kubernetes output; inside a directory the server
+    /// allows): the ranks that raised and their tracebacks, which no dump holds. Without them,
+    /// files named like logs (*.log, *.out, *.err) inside `path` are read when they
+    /// are logs.
+    pub logs: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct HandleReq {
     /// A handle returned by `load_dumps` (e.g. "h1").
     pub handle: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct PageReq {
+    /// A handle returned by `load_dumps`.
+    pub handle: String,
+    /// Items to skip (default 0); pass the previous answer's `next_offset` for the next page.
+    pub offset: Option<usize>,
+    /// Items to return (default 20, at most 100).
+    pub limit: Option<usize>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -46,8 +61,11 @@ pub struct RankEntriesReq {
     pub rank: u32,
     /// Only entries of this process group (its name, e.g. "0").
     pub process_group: Option<String>,
-    /// How many of the most recent entries to return (default 20).
+    /// How many of the most recent entries to return (default 20, at most 100).
     pub last: Option<usize>,
+    /// Skip this many of the newest entries first (default 0); pass the previous answer's
+    /// `next_before` to page back through the history.
+    pub before: Option<usize>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -77,6 +95,10 @@ pub struct LintReq {
     /// Python files or directories (searched recursively for *.py), inside a directory the
     /// server allows.
     pub paths: Vec<String>,
+    /// Findings to skip (default 0); pass the previous answer's `findings_page.next_offset`.
+    pub offset: Option<usize>,
+    /// Findings to return (default 20, at most 100).
+    pub limit: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -87,8 +109,9 @@ pub struct Server {
 
 type ToolResult = Result<String, String>;
 
+/// Every answer as compact JSON text, within [`tools::MAX_ANSWER_BYTES`].
 fn compact(result: Result<serde_json::Value, String>) -> ToolResult {
-    result.map(|v| v.to_string())
+    result.map(|v| tools::bound_answer(v).to_string())
 }
 
 /// The longest a load or a lint may take before the client gets an error (the work itself
@@ -133,7 +156,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Load and analyze a directory of per-rank PyTorch Flight Recorder dumps. Returns a handle for the other tools and a summary (ranks loaded, world size, process groups, warnings, verdict category)."
+        description = "Load and analyze a directory of per-rank PyTorch Flight Recorder dumps. Returns a handle for the other tools and a summary (ranks loaded as ranges, world size, the first 20 process groups and their total, warnings, verdict category). Rank sets in every answer are arrays cut at 64 ranks beside `*_ranges` text (\"0-3,5,8-1023\"); `*_truncated` marks a cut. Lists are paged: `offset`/`limit` in, `total`/`next_offset` out."
     )]
     async fn load_dumps(&self, Parameters(r): Parameters<LoadReq>) -> ToolResult {
         let session = Arc::clone(&self.session);
@@ -143,6 +166,7 @@ impl Server {
             source_root: r.source_root,
             path_maps: r.path_maps.unwrap_or_default(),
             world_size: r.world_size,
+            logs: r.logs.unwrap_or_default(),
         };
         off_thread("load_dumps", move || session.load(&args)).await
     }
@@ -155,33 +179,41 @@ impl Server {
     }
 
     #[tool(
-        description = "The verdict (category, culprit ranks, process group, collective seq, headline) and the evidence lines."
+        description = "The verdict (category, culprit ranks, process group, collective seq, headline), the evidence lines, where the late ranks are (their stacks or the traceback the log holds), and, with a log, what it shows: each claim with the log lines (file, line, text) it rests on, and how it changed the dumps' verdict (log.upgrade)."
     )]
     fn verdict(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
         compact(self.session.verdict(&r.handle))
     }
 
     #[tool(
-        description = "Ranks grouped by behaviour: where each group is (pg, seq, op, sizes, dtypes, call site file:line), which group is the culprit, which is stuck."
+        description = "Ranks grouped by behaviour, one page at a time (offset/limit, total, next_offset): where each group is (pg, seq, op, sizes, dtypes, call site file:line), which group is the culprit, which is stuck."
     )]
-    fn groups(&self, Parameters(r): Parameters<HandleReq>) -> ToolResult {
-        compact(self.session.groups(&r.handle))
+    fn groups(&self, Parameters(r): Parameters<PageReq>) -> ToolResult {
+        compact(self.session.groups(&r.handle, tools::Page::new(r.offset, r.limit)))
     }
 
     #[tool(
-        description = "The last N Flight Recorder entries of one rank (seq, pg, op, sizes, dtypes, state, call site file:line), optionally of one process group."
+        description = "The job's process groups, one page at a time (offset/limit, total, next_offset): name, description, members as ranges, size, stream classes and mismatches in each."
+    )]
+    fn process_groups(&self, Parameters(r): Parameters<PageReq>) -> ToolResult {
+        compact(self.session.process_groups(&r.handle, tools::Page::new(r.offset, r.limit)))
+    }
+
+    #[tool(
+        description = "The last N (at most 100) Flight Recorder entries of one rank (seq, pg, op, sizes, dtypes, state, call site file:line), optionally of one process group; `before` skips the newest ones to page back (`next_before` in the answer)."
     )]
     fn rank_entries(&self, Parameters(r): Parameters<RankEntriesReq>) -> ToolResult {
         compact(self.session.rank_entries(
             &r.handle,
             r.rank,
             r.process_group.as_deref(),
-            r.last.unwrap_or(20),
+            r.last.unwrap_or(tools::DEFAULT_PAGE),
+            r.before.unwrap_or(0),
         ))
     }
 
     #[tool(
-        description = "One collective (process group + seq) across all member ranks, grouped by what each rank issued: ranks, op, sizes, dtypes, state, call site; ranks with no such entry are listed as missing."
+        description = "One collective (process group + seq) across all member ranks, grouped by what each rank issued (at most 20 sides): ranks as ranges, op, sizes, dtypes, state, call site; ranks with no such entry are named as missing, grouped by the last seq they reached."
     )]
     fn collective(&self, Parameters(r): Parameters<CollectiveReq>) -> ToolResult {
         compact(self.session.collective(&r.handle, &r.process_group, r.seq))
@@ -213,7 +245,8 @@ impl Server {
     )]
     async fn lint(&self, Parameters(r): Parameters<LintReq>) -> ToolResult {
         let session = Arc::clone(&self.session);
-        off_thread("lint", move || session.lint(&r.paths)).await
+        let page = tools::Page::new(r.offset, r.limit);
+        off_thread("lint", move || session.lint(&r.paths, page)).await
     }
 }
 
@@ -229,7 +262,8 @@ impl ServerHandler for Server {
             .with_instructions(
                 "desync diagnoses PyTorch distributed hangs from Flight Recorder dumps. Start with \
              load_dumps, then verdict, groups, collective, compare_stacks, source, probes_diff; \
-             release handles you are done with.",
+             release handles you are done with. Every answer stays under 32 KB: lists are paged \
+             (offset/limit, next_offset) and rank sets are ranges.",
             )
     }
 }

@@ -25,6 +25,60 @@ pub struct LoadArgs {
     pub source_root: Option<String>,
     pub path_maps: Vec<String>,
     pub world_size: Option<u32>,
+    /// The job's logs (`--log`); without any, logs found inside `path` are read.
+    pub logs: Vec<String>,
+}
+
+/// The most an answer may take, serialized: an agent reads every answer into its context, and
+/// a 100,000-rank job must not answer with megabytes. Lists are paged and rank sets written as
+/// ranges so that real answers stay well below it; [`bound_answer`] holds the line for the rest.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024;
+/// Ranks an answer's rank array lists; the `_ranges` sibling holds the whole set.
+const ANSWER_RANKS: usize = 64;
+/// Characters of a `_ranges` text kept in an answer (a scattered set's ranges grow with it).
+const ANSWER_RANGES_CHARS: usize = 512;
+/// Items a paged list returns when the client names no `limit`, and the most it may ask for.
+pub const DEFAULT_PAGE: usize = 20;
+pub const MAX_PAGE: usize = 100;
+
+/// Which slice of a list to return: `offset` items skipped, at most `limit` (capped at
+/// [`MAX_PAGE`]) returned. Every paged answer says `total`, `offset` and `next_offset` (null
+/// on the last page).
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Self { offset: 0, limit: DEFAULT_PAGE }
+    }
+}
+
+impl Page {
+    pub fn new(offset: Option<usize>, limit: Option<usize>) -> Self {
+        Self {
+            offset: offset.unwrap_or(0),
+            limit: limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE),
+        }
+    }
+
+    /// The range of a `total`-long list this page covers.
+    fn range(self, total: usize) -> std::ops::Range<usize> {
+        let start = self.offset.min(total);
+        start..(start + self.limit).min(total)
+    }
+
+    /// `total`, `offset` and `next_offset` for a page over a `total`-long list.
+    fn fields(self, total: usize) -> Value {
+        let r = self.range(total);
+        json!({
+            "total": total,
+            "offset": r.start,
+            "next_offset": if r.end < total { Some(r.end) } else { None },
+        })
+    }
 }
 
 /// Handles kept at once; loading one more drops the oldest.
@@ -189,6 +243,15 @@ impl Session {
             return Err(format!("{}: no such file or directory", input.display()));
         }
         self.allowed("path", &input)?;
+        let mut logs = Vec::with_capacity(args.logs.len());
+        for log in &args.logs {
+            let path = PathBuf::from(log);
+            if !path.is_file() {
+                return Err(format!("{}: no such file", path.display()));
+            }
+            self.allowed("logs", &path)?;
+            logs.push(path);
+        }
         // Sources are read only under the roots given here; with none, not at all.
         let config = Config {
             input,
@@ -198,6 +261,8 @@ impl Session {
                 ..Default::default()
             },
             sources: SourceOptions { path_maps, source_root, ..SourceOptions::default() },
+            logs,
+            logs_beside: true,
         };
         let analysis = desync_core::analyze(&config, &NoProgress).map_err(|e| e.to_string())?;
         let cost = Loaded::analysis_bytes(&analysis);
@@ -215,17 +280,23 @@ impl Session {
             .map_err(|e| format!("could not serialize the report: {e}"))?;
         let cost = cost + value_bytes(&report);
         let trace = &analysis.trace;
-        let summary = json!({
-            "ranks_loaded": trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        let loaded: Vec<u32> = trace.ranks.iter().map(|r| r.rank).collect();
+        let mut summary = json!({
             "world_size": trace.world_size,
-            "missing_ranks": trace.missing_ranks,
-            "process_groups": trace.process_groups.iter().map(|pg| json!({
-                "name": &*pg.name, "desc": &*pg.desc, "ranks": format_ranks(&pg.members),
-            })).collect::<Vec<_>>(),
+            "process_groups": trace.process_groups.iter().take(DEFAULT_PAGE).map(pg_json).collect::<Vec<_>>(),
+            "process_groups_total": trace.process_groups.len(),
             "warnings_count": trace.warnings.len(),
             "verdict_category": analysis.diagnosis.category.as_str(),
             "headline": analysis.diagnosis.headline,
         });
+        rank_fields(&mut summary, "ranks_loaded", &loaded);
+        rank_fields(&mut summary, "missing_ranks", &trace.missing_ranks);
+        if trace.process_groups.len() > DEFAULT_PAGE {
+            summary["process_groups_note"] = json!(format!(
+                "the first {DEFAULT_PAGE} of {} process groups; call process_groups for the rest",
+                trace.process_groups.len()
+            ));
+        }
         let (handle, dropped) =
             self.keep(Loaded { sources: config.sources, analysis, report, cost });
         eprintln!("desync mcp: loaded {} as {handle}", args.path);
@@ -239,28 +310,59 @@ impl Session {
     /// `verdict`: the report's verdict and evidence (plus where the job is stuck).
     pub fn verdict(&self, handle: &str) -> ToolResult {
         let l = self.get(handle)?;
-        Ok(json!({
+        let mut answer = json!({
             "verdict": l.report["verdict"],
             "evidence": l.report["evidence"],
             "earliest_mismatch": l.report["earliest_mismatch"],
             "stuck_at": l.report["stuck_at"],
             "next_steps": l.report["next_steps"],
-        }))
+            "where_ranks_are": l.report["where_ranks_are"],
+            "log": l.report["log"],
+        });
+        shorten_rank_sets(&mut answer);
+        Ok(answer)
     }
 
-    /// `groups`: the report's behavioural groups.
-    pub fn groups(&self, handle: &str) -> ToolResult {
+    /// `groups`: one page of the report's behavioural groups.
+    pub fn groups(&self, handle: &str, page: Page) -> ToolResult {
         let l = self.get(handle)?;
-        Ok(json!({ "groups": l.report["groups"] }))
+        let all = l.report["groups"].as_array().map_or(&[][..], Vec::as_slice);
+        let mut answer = page.fields(all.len());
+        answer["groups"] = json!(all[page.range(all.len())]);
+        shorten_rank_sets(&mut answer);
+        Ok(answer)
     }
 
-    /// `rank_entries`: the last `last` entries of one rank, optionally of one process group.
+    /// `process_groups`: one page of the job's process groups, with their members as ranges,
+    /// how many stream classes each has and its mismatches.
+    pub fn process_groups(&self, handle: &str, page: Page) -> ToolResult {
+        let l = self.get(handle)?;
+        let a = &l.analysis;
+        let all = &a.alignment.groups;
+        let mut answer = page.fields(all.len());
+        answer["process_groups"] = all[page.range(all.len())]
+            .iter()
+            .map(|g| {
+                let mut v = pg_json(&a.trace.process_groups[g.pg]);
+                v["window_start"] = json!(g.window_start);
+                v["stream_classes"] = json!(g.classes.len());
+                v["mismatches"] = json!(g.mismatches.len());
+                v["p2p_mismatches"] = json!(g.p2p_mismatches.len());
+                v
+            })
+            .collect();
+        Ok(answer)
+    }
+
+    /// `rank_entries`: the last `last` entries of one rank (at most [`MAX_PAGE`]), optionally of
+    /// one process group, the newest `before` ones skipped (to page back through the history).
     pub fn rank_entries(
         &self,
         handle: &str,
         rank: u32,
         process_group: Option<&str>,
         last: usize,
+        before: usize,
     ) -> ToolResult {
         let l = self.get(handle)?;
         let trace = &l.analysis.trace;
@@ -280,13 +382,17 @@ impl Session {
             .iter()
             .filter(|e| process_group.is_none_or(|pg| **e.pg_name() == *pg))
             .collect();
-        let skip = matching.len().saturating_sub(last);
+        let end = matching.len().saturating_sub(before);
+        let start = end.saturating_sub(last.clamp(1, MAX_PAGE));
         Ok(json!({
             "rank": rank,
             "file": dump.path.to_string_lossy(),
             "process_group": process_group,
             "total": matching.len(),
-            "entries": matching[skip..].iter().map(|e| entry_json(e)).collect::<Vec<_>>(),
+            "before": matching.len() - end,
+            // What to pass as `before` for the page of older entries (null: none left).
+            "next_before": (start > 0).then_some(matching.len() - start),
+            "entries": matching[start..end].iter().map(|e| entry_json(e)).collect::<Vec<_>>(),
         }))
     }
 
@@ -324,19 +430,37 @@ impl Session {
                 last_seq.push((rank, in_pg().map(|e| e.collective_seq_id).max()));
             }
         }
+        let sides_total = sides.len();
         let sides: Vec<Value> = sides
             .into_iter()
+            .take(MAX_SIDES)
             .map(|(issued, ranks)| {
-                let mut v = json!({ "ranks": format_ranks(&ranks), "rank_list": ranks });
+                let mut v = json!({});
+                rank_text(&mut v, "ranks", &ranks);
+                rank_array(&mut v, "rank_list", &ranks);
                 if let (Value::Object(m), Value::Object(rest)) = (&mut v, issued) {
                     m.extend(rest);
                 }
                 v
             })
             .collect();
-        let not_issued: Vec<Value> = last_seq
-            .iter()
-            .map(|(rank, last)| json!({ "rank": rank, "last_seq_in_pg": last }))
+        // Ranks that never issued it, grouped by the last seq they did reach in the group.
+        let mut by_last: Vec<(Option<u64>, Vec<u32>)> = Vec::new();
+        for (rank, last) in last_seq {
+            match by_last.iter_mut().find(|(l, _)| *l == last) {
+                Some((_, ranks)) => ranks.push(rank),
+                None => by_last.push((last, vec![rank])),
+            }
+        }
+        let not_issued_total = by_last.len();
+        let not_issued: Vec<Value> = by_last
+            .into_iter()
+            .take(MAX_SIDES)
+            .map(|(last, ranks)| {
+                let mut v = json!({ "last_seq_in_pg": last, "count": ranks.len() });
+                rank_text(&mut v, "ranks", &ranks);
+                v
+            })
             .collect();
         let mismatch = l.report["mismatches"].as_array().and_then(|ms| {
             ms.iter()
@@ -345,15 +469,19 @@ impl Session {
                 })
                 .cloned()
         });
-        Ok(json!({
-            "process_group": { "name": &*pg.name, "desc": &*pg.desc, "ranks": format_ranks(&pg.members) },
+        let mut answer = json!({
+            "process_group": pg_json(pg),
             "seq": seq,
-            "consistent": sides.len() == 1 && missing.is_empty(),
+            "consistent": sides_total == 1 && missing.is_empty(),
             "sides": sides,
-            "missing_ranks": format_ranks(&missing),
+            "sides_total": sides_total,
             "not_issued": not_issued,
+            "not_issued_total": not_issued_total,
             "mismatch": mismatch,
-        }))
+        });
+        rank_text(&mut answer, "missing_ranks", &missing);
+        shorten_rank_sets(&mut answer);
+        Ok(answer)
     }
 
     /// `compare_stacks`: the diverging stacks, the branch point and the explanation.
@@ -369,13 +497,15 @@ impl Session {
                 ),
             }));
         }
-        Ok(json!({
+        let mut answer = json!({
             "branch": code["branch"],
             "explanation": code["explanation"],
             "stacks": code["stacks"],
             "snippet": code["snippet"],
             "not_found": code.get("not_found"),
-        }))
+        });
+        shorten_rank_sets(&mut answer);
+        Ok(answer)
     }
 
     /// `source`: lines around `file:line`, found through the handle's source options. Only
@@ -435,8 +565,8 @@ impl Session {
     }
 
     /// `lint`: findings over Python files/directories, as `desync lint --format json` prints
-    /// them.
-    pub fn lint(&self, paths: &[String]) -> ToolResult {
+    /// them, one page of `findings` at a time.
+    pub fn lint(&self, paths: &[String], page: Page) -> ToolResult {
         if paths.is_empty() {
             return Err("lint needs at least one path".to_owned());
         }
@@ -452,7 +582,15 @@ impl Session {
             }
             self.allowed("lint path", path)?;
         }
-        lint_allowed(&paths)
+        let mut report = lint_allowed(&paths)?;
+        if let Some(Value::Array(findings)) = report.get_mut("findings") {
+            let all = std::mem::take(findings);
+            let range = page.range(all.len());
+            let fields = page.fields(all.len());
+            report["findings"] = json!(all[range]);
+            report["findings_page"] = fields;
+        }
+        Ok(report)
     }
 }
 
@@ -466,6 +604,183 @@ fn lint_allowed(paths: &[PathBuf]) -> ToolResult {
     let mut out = Vec::new();
     desync_lint::write_json(&report, &mut out).map_err(|e| e.to_string())?;
     serde_json::from_slice(&out).map_err(|e| e.to_string())
+}
+
+/// Sides (distinct things issued) and groups of ranks that did not issue it, listed by
+/// `collective` at most.
+const MAX_SIDES: usize = 20;
+
+/// A process group for an answer: name, description and members as ranges.
+fn pg_json(pg: &desync_core::model::ProcessGroup) -> Value {
+    let mut v = json!({ "name": &*pg.name, "desc": &*pg.desc, "size": pg.members.len() });
+    let mut members = pg.members.clone();
+    members.sort_unstable();
+    rank_text(&mut v, "ranks", &members);
+    v
+}
+
+/// `ranks` as ranges text under `key`, shortened past [`ANSWER_RANGES_CHARS`] (then
+/// `key_truncated: true`).
+fn rank_text(v: &mut Value, key: &str, ranks: &[u32]) {
+    let text = format_ranks(ranks);
+    if text.len() <= ANSWER_RANGES_CHARS {
+        v[key] = json!(text);
+    } else {
+        v[key] = json!(short_ranges(&text, ranks.len()));
+        v[format!("{key}_truncated")] = json!(true);
+    }
+}
+
+/// `ranks` as an array under `key`, the first [`ANSWER_RANKS`] (then `key_truncated: true`).
+fn rank_array(v: &mut Value, key: &str, ranks: &[u32]) {
+    v[key] = json!(ranks[..ranks.len().min(ANSWER_RANKS)]);
+    if ranks.len() > ANSWER_RANKS {
+        v[format!("{key}_truncated")] = json!(true);
+    }
+}
+
+/// A rank set as the JSON report writes it (docs/json-schema.md, "Rank sets"): `key` the
+/// array, `key_ranges` the ranges, both bounded here.
+fn rank_fields(v: &mut Value, key: &str, ranks: &[u32]) {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    rank_array(v, key, &sorted);
+    rank_text(v, &format!("{key}_ranges"), &sorted);
+    if v.get(format!("{key}_ranges_truncated")).is_some_and(|t| t == true) {
+        v[format!("{key}_truncated")] = json!(true);
+    }
+}
+
+/// The start of a long ranges text, cut at a comma, with how many ranks it stands for.
+fn short_ranges(text: &str, count: usize) -> String {
+    let mut cut = ANSWER_RANGES_CHARS.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let cut = text[..cut].rfind(',').unwrap_or(cut);
+    format!("{},… ({count} ranks)", &text[..cut])
+}
+
+/// Shortens every rank set in a report excerpt to answer size: wherever an object has `K` (an
+/// array) beside `K_ranges` (a string), the shape docs/json-schema.md gives every rank set,
+/// the array keeps its first [`ANSWER_RANKS`] and the ranges their first
+/// [`ANSWER_RANGES_CHARS`] characters, and `K_truncated` says so.
+fn shorten_rank_sets(v: &mut Value) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(shorten_rank_sets),
+        Value::Object(map) => {
+            let sets: Vec<String> = map
+                .keys()
+                .filter_map(|k| k.strip_suffix("_ranges"))
+                .filter(|k| map.get(*k).is_some_and(Value::is_array))
+                .map(str::to_owned)
+                .collect();
+            for key in sets {
+                let mut cut = false;
+                if let Some(Value::Array(ranks)) = map.get_mut(&key)
+                    && ranks.len() > ANSWER_RANKS
+                {
+                    ranks.truncate(ANSWER_RANKS);
+                    cut = true;
+                }
+                let ranges = format!("{key}_ranges");
+                if let Some(Value::String(text)) = map.get_mut(&ranges)
+                    && text.len() > ANSWER_RANGES_CHARS
+                {
+                    let count = text.split(',').map(range_len).sum();
+                    *text = short_ranges(text, count);
+                    cut = true;
+                }
+                if cut {
+                    map.insert(format!("{key}_truncated"), Value::Bool(true));
+                }
+            }
+            map.values_mut().for_each(shorten_rank_sets);
+        }
+        _ => {}
+    }
+}
+
+/// Ranks one item of a ranges text stands for (`"5"` one, `"8-11"` four).
+fn range_len(item: &str) -> usize {
+    match item.split_once('-') {
+        Some((a, b)) => match (a.parse::<usize>(), b.parse::<usize>()) {
+            (Ok(a), Ok(b)) if b >= a => b - a + 1,
+            _ => 1,
+        },
+        None => 1,
+    }
+}
+
+/// The last line of defence for [`MAX_ANSWER_BYTES`]: an answer still larger (a huge lint
+/// report, a pathological job) loses the second half of its longest list, then of its longest
+/// string, until it fits, and says so in `answer_truncated`. Tools page and shorten rank sets
+/// first, so real answers never get here.
+pub fn bound_answer(mut v: Value) -> Value {
+    let mut size = v.to_string().len();
+    if size <= MAX_ANSWER_BYTES {
+        return v;
+    }
+    let original = size;
+    while size > MAX_ANSWER_BYTES {
+        if !halve_largest(&mut v) {
+            break;
+        }
+        size = v.to_string().len();
+    }
+    let note = format!(
+        "this answer was {original} bytes, past the {MAX_ANSWER_BYTES}-byte bound: the longest lists and strings were cut; ask for smaller pages"
+    );
+    match &mut v {
+        Value::Object(map) => {
+            map.insert("answer_truncated".to_owned(), Value::String(note));
+        }
+        other => *other = json!({ "answer": other.take(), "answer_truncated": note }),
+    }
+    v
+}
+
+/// Halves the largest array (by serialized size) with more than one item, else the longest
+/// string; false when nothing is left to cut.
+fn halve_largest(v: &mut Value) -> bool {
+    fn largest<'a>(v: &'a mut Value, best: &mut Option<(usize, &'a mut Value)>) {
+        let size = v.to_string().len();
+        let candidate = match v {
+            Value::Array(items) => items.len() > 1,
+            Value::String(text) => text.len() > 64,
+            _ => false,
+        };
+        if candidate {
+            // Its children are smaller than it: no need to look inside.
+            if best.as_ref().is_none_or(|(s, _)| size > *s) {
+                *best = Some((size, v));
+            }
+            return;
+        }
+        match v {
+            Value::Array(items) => items.iter_mut().for_each(|i| largest(i, best)),
+            Value::Object(map) => map.values_mut().for_each(|i| largest(i, best)),
+            _ => {}
+        }
+    }
+    let mut best = None;
+    largest(v, &mut best);
+    match best {
+        Some((_, Value::Array(items))) => {
+            items.truncate(items.len() / 2);
+            true
+        }
+        Some((_, Value::String(text))) => {
+            let mut cut = text.len() / 2;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+            true
+        }
+        _ => false,
+    }
 }
 
 fn unknown_pg(a: &Analysis, name: &str) -> String {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use desync_mcp::Session;
-use desync_mcp::tools::LoadArgs;
+use desync_mcp::tools::{LoadArgs, Page};
 
 fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios").join(name)
@@ -45,7 +45,7 @@ fn workflow_on_early_stop() {
     assert_eq!(sides[0]["ranks"], "0-2");
     assert_eq!(sides[1]["ranks"], "3");
 
-    let e = session.rank_entries(&h, 3, Some("0"), 3).unwrap();
+    let e = session.rank_entries(&h, 3, Some("0"), 3, 0).unwrap();
     assert_eq!(e["entries"].as_array().unwrap().len(), 3);
 
     let s = session.compare_stacks(&h).unwrap();
@@ -69,11 +69,11 @@ fn malformed_calls_are_errors() {
     );
     let h = load_early_stop(&session);
     assert!(session.collective(&h, "nope", 1).unwrap_err().contains("unknown process group"));
-    assert!(session.rank_entries(&h, 99, None, 5).unwrap_err().contains("rank 99"));
+    assert!(session.rank_entries(&h, 99, None, 5, 0).unwrap_err().contains("rank 99"));
     assert!(session.source(Some(&h), "train.py", 100_000, 2).unwrap_err().contains("out of range"));
     assert!(session.source(None, "/nonexistent.py", 1, 2).is_err());
-    assert!(session.lint(&["/nonexistent/dir".into()]).is_err());
-    assert!(session.lint(&[]).is_err());
+    assert!(session.lint(&["/nonexistent/dir".into()], Page::default()).is_err());
+    assert!(session.lint(&[], Page::default()).is_err());
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn paths_outside_the_allowed_roots_are_refused() {
     outside(load(None, &["/w=/"]));
     outside(load(Some(&format!("{}/../../..", dir.display())), &[]));
     outside(session.load(&LoadArgs { path: "/etc".into(), ..LoadArgs::default() }));
-    outside(session.lint(&["/etc".into()]));
+    outside(session.lint(&["/etc".into()], Page::default()));
     assert!(load(Some(&dir.join("src").display().to_string()), &[]).is_ok());
     // A server allowed nothing refuses everything.
     let closed = Session::new(Vec::<PathBuf>::new());

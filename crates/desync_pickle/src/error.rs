@@ -85,7 +85,8 @@ impl fmt::Display for PickleError {
         if let Some(op) = self.opcode {
             match crate::op::name(op) {
                 Some(name) => write!(f, " (opcode {name})")?,
-                None => write!(f, " (byte 0x{op:02x})")?,
+                // Not the byte itself: an error must not quote a foreign file's content.
+                None => f.write_str(" (not an opcode)")?,
             }
         }
         Ok(())

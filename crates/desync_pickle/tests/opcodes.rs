@@ -282,7 +282,7 @@ fn error_contract() {
     assert_eq!((e.offset, e.opcode, e.kind), (4, None, PickleErrorKind::UnexpectedEof));
     let e = err(b"\x80\x02\xff.");
     assert_eq!((e.offset, e.opcode, e.kind), (2, Some(0xff), PickleErrorKind::UnknownOpcode));
-    assert_eq!(e.to_string(), "unknown opcode at byte 2 (byte 0xff)");
+    assert_eq!(e.to_string(), "unknown opcode at byte 2 (not an opcode)");
     let e = err(b"\x80\x02X\x05\x00\x00\x00ab");
     assert_eq!((e.offset, e.opcode, e.kind), (2, Some(b'X'), PickleErrorKind::UnexpectedEof));
     assert_eq!(e.to_string(), "unexpected end of input at byte 2 (opcode BINUNICODE)");

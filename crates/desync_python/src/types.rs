@@ -161,6 +161,10 @@ pub struct Branch {
     pub parameters: Vec<String>,
     /// Parameters whose *length* decides (a loop over a parameter's items).
     pub length_parameters: Vec<String>,
+    /// The `parameters` read only by plain attributes, with those attributes
+    /// (`engine.global_rank` in `def save(engine)`): a caller decides through those
+    /// attributes of what it passes.
+    pub member_reads: Vec<(String, Vec<String>)>,
     /// Consensus the condition went through: evidence that every rank decides alike.
     pub agreed: Vec<String>,
     /// Configuration reads in the condition (assumed the same on every rank).

@@ -55,8 +55,7 @@ pub async fn load_from(
     let mut names: Vec<PathBuf> = objects.keys().cloned().collect();
     names.sort();
     // Stack files beside remote dumps are not fetched yet: only dumps are downloaded.
-    let Selection { candidates, warnings, stacks: _ } =
-        desync_core::load::select(&input, names, options)?;
+    let Selection { candidates, warnings, .. } = desync_core::load::select(&input, names, options)?;
 
     progress.start(candidates.len() as u64, "fetching dumps");
     let loader = Arc::new(Loader::new(options));

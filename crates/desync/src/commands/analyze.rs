@@ -13,15 +13,13 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<Outcome> {
     if let Some(logs) = log_inputs(args)? {
         return run_logs(args, &logs);
     }
-    let config = args.input.config()?;
+    let mut config = args.input.config()?;
+    config.logs.clone_from(&args.logs);
     for path in args.html.iter().chain(&args.emit_probes) {
         super::report::check_output(path)?;
     }
     let bar = Bar::new(std::io::stderr().is_terminal() && !args.quiet);
-    let mut analysis = crate::input::analyze(&config, &bar)?;
-    if !args.logs.is_empty() {
-        analysis.log = Some(read_logs(&args.logs)?);
-    }
+    let analysis = crate::input::analyze(&config, &bar)?;
 
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -123,10 +121,7 @@ fn read_logs(paths: &[std::path::PathBuf]) -> anyhow::Result<desync_core::logs::
     let analysis = desync_core::logs::analyze(paths)?;
     if analysis.evidence.is_empty() {
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        anyhow::bail!(
-            "{}: not a Flight Recorder dump, nor a log with a line desync reads (a watchdog timeout, a group's progress, a traceback, torchrun's failure table); content not shown",
-            names.join(", ")
-        );
+        return Err(desync_core::Error::NotALog { names: names.join(", ") }.into());
     }
     Ok(analysis)
 }

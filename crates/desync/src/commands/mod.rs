@@ -39,5 +39,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Command::Watch(a) => watch::run(&a),
         Command::Publish(a) => publish::run(&a),
         Command::Run(a) => run::run(&a),
+        Command::JobGuard(a) => run::guard(&a),
     }
 }

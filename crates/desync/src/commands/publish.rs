@@ -67,7 +67,7 @@ pub fn run(args: &PublishArgs) -> anyhow::Result<Outcome> {
 }
 
 /// `0-7`, `0-3,8,12-15`: ranks and inclusive ranges, separated by commas.
-fn parse_ranks(text: &str) -> anyhow::Result<Vec<u32>> {
+pub(crate) fn parse_ranks(text: &str) -> anyhow::Result<Vec<u32>> {
     const MOST: u32 = desync_core::load::limits::MAX_WORLD_SIZE;
     let rank = |s: &str| -> anyhow::Result<u32> {
         let r: u32 = s.trim().parse().with_context(|| format!("--ranks: `{s}` is not a rank"))?;

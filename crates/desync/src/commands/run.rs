@@ -19,7 +19,7 @@ use desync_live::job::{Ending, JobEvent, JobOptions, StopCause};
 use desync_live::{Event, WatchOptions};
 
 use crate::Outcome;
-use crate::cli::RunArgs;
+use crate::cli::{JobGuardArgs, RunArgs};
 
 /// Each rank writes `dumps/rank_<N>` (the prefix torch's own writer gets from
 /// `TORCH_FR_DUMP_TEMP_FILE`, and the one `desync.torch` uses).
@@ -61,6 +61,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         ownership: args.ownership.ownership(),
         // No --world-size for `run`: the dumps it collects carry it (pg_config, file names).
         world_size: None,
+        per_rank_entries: false,
     };
     let interval = seconds("--interval", args.interval)?.max(Duration::from_millis(200));
     let mut env = job_env(&dumps, &pipes, interval);
@@ -91,6 +92,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         },
         hang_after: seconds("--hang-after", args.hang_after)?,
         grace: seconds("--grace", args.grace)?,
+        guard: guard_command(args.grace),
     };
 
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -117,6 +119,44 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     }
     report(&dir, &dumps, &load, &sources, status.success())?;
     Ok(Outcome::Exit(code))
+}
+
+/// `desync job-guard`: this same binary, told who its parent is and the grace.
+fn guard_command(grace: f64) -> Option<Vec<OsString>> {
+    let exe = std::env::current_exe().ok()?;
+    Some(vec![
+        exe.into(),
+        "job-guard".into(),
+        "--parent".into(),
+        std::process::id().to_string().into(),
+        "--grace".into(),
+        grace.to_string().into(),
+    ])
+}
+
+/// The guard's own process (`desync job-guard`, started by `run`): waits on `run`'s pipe and,
+/// if `run` dies holding the job, stops it and says so on stderr (the terminal `run` had).
+pub fn guard(args: &JobGuardArgs) -> anyhow::Result<Outcome> {
+    let grace = seconds("--grace", args.grace)?;
+    let end = desync_live::job::guard_job(std::io::stdin(), args.parent, grace);
+    if let desync_live::job::GuardEnd::Stopped { stopped, killed, left } = end {
+        eprintln!(
+            "desync run: desync ended without stopping its job; its guard stopped {} ({}){}{}",
+            processes(stopped.len()),
+            pid_list(&stopped),
+            if killed.is_empty() {
+                String::new()
+            } else {
+                format!("; {} got SIGKILL after --grace", processes(killed.len()))
+            },
+            if left.is_empty() {
+                String::new()
+            } else {
+                format!("; {} still running ({})", processes(left.len()), pid_list(&left))
+            },
+        );
+    }
+    Ok(Outcome::Exit(0))
 }
 
 /// Keeps the stacks that processes wrote (on SIGUSR2, before the stop) and says where; the
@@ -290,6 +330,7 @@ fn report(
         input: dumps.to_path_buf(),
         load: load.clone(),
         sources: sources.clone(),
+        ..Default::default()
     };
     let analysis = desync_core::analyze(&config, &desync_core::NoProgress)?;
     let html = dir.join("report.html");
@@ -359,6 +400,9 @@ impl Log {
                 "{} outlived SIGTERM by --grace and got SIGKILL ({})",
                 processes(pids.len()),
                 pid_list(pids)
+            ),
+            JobEvent::Unguarded(e) => format!(
+                "could not start the job's guard ({e}): if desync is killed, the job keeps running"
             ),
             JobEvent::Unkillable(pids) => format!(
                 "{} still running after SIGKILL, stuck in the kernel ({})",

@@ -38,6 +38,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<Outcome> {
             prefix: args.prefix.clone(),
             ownership: args.ownership.ownership(),
             world_size: args.world_size,
+            per_rank_entries: false,
         };
         Box::new(desync_live::Directory::new(dir.clone(), load))
     } else {

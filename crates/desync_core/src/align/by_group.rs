@@ -19,21 +19,56 @@ pub(super) struct Held {
 /// A dump's `pg_status` items (their index) by `pg_id`.
 pub(super) type StatusIndex = FxHashMap<i64, usize>;
 
+/// What a dump's ring buffer still holds, for the p2p pairing (`p2p.rs`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Window {
+    /// The oldest `record_id` held, when the dump holds every record from it to its newest
+    /// (record ids count every entry of the process, +1 each); `None` when some are missing
+    /// in between (a recorder asked for active entries only, entries dropped while loading),
+    /// so nothing can be said about what the rank did *not* record.
+    pub first_record: Option<u64>,
+    /// Whether any entry carries start/completion states (NCCL; Gloo's stay "scheduled").
+    pub tracks_states: bool,
+}
+
+impl Window {
+    fn of(dump: &crate::model::RankDump, skipped: bool) -> Self {
+        let (mut low, mut high) = (u64::MAX, 0u64);
+        let mut tracks_states = false;
+        for e in &dump.entries {
+            low = low.min(e.record_id);
+            high = high.max(e.record_id);
+            tracks_states |= e.state != crate::model::State::Scheduled;
+        }
+        let whole = !dump.entries.is_empty()
+            && !skipped
+            && high.checked_sub(low).is_some_and(|span| span + 1 == dump.entries.len() as u64);
+        Self { first_record: whole.then_some(low), tracks_states }
+    }
+}
+
+/// What one pass over a dump finds: its groups' entries, its status index, its window.
+type DumpParts = (Vec<(usize, Held)>, StatusIndex, Window);
+
 /// Per process group (in `Trace::process_groups` order), the dumps holding any entry of it, by
-/// rank; and per dump (in `Trace::ranks` order), its `pg_status` items by `pg_id`.
+/// rank; and per dump (in `Trace::ranks` order), its `pg_status` items by `pg_id` and its
+/// window.
 pub(super) struct ByGroup {
     pub groups: Vec<Vec<Held>>,
     pub status_of: Vec<StatusIndex>,
+    pub windows: Vec<Window>,
 }
 
 impl ByGroup {
     pub fn new(trace: &Trace) -> Self {
         let index: FxHashMap<&str, usize> =
             trace.process_groups.iter().enumerate().map(|(i, pg)| (&*pg.name, i)).collect();
-        let per_dump: Vec<(Vec<(usize, Held)>, StatusIndex)> = trace
+        let per_dump: Vec<DumpParts> = trace
             .ranks
             .par_iter()
             .map(|dump| {
+                let skipped = trace.skipped_entries.iter().any(|&(r, n)| r == dump.rank && n > 0);
+                let window = Window::of(dump, skipped);
                 let mut held: FxHashMap<usize, Held> = FxHashMap::default();
                 // Runs of entries of one group are the rule: ask the map once per run.
                 let mut last: Option<(*const u8, usize)> = None;
@@ -56,19 +91,21 @@ impl ByGroup {
                 held.sort_unstable_by_key(|(g, _)| *g);
                 let status =
                     dump.pg_status.iter().enumerate().map(|(i, s)| (s.pg_id, i)).rev().collect();
-                (held, status)
+                (held, status, window)
             })
             .collect();
         let mut groups: Vec<Vec<Held>> =
             (0..trace.process_groups.len()).map(|_| Vec::new()).collect();
         let mut status_of = Vec::with_capacity(per_dump.len());
+        let mut windows = Vec::with_capacity(per_dump.len());
         // `trace.ranks` is sorted by rank, so each group's list comes out sorted by rank too.
-        for (held, status) in per_dump {
+        for (held, status, window) in per_dump {
             for (g, h) in held {
                 groups[g].push(h);
             }
             status_of.push(status);
+            windows.push(window);
         }
-        Self { groups, status_of }
+        Self { groups, status_of, windows }
     }
 }

@@ -10,13 +10,14 @@ mod p2p;
 mod signature;
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::model::{Entry, OpKind, ProcessGroup, RankDump, RankSet, State, Trace};
 
-pub use p2p::P2pMismatch;
+pub use p2p::{P2pMismatch, P2pProblem};
 pub use signature::{Difference, Token, difference, numel, token as token_of};
 
 #[derive(Debug)]
@@ -153,13 +154,13 @@ pub struct Side {
 }
 
 pub fn align(trace: &Trace) -> Alignment {
-    let by_group::ByGroup { groups: held, status_of } = by_group::ByGroup::new(trace);
+    let by_group::ByGroup { groups: held, status_of, windows } = by_group::ByGroup::new(trace);
     let groups = trace
         .process_groups
         .par_iter()
         .enumerate()
         .zip(held.into_par_iter())
-        .map(|((i, pg), held)| align_group(trace, i, pg, held, &status_of))
+        .map(|((i, pg), held)| align_group(trace, i, pg, held, &status_of, &windows))
         .collect();
     Alignment { groups }
 }
@@ -236,6 +237,7 @@ fn align_group(
     pg: &ProcessGroup,
     mut held: Vec<by_group::Held>,
     status_of: &[by_group::StatusIndex],
+    windows: &[by_group::Window],
 ) -> GroupAlignment {
     // Only a member without entries needs the group's agreed pg_id: a pass over the entries
     // of the group, skipped on the common path where each member holds some.
@@ -284,7 +286,7 @@ fn align_group(
         p2p_mismatches: Vec::new(),
     };
     group.mismatches = mismatches(trace, &group);
-    group.p2p_mismatches = p2p::align_p2p(trace, &group, pg, &held);
+    group.p2p_mismatches = p2p::align_p2p(trace, &group, pg, &held, windows);
     group
 }
 
@@ -339,16 +341,27 @@ fn stream(
 }
 
 fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<StreamClass> {
+    // A lone entry's token depends on its call alone, and calls are shared by every rank of
+    // the load (load/intern.rs): each thread computes it once per call. Hashing every frame of
+    // every entry's call path was a fifth of the CPU at 2,048 ranks.
     let tokens: Vec<Vec<(u64, Token)>> = streams
         .par_iter()
-        .map(|s| {
+        .map_init(FxHashMap::<usize, Token>::default, |known, s| {
             let Some(dump) = trace.rank(s.rank) else { return Vec::new() };
             let entries: Vec<&Entry> =
                 s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
             entries
                 .chunk_by(|a, b| a.collective_seq_id == b.collective_seq_id)
                 .filter(|run| run[0].collective_seq_id >= window_start)
-                .map(|run| (run[0].collective_seq_id, signature::token(run)))
+                .map(|run| {
+                    let token = match run {
+                        [one] => *known
+                            .entry(Arc::as_ptr(&one.call) as usize)
+                            .or_insert_with(|| signature::token(run)),
+                        _ => signature::token(run),
+                    };
+                    (run[0].collective_seq_id, token)
+                })
                 .collect()
         })
         .collect();

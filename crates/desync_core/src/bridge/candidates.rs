@@ -83,6 +83,9 @@ pub(crate) struct Raw {
     /// It guards the write of a flag that a loop or `if` on the stacks reads
     /// (`distance::loop_flags`): the decision that construct only carries out.
     pub decides_loop: bool,
+    /// What the framework does to a rank that takes this path, when it ends the rank there
+    /// (a per-step hook returning `None` makes Lightning raise): such a rank is dead, not late.
+    pub ends_rank: Option<String>,
     /// What the dumps show against it: both sides ran the same arm of it (`arms.rs`).
     pub against: Vec<String>,
 }
@@ -186,6 +189,7 @@ fn raw(
         call: false,
         note: None,
         decides_loop: false,
+        ends_rank: None,
         against: Vec::new(),
     }
 }
@@ -212,6 +216,7 @@ pub(crate) fn follow_parameters(
     index: usize,
 ) {
     let (mut params, mut lengths) = (b.parameters.clone(), b.length_parameters.clone());
+    let mut reads = b.member_reads.clone();
     let mut callee =
         (module.file_path().map(std::path::Path::to_path_buf), side.frames[index].line);
     let mut callee_module: Option<Arc<Module>> = None;
@@ -221,9 +226,15 @@ pub(crate) fn follow_parameters(
         }
         let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee_module.as_deref().unwrap_or(module);
-        let Some(found) =
-            ws.cx.through_caller(current, callee.1, &params, &lengths, &caller_module, caller.line)
-        else {
+        let Some(found) = ws.cx.through_caller(
+            current,
+            callee.1,
+            &params,
+            &reads,
+            &lengths,
+            &caller_module,
+            caller.line,
+        ) else {
             break;
         };
         merge_dependence(b, &found.dependence);
@@ -231,11 +242,13 @@ pub(crate) fn follow_parameters(
         b.configuration.extend(found.configuration);
         params = found.parameters;
         lengths = found.length_parameters;
+        reads = found.member_reads;
         callee = (caller_module.file_path().map(std::path::Path::to_path_buf), caller.line);
         callee_module = Some(caller_module);
     }
     b.parameters = params;
     b.length_parameters = lengths;
+    b.member_reads = reads;
     b.complete = b.parameters.is_empty()
         && b.length_parameters.is_empty()
         && !b.dependence.iter().any(|d| d.kind == DependenceKind::Unknown);
@@ -280,6 +293,7 @@ pub(crate) fn rank(raws: Vec<Raw>, counts: &dyn Fn(&str, u32) -> Option<String>)
                     evidence_for,
                     evidence_against,
                     origin: r.origin.code(),
+                    ends_rank: r.ends_rank.clone(),
                 },
             )
         })

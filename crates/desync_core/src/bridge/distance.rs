@@ -71,6 +71,81 @@ pub(crate) fn candidates(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
     dedup(out)
 }
 
+/// The early exits of the user's per-step hook methods (`training_step` of a
+/// `LightningModule`, a callback's batch hooks) that the framework entry point the stacks end
+/// in (`trainer.fit(...)`) runs on every rank: a rank that returns early or raises there
+/// skips, or never reaches, what the others issue next. Each exit's guards with a dependence
+/// the data shows are candidates; none when no stack ends in a call of such an entry point.
+pub(crate) fn hook_exits(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
+    let entries = entry_calls(ws, sides);
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (file, local, module) in project_modules(ws, sides) {
+        for exit in ws.cx.step_hook_exits(&module) {
+            let Some((at, call)) =
+                entries.iter().find(|(_, qualified)| exit.entries.contains(qualified))
+            else {
+                continue;
+            };
+            let entry_point = call.rsplit('.').next().unwrap_or(call);
+            let then = exit.on_none.as_deref().map(|n| format!("; {n}")).unwrap_or_default();
+            // An earlier exit of the same method guards this one too; it is proposed as its
+            // own exit, through its own condition.
+            let guards = module.guards_with(ws.cx, exit.line).into_iter().filter(|b| {
+                !matches!(
+                    b.construct,
+                    Construct::Return | Construct::Raise | Construct::Break | Construct::Continue
+                )
+            });
+            for (distance, b) in guards.enumerate() {
+                if !b.dependence.iter().any(|d| d.kind != desync_python::DependenceKind::Unknown)
+                    || !b.agreed.is_empty()
+                {
+                    continue;
+                }
+                let note = format!(
+                    "it decides whether `{}.{}` leaves early (`{}` at line {}) on a rank: `{entry_point}` ({at}) calls that hook on every rank each step, so the line is on no stack{then}",
+                    exit.class, exit.method, exit.keyword, exit.line
+                );
+                let mut r = raw(b, &file, &local, distance, note);
+                // A hook that raises, or returns what the framework raises on, ends the rank:
+                // the framework's loop passes the exception on (it never skips the step).
+                r.ends_rank = exit.on_none.clone().or_else(|| {
+                    (exit.keyword == "raise").then(|| {
+                        format!(
+                            "the `raise` at line {} leaves `{}.{}` with an exception and the \
+                             rank ends there",
+                            exit.line, exit.class, exit.method
+                        )
+                    })
+                });
+                out.push(r);
+            }
+        }
+    }
+    dedup(out)
+}
+
+/// The framework entry points the sides' innermost user frames call (`trainer.fit(...)` →
+/// `lightning.pytorch.Trainer.fit`), with where each call is (`train.py:85`).
+fn entry_calls(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in sides {
+        // Innermost first, as Flight Recorder writes them.
+        let Some(frame) = e.user_frames().next() else { continue };
+        let Some((_, module)) = ws.module(frame) else { continue };
+        for q in ws.cx.hook_entry_points_at(&module, frame.line) {
+            if !out.iter().any(|(_, known)| *known == q) {
+                let at = format!("{}:{}", crate::diagnose::short_path(&frame.file), frame.line);
+                out.push((at, q));
+            }
+        }
+    }
+    out
+}
+
 /// The writes that decide a stack candidate's loop or `if` through a flag of its own object.
 pub(crate) fn loop_flags(ws: &Workspace<'_>, found: &[Raw], sides: &[&Entry]) -> Vec<Raw> {
     let mut out = Vec::new();
@@ -171,6 +246,7 @@ fn raw(
         call: false,
         note: Some(note),
         decides_loop: false,
+        ends_rank: None,
         against: Vec::new(),
     }
 }
@@ -245,4 +321,92 @@ fn host_name(frame_file: &str, frame_local: &std::path::Path, local: &std::path:
         (host, here) = (h.parent(), l.parent());
     }
     local.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use desync_python::{Analysis, FileProject};
+
+    use super::super::sources::{Resolver, SourceOptions};
+    use super::super::stacks::tests::entry;
+    use super::*;
+
+    const FIT: &str = "/venv/lib/python3.12/site-packages/lightning/pytorch/trainer/trainer.py";
+    const C10D: &str = "/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py";
+
+    /// Both sides under `trainer.fit(...)`: the rank that stopped left a per-step hook early.
+    /// The hook's guard with a data dependence is the candidate; an unguarded hook, a guard the
+    /// data does not show to differ, and a method the framework never calls per step are not.
+    #[test]
+    fn an_early_exit_of_a_step_hook_under_the_entry_point_is_a_candidate() {
+        let dir = std::env::temp_dir().join(format!("desync-hook-exits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = "\
+import lightning as L
+import torch
+
+class Denoiser(L.LightningModule):
+    def training_step(self, batch, batch_idx):
+        noisy, clean = batch
+        err = (self(noisy) - clean).abs().mean()
+        if err.isnan():
+            raise FloatingPointError('diverged')
+        if self.hparams.frozen:
+            return None
+        return err
+
+    def configure_optimizers(self):
+        if self.hparams.frozen:
+            return None
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+";
+        let main = "\
+import lightning as L
+from model import Denoiser
+
+def run(loader):
+    trainer = L.Trainer(max_epochs=3)
+    trainer.fit(Denoiser(), loader)
+
+if __name__ == '__main__':
+    run(None)
+";
+        std::fs::write(dir.join("model.py"), model).unwrap();
+        std::fs::write(dir.join("run.py"), main).unwrap();
+        let run = "/job/run.py";
+        let waiting = entry(&[
+            ("<module>", run, 9),
+            ("run", run, 6),
+            ("fit", FIT, 540),
+            ("all_reduce", C10D, 2800),
+        ]);
+        let stopped = entry(&[
+            ("<module>", run, 9),
+            ("run", run, 6),
+            ("fit", FIT, 540),
+            ("broadcast", C10D, 2700),
+        ]);
+        let options = SourceOptions {
+            path_maps: vec![("/job".to_owned(), dir.clone())],
+            source_root: None,
+            fallback_root: None,
+            refused_fallback: None,
+        };
+        let resolver = Resolver::new(&options);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let ws = Workspace { resolver: &resolver, project: &project, cx: &cx };
+        let found = hook_exits(&ws, &[&waiting, &stopped]);
+        let lines: Vec<u32> = found.iter().map(|r| r.branch.line).collect();
+        assert_eq!(lines, [8], "{:?}", found.iter().map(|r| &r.note).collect::<Vec<_>>());
+        let note = found[0].note.as_deref().unwrap_or_default();
+        assert!(note.contains("Denoiser.training_step") && note.contains("run.py:6"), "{note}");
+        // A rank that raises there is dead, not late: the next steps read how it ended.
+        let ends = found[0].ends_rank.as_deref().unwrap_or_default();
+        assert!(ends.contains("`raise` at line 9"), "{ends}");
+        // Outside a call of the entry point, nothing is proposed.
+        let elsewhere = entry(&[("run", run, 5), ("all_reduce", C10D, 2800)]);
+        assert!(hook_exits(&ws, &[&elsewhere]).is_empty());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -58,6 +58,11 @@ pub struct Candidate {
     /// Where it was found, as a stable code: `between_sides`, `departed_only`,
     /// `reference_only`, `setup`, `group_order` or `call` (the collective call itself).
     pub origin: &'static str,
+    /// What the framework does to a rank that takes this path when that ends the rank (from
+    /// the knowledge table's hook rows); the next steps then read how it died instead of
+    /// attaching py-spy to it. Already in `evidence_for`'s text.
+    #[serde(skip)]
+    pub ends_rank: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -98,7 +103,7 @@ pub struct DependenceItem {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SideStack {
     pub role: &'static str,
-    #[serde(serialize_with = "crate::report::serialize_ranks")]
+    #[serde(flatten, serialize_with = "crate::report::serialize_ranks")]
     pub ranks: RankSet,
     pub frames: Vec<FrameView>,
 }
@@ -172,6 +177,7 @@ pub fn find_code(
             // decided is on no stack.
             if raws.is_empty() || same_user_stacks(dep, reference) {
                 raws.extend(distance::candidates(&ws, &[dep, reference]));
+                raws.extend(distance::hook_exits(&ws, &[dep, reference]));
             }
             let flags = distance::loop_flags(&ws, &raws, &[dep, reference]);
             raws.extend(flags);
@@ -188,8 +194,15 @@ pub fn find_code(
             }
             found
         }
-        (Category::MetadataMismatch, Some(dep), reference) => {
-            let entries: Vec<&Entry> = [Some(dep), reference].into_iter().flatten().collect();
+        // An all_to_all whose totals do not add up has no departed side: every rank issued
+        // the same call, and the one side's stack is where the split sizes were passed.
+        (Category::MetadataMismatch, departed, reference)
+            if let Some(dep) = departed.or(reference) =>
+        {
+            let entries: Vec<&Entry> = [Some(dep), reference.filter(|r| !std::ptr::eq(*r, dep))]
+                .into_iter()
+                .flatten()
+                .collect();
             let raws = setup::candidates(&ws, &entries, metadata_difference(d));
             let mut found = candidates::rank(raws, &counts);
             let call = call_candidate(&ws, dep);
@@ -206,8 +219,21 @@ pub fn find_code(
             straggler_candidate(&ws, entry, from).into_iter().collect()
         }
         // Stalls, crashes and hangs: the line where the others wait is what can be shown.
-        (_, dep, reference) => {
-            reference.or(dep).and_then(|e| call_candidate(&ws, e)).into_iter().collect()
+        // When that line calls a framework's entry point (`trainer.fit(...)`) and the culprits
+        // stopped, whether they reached the next collective was decided in a hook the
+        // framework's loop calls each step, on no stack: its early exits whose conditions the
+        // data shows to differ across ranks come first. The call only runs that loop (what
+        // its arguments depend on, the loader it is given, decides nothing about the exits).
+        (category, dep, reference) => {
+            let call = reference.or(dep).and_then(|e| call_candidate(&ws, e));
+            let mut found = if matches!(category, Category::Stall | Category::Crash) {
+                let entries: Vec<&Entry> = [reference, dep].into_iter().flatten().collect();
+                candidates::rank(distance::hook_exits(&ws, &entries), &counts)
+            } else {
+                Vec::new()
+            };
+            found.extend(call);
+            found
         }
     };
     let Some(best) = finding.candidates.first().map(|c| c.branch.clone()) else {
@@ -318,6 +344,12 @@ fn not_found(ws: &candidates::Workspace<'_>, sides: &Sides<'_>) -> Vec<NotFound>
     out
 }
 
+/// Whether the mismatch was seen only as `all_to_all` totals that do not add up: the split
+/// sizes that differ are not in the dumps.
+fn unrecorded_splits(d: &Diagnosis) -> bool {
+    d.earliest.as_ref().is_some_and(|e| e.departure == crate::diagnose::Departure::Numel)
+}
+
 /// Whether the mismatch is in dtypes or in sizes.
 fn metadata_difference(d: &Diagnosis) -> setup::Difference {
     use crate::align::Difference;
@@ -352,6 +384,7 @@ fn order_branch(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candida
             branch: point,
             score: if shown { 60 } else { 20 },
             origin: "group_order",
+            ends_rank: None,
         })
     })
 }
@@ -400,6 +433,7 @@ fn straggler_candidate(
         evidence_against: Vec::new(),
         branch: point,
         origin: "call",
+        ends_rank: None,
     })
 }
 
@@ -447,6 +481,7 @@ fn call_candidate(ws: &candidates::Workspace<'_>, entry: &Entry) -> Option<Candi
         evidence_against: Vec::new(),
         branch: point,
         origin: "call",
+        ends_rank: None,
     })
 }
 
@@ -461,19 +496,27 @@ fn origin_candidate(
     call: Option<&Candidate>,
 ) -> Option<Candidate> {
     let stack = stacks::UserStack::of(entry);
-    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame)> = stack
+    // Innermost first, each with whether the next one out called it.
+    let frames: Vec<(PathBuf, std::sync::Arc<Module>, &crate::model::Frame, bool)> = stack
         .frames
         .iter()
+        .zip(&stack.dispatched)
         .rev()
-        .map_while(|f| ws.module(f).map(|(local, module)| (local, module, *f)))
+        .map_while(|(f, called)| ws.module(f).map(|(local, module)| (local, module, *f, *called)))
         .collect();
     let innermost = frames.first()?.2;
     let carried = match difference {
         setup::Difference::Dtype => desync_python::Carried::Dtype,
         setup::Difference::Size => desync_python::Carried::Size,
     };
-    let modules: Vec<(std::sync::Arc<Module>, u32)> =
-        frames.iter().map(|(_, m, f)| (m.clone(), f.line)).collect();
+    let modules: Vec<desync_python::OriginFrame> = frames
+        .iter()
+        .map(|(_, module, f, called)| desync_python::OriginFrame {
+            module: module.clone(),
+            line: f.line,
+            called_from_outer: *called,
+        })
+        .collect();
     let found = ws.cx.value_origin(&modules, carried)?;
     // As the frames found it when it is one of their files (a relative root stays relative).
     let found_at = found.module.file_path()?;
@@ -482,8 +525,8 @@ fn origin_candidate(
     };
     let local = frames
         .iter()
-        .find(|(l, _, _)| same(l))
-        .map_or_else(|| found_at.to_path_buf(), |(l, _, _)| l.clone());
+        .find(|(l, _, _, _)| same(l))
+        .map_or_else(|| found_at.to_path_buf(), |(l, _, _, _)| l.clone());
     // Inside the call's own function the call's candidate already says where its arguments
     // were assigned; the origin adds what the call's line cannot show, further out.
     let call_function = frames[0].1.function_at(innermost.line).map(|f| f.def_line);
@@ -493,7 +536,7 @@ fn origin_candidate(
         return None;
     }
     let on_stack: Vec<(&str, &std::path::Path)> =
-        frames.iter().map(|(local, _, f)| (&*f.file, local.as_path())).collect();
+        frames.iter().map(|(local, _, f, _)| (&*f.file, local.as_path())).collect();
     let file = setup::host_name(&on_stack, &local);
     let what = match carried {
         desync_python::Carried::Dtype => "dtype",
@@ -538,6 +581,7 @@ fn origin_candidate(
         evidence_against: Vec::new(),
         branch: point,
         origin: "value_origin",
+        ends_rank: None,
     })
 }
 
@@ -573,9 +617,15 @@ fn call_at(
         }
         let Some((_, caller_module)) = ws.module(caller) else { break };
         let current: &Module = callee.0.as_deref().unwrap_or(module);
-        let Some(found) =
-            ws.cx.through_caller(current, callee.1, &parameters, &[], &caller_module, caller.line)
-        else {
+        let Some(found) = ws.cx.through_caller(
+            current,
+            callee.1,
+            &parameters,
+            &[],
+            &[],
+            &caller_module,
+            caller.line,
+        ) else {
             break;
         };
         for d in
@@ -671,7 +721,9 @@ fn waiting_at_call(b: &BranchPoint, d: &Diagnosis, at: &str, places: &[RankPlace
     let placed: Vec<&RankPlace> =
         places.iter().filter(|p| p.ranks.as_slice().iter().any(|&r| others.contains(r))).collect();
     for place in &placed {
-        text.push_str(&format!("; rank(s) {} are at {}", place.ranks, place.describe()));
+        // A traceback's place says what the rank did there (`raised ... at`).
+        let verb = if place.exception.is_some() { "" } else { "are at " };
+        text.push_str(&format!("; rank(s) {} {verb}{}", place.ranks, place.describe()));
     }
     let others: RankSet = others
         .as_slice()
@@ -796,7 +848,15 @@ fn explain(
             } else {
                 format!("; {}", origins.join("; "))
             };
-            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}", b.source)
+            // Nothing in view decided the splits: say what the dumps lack to decide it.
+            let unrecorded = if unrecorded_splits(d) {
+                "; Flight Recorder records each rank's total input and output sizes of an \
+                 all_to_all, not its split sizes, so which rank's splits differ from what its \
+                 peers expect the dumps cannot show"
+            } else {
+                ""
+            };
+            format!("rank(s) {culprits} call `{}` at {at} {what}{origin}{unrecorded}", b.source)
         }
         "continue" | "break" | "return" | "raise" => {
             let skipped = b

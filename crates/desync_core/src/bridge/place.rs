@@ -15,19 +15,27 @@ use super::candidates::{Workspace, follow_parameters};
 use super::stacks::UserStack;
 use super::{DependenceItem, FrameView, Resolver, SourceOptions};
 use crate::diagnose::{Category, Diagnosis};
-use crate::model::{Frame, RankSet, Trace};
+use crate::model::{Frame, RankSet, StacksOrigin, Trace};
 
 /// How many enclosing constructs are shown per place, innermost first.
 const MAX_WITHIN: usize = 3;
 
-/// Ranks whose main thread stood at the same innermost user line.
+/// Ranks whose main thread stood at the same innermost user line (for a traceback: the line
+/// that raised, as far as the user's code goes).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RankPlace {
-    #[serde(serialize_with = "crate::report::serialize_ranks")]
+    #[serde(flatten, serialize_with = "crate::report::serialize_ranks")]
     pub ranks: RankSet,
-    /// The stacks file read (the first rank's).
+    /// The stacks file read (the first rank's), or the log holding its traceback.
     #[serde(serialize_with = "crate::report::serialize_path")]
     pub stacks_file: PathBuf,
+    /// `stacks_file` (a stacks file beside the dump), `log_traceback` (the traceback of an
+    /// error the rank raised, in the job's log: where it was when it died) or `live_stacks`
+    /// (`desync watch` asked the running rank's debug server).
+    pub origin: &'static str,
+    /// For a traceback: the exception line, and the lines of the log it spans.
+    pub exception: Option<String>,
+    pub log_lines: Option<(usize, usize)>,
     /// The innermost user frame of the main thread, as written (a path on the training host).
     pub file: String,
     #[serde(serialize_with = "crate::report::serialize_opt_path")]
@@ -123,9 +131,19 @@ fn place_of(
             line: f.line,
         })
         .collect();
+    let (origin, exception, log_lines) = match &stacks.origin {
+        StacksOrigin::File => ("stacks_file", None, None),
+        StacksOrigin::Live => ("live_stacks", None, None),
+        StacksOrigin::Traceback { exception, first_line, exception_line } => {
+            ("log_traceback", Some(exception.clone()), Some((*first_line, *exception_line)))
+        }
+    };
     let mut place = RankPlace {
         ranks: [rank].into_iter().collect(),
         stacks_file: stacks.path.clone(),
+        origin,
+        exception,
+        log_lines,
         file: frame.file.to_string(),
         local_path: None,
         line: frame.line,
@@ -178,8 +196,13 @@ impl RankPlace {
     /// `train.py:41 in wait_for_shard()` and, when the source was read, the line's text and
     /// the construct it sits in: one phrase for the reports.
     pub fn describe(&self) -> String {
+        let raised = self
+            .exception
+            .as_ref()
+            .map(|e| format!("raised `{}` at ", crate::report::clip_chars(e, 100)))
+            .unwrap_or_default();
         let mut text = format!(
-            "{}:{} in {}()",
+            "{raised}{}:{} in {}()",
             crate::diagnose::short_path(&self.file),
             self.line,
             self.function

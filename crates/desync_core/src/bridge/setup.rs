@@ -77,6 +77,7 @@ pub(crate) fn candidates(
                 call: is_call,
                 note: None,
                 decides_loop: false,
+                ends_rank: None,
                 against: Vec::new(),
             });
         }
@@ -163,6 +164,7 @@ fn follow_project_callers(
                 module,
                 b.line,
                 &b.parameters,
+                &b.member_reads,
                 &b.length_parameters,
                 &caller.module,
                 line,
@@ -173,6 +175,7 @@ fn follow_project_callers(
             outer.dependence.clone_from(&found.dependence);
             outer.parameters.clone_from(&found.parameters);
             outer.length_parameters.clone_from(&found.length_parameters);
+            outer.member_reads.clone_from(&found.member_reads);
             outer.line = line;
             follow_project_callers(ws, files, &caller.module, &mut outer, depth + 1);
             for d in outer.dependence.into_iter().filter(|d| d.kind != DependenceKind::Unknown) {
@@ -207,6 +210,7 @@ fn call_branch(module: &Module, call: &desync_python::SetupCall) -> Branch {
         jump: None,
         parameters: call.arguments.parameters.clone(),
         length_parameters: call.arguments.length_parameters.clone(),
+        member_reads: call.arguments.member_reads.clone(),
         agreed: call.arguments.agreed.clone(),
         configuration: call.arguments.configuration.clone(),
         complete: call.arguments.complete,

@@ -17,13 +17,17 @@ pub(crate) struct UserStack<'t> {
     pub frames: Vec<&'t Frame>,
     /// `direct[i]`: frame `i` was called straight from frame `i - 1` (false for `i == 0`).
     pub direct: Vec<bool>,
+    /// `dispatched[i]`: frame `i` was called from frame `i - 1` straight or through nothing
+    /// but the library's call dispatch (`nn.Module.__call__`, an autograd Function's `apply`:
+    /// the knowledge table's `call_dispatch`).
+    pub dispatched: Vec<bool>,
 }
 
 impl<'t> UserStack<'t> {
     pub(crate) fn of(entry: &'t Entry) -> UserStack<'t> {
         match entry.stack() {
             Some(stack) => Self::of_frames(stack),
-            None => UserStack { frames: Vec::new(), direct: Vec::new() },
+            None => UserStack { frames: Vec::new(), direct: Vec::new(), dispatched: Vec::new() },
         }
     }
 
@@ -33,17 +37,23 @@ impl<'t> UserStack<'t> {
         // Innermost first: walk them outermost first.
         let mut frames = Vec::new();
         let mut direct = Vec::new();
+        let mut dispatched = Vec::new();
         let mut previous_was_user = false;
+        let mut only_dispatch_since = false;
+        let table = desync_python::knowledge::knowledge();
         for f in stack.iter().rev() {
             if f.is_library() {
                 previous_was_user = false;
+                only_dispatch_since &= table.dispatches_call(&f.file, &f.function);
                 continue;
             }
             direct.push(previous_was_user && !frames.is_empty());
+            dispatched.push(only_dispatch_since && !frames.is_empty());
             frames.push(f);
             previous_was_user = true;
+            only_dispatch_since = true;
         }
-        UserStack { frames, direct }
+        UserStack { frames, direct, dispatched }
     }
 
     /// The user frames that called frame `i`, innermost first, as long as each call was
@@ -83,13 +93,14 @@ pub(crate) fn part(departed: &UserStack<'_>, reference: &UserStack<'_>) -> Parti
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::model::{Call, Op};
 
-    fn entry(frames: &[(&str, &str, u32)]) -> Entry {
+    /// An entry whose stack holds `frames`, outermost first.
+    pub(crate) fn entry(frames: &[(&str, &str, u32)]) -> Entry {
         // Innermost first, as Flight Recorder writes them.
         let stack: Vec<Frame> = frames
             .iter()
@@ -109,18 +120,21 @@ mod tests {
             timeout_ms: None,
             stack: Some(Arc::from(stack)),
         };
-        Entry {
+        let head = crate::model::Head {
             record_id: 0,
             collective_seq_id: 1,
             p2p_seq_id: 0,
             op_id: 0,
             call: Arc::new(call),
+            state: crate::model::State::Scheduled,
+            retired: false,
+        };
+        Entry {
+            head: Arc::new(head),
             time_created_ns: 0,
             time_started_ns: None,
             time_completed_ns: None,
             duration_ms: None,
-            state: crate::model::State::Scheduled,
-            retired: false,
         }
     }
 
@@ -144,6 +158,26 @@ mod tests {
         assert_eq!(a.frames.len(), 2);
         assert_eq!(a.direct, [false, false], "the hook is called by Lightning, not by main");
         assert_eq!(part(&a, &b), Parting::Extension { common: 1 });
+    }
+
+    /// `model(x)` runs `forward` under `nn.Module.__call__`: the user frames around the
+    /// module's dispatch frames are caller and callee; around a framework's loop they are not.
+    #[test]
+    fn frames_called_through_the_call_dispatch_only_are_marked() {
+        const MODULE: &str = "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py";
+        let stack = entry(&[
+            ("main", "/job/train.py", 40),
+            ("fit", LIB, 12),
+            ("step", "/job/loop.py", 9),
+            ("_wrapped_call_impl", MODULE, 1779),
+            ("_call_impl", MODULE, 1790),
+            ("forward", "/job/model.py", 31),
+            ("all_gather", C10D, 3000),
+        ]);
+        let user = UserStack::of(&stack);
+        assert_eq!(user.frames.len(), 3);
+        assert_eq!(user.direct, [false, false, false]);
+        assert_eq!(user.dispatched, [false, false, true]);
     }
 
     #[test]

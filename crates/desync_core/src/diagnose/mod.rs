@@ -94,6 +94,8 @@ pub struct Diagnosis {
     /// For an `inconclusive` verdict on a set that would otherwise read healthy: the gap in
     /// the records it rests on (`diagnose/all_clear.rs`).
     pub doubt: Option<DoubtKind>,
+    /// For a stall in a send or recv: the op the culprit did not post ("recv", "send").
+    pub missing_p2p: Option<&'static str>,
 }
 
 pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
@@ -136,6 +138,7 @@ pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
         cycle,
         straggler: None,
         doubt: None,
+        missing_p2p: None,
     };
     classify(trace, alignment, &mut d);
     for g in &mut d.groups {
@@ -271,6 +274,14 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
     if !stuck.is_empty() {
         return gpu_hang(trace, alignment, d, &stuck, &pg_label);
     }
+    // No rank waits in a collective, but one may wait in a send or recv its peer went past.
+    if let Some((pg, m)) = alignment
+        .groups
+        .iter()
+        .find_map(|g| g.p2p_mismatches.iter().find(|m| m.pending).map(|m| (g.pg, m)))
+    {
+        return unmatched_p2p(d, pg, m, &pg_label);
+    }
     let in_flight: RankSet = d
         .groups
         .iter()
@@ -360,7 +371,7 @@ fn skipped_entries(trace: &Trace) -> (usize, RankSet) {
     (count, trace.skipped_entries.iter().map(|(r, _)| *r).collect())
 }
 
-fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
+pub(crate) fn describe_wait(trace: &Trace, g: &BehaviourGroup) -> String {
     match &g.position {
         Position::At(at) => {
             format!("{} seq {} of {}", at.op, at.seq, trace.process_groups[at.pg].label())
@@ -730,6 +741,37 @@ fn unproven_cycle(trace: &Trace, d: &mut Diagnosis, cycle: &[usize], pg: usize) 
     d.evidence.push(
         "a group named by one rank alone whose collective never completed has members nobody recorded (Gloo writes no member lists once sub-groups exist)".into(),
     );
+}
+
+/// A rank waits in a send (or recv) whose peer went past the point of its half without
+/// posting it (`align/p2p.rs`: counted from what both ranks' ring buffers hold). Like a stall:
+/// the peer never issued what the rank waits in, and nothing it issued conflicts.
+fn unmatched_p2p(
+    d: &mut Diagnosis,
+    pg: usize,
+    m: &crate::align::P2pMismatch,
+    pg_label: &dyn Fn(usize) -> String,
+) {
+    let (poster, peer) = m.poster_and_peer();
+    let (posted, missing, direction) = match m.kind {
+        crate::align::P2pProblem::RecvUnmatched => ("recv", "send", "from"),
+        _ => ("send", "recv", "to"),
+    };
+    d.category = Category::Stall;
+    d.culprit_ranks = RankSet::new(vec![peer]);
+    d.process_group = Some(pg);
+    d.collective_seq_id = Some(m.seq);
+    d.missing_p2p = Some(missing);
+    let went_to = m.peer_at.map_or_else(String::new, |at| format!(" (it issued seq {at})"));
+    d.headline = format!(
+        "rank {poster} waits in {posted} {direction} rank {peer} on {}, posted after seq {}; rank {peer} went past that point{went_to} without posting the matching {missing}",
+        pg_label(pg),
+        m.seq
+    );
+    d.evidence.push(format!(
+        "p2p {}->{} #{} counted from the first collective both ranks' records still hold: rank {poster}'s {posted} has not completed, and rank {peer} holds no {missing} for it",
+        m.src, m.dst, m.index
+    ));
 }
 
 fn stall(

@@ -24,7 +24,15 @@ pub struct Discovery {
     pub unnamed: usize,
     /// Stacks files (`<dump file name>.stacks`) with the rank their name gives.
     pub stacks: Vec<(PathBuf, u32)>,
+    /// Files named like a job's log ([`LOG_EXTENSIONS`]): read beside the dumps only when
+    /// their content is a log too (`logs::beside`).
+    pub logs: Vec<PathBuf>,
 }
+
+/// Extensions of a job's output saved beside its dumps (`job.log`, `slurm-123.out`,
+/// `rank_3.err`): never dump names, so such a file is a log candidate. Not `.txt`: notes and
+/// saved reports (desync's own `report.txt` quotes log lines) are kept there.
+pub const LOG_EXTENSIONS: &[&str] = &["log", "out", "err"];
 
 /// Extensions a dump may carry after the rank ("`trace_rank_3.json`"); `desync` marks the
 /// summaries `desync summarize` writes.
@@ -136,6 +144,12 @@ pub fn classify(files: Vec<PathBuf>, prefix: Option<&str>) -> Discovery {
             ));
             continue;
         }
+        if let Some(ext) = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())
+            && LOG_EXTENSIONS.contains(&ext.as_str())
+        {
+            found.logs.push(path);
+            continue;
+        }
         if let Some(prefix) = prefix
             && !name.starts_with(prefix)
         {
@@ -170,7 +184,7 @@ mod tests {
 
     #[test]
     fn classify_skips_pipes_and_respects_prefix() {
-        let files = ["d/a_0", "d/a_1", "d/a_1.pipe", "d/a_1.stacks", "d/b_2", "d/notes.txt"]
+        let files = ["d/a_0", "d/a_1", "d/a_1.pipe", "d/a_1.stacks", "d/b_2", "d/notes.md"]
             .map(PathBuf::from);
         let all = classify(files.to_vec(), None);
         assert_eq!(all.candidates.len(), 3);
@@ -180,5 +194,15 @@ mod tests {
         let only_a = classify(files.to_vec(), Some("a_"));
         let ranks: Vec<_> = only_a.candidates.iter().map(|c| c.rank).collect();
         assert_eq!(ranks, [Some(0), Some(1)]);
+    }
+
+    #[test]
+    fn log_names_are_log_candidates_not_dumps() {
+        let files = ["d/trace_0", "d/rank_3.log", "d/slurm-1234.out", "d/job.ERR", "d/report.txt"]
+            .map(PathBuf::from);
+        let found = classify(files.to_vec(), None);
+        assert_eq!(found.candidates.len(), 1);
+        assert_eq!(found.logs.len(), 3);
+        assert_eq!(found.unnamed, 1, "a .txt file is no log candidate");
     }
 }

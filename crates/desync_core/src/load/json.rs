@@ -12,9 +12,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::intern::Interner;
+use super::intern::{EntryFields, Interner};
 use super::limits::{self, MAX_STRING_BYTES};
-use super::{Decoded, Notes, RankLists};
+use super::{Decoded, Notes, Shared};
 use crate::error::DumpError;
 use crate::model::{Call, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, State};
 
@@ -124,14 +124,10 @@ struct FrameJson<'a> {
     line: i64,
 }
 
-pub fn decode(
-    bytes: &[u8],
-    rank: u32,
-    path: &Path,
-    rank_lists: &RankLists,
-) -> Result<Decoded, DumpError> {
+pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<Decoded, DumpError> {
     let dump: Dump<'_> = serde_json::from_slice(bytes)?;
-    let mut intern = Interner::default();
+    let mut intern = Interner::new(&shared.streams);
+    let rank_lists = &shared.rank_lists;
     let mut notes = Notes::default();
     let first = dump.entries.len().saturating_sub(limits::MAX_ENTRIES);
     if first > 0 {
@@ -173,13 +169,14 @@ pub fn decode(
             })
         })
         .collect();
+    let version = super::fr_version(dump.version.as_deref())?;
     let comm =
         dump.comm_lib_version.as_deref().or(dump.nccl_version.as_deref()).filter(|s| !s.is_empty());
     let dump = RankDump {
         rank,
         path: path.to_path_buf(),
         format: DumpFormat::Json,
-        version: intern.str(limits::clip(dump.version.as_deref().unwrap_or("unknown"))),
+        version: intern.str(limits::clip(version.unwrap_or("unknown"))),
         comm_lib_version: comm.map(|s| intern.str(limits::clip(s))),
         pg_config,
         pg_status,
@@ -241,12 +238,11 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         timeout_ms: raw.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
     };
-    Ok(Entry {
+    let fields = EntryFields {
         record_id: record_id.max(0) as u64,
         collective_seq_id: seq.max(0) as u64,
         p2p_seq_id: raw.p2p_seq_id.unwrap_or(0).max(0) as u64,
         op_id: raw.op_id.unwrap_or(0).max(0) as u64,
-        call: intern.call(call),
         state: raw.state.as_deref().map_or(State::Unknown, State::parse),
         time_created_ns: raw.time_created_ns.unwrap_or(0),
         // JSON writes 0, not null, for times never discovered.
@@ -254,5 +250,6 @@ fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
         time_completed_ns: super::discovered(raw.time_discovered_completed_ns),
         duration_ms: super::duration(raw.duration_ms),
         retired: raw.retired.unwrap_or(false),
-    })
+    };
+    Ok(intern.entry(call, fields))
 }

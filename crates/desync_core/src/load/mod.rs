@@ -23,7 +23,9 @@ use crate::model::{RankDump, Trace, Warning, WarningKind, format_ranks};
 pub use discover::{Candidate, classify, split_rank, walk};
 pub use limits::{FileError, read_regular};
 pub use ownership::Ownership;
-pub use stacks::{MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, stacks_rank};
+pub use stacks::{
+    MAX_STACKS_BYTES, STACKS_EXTENSION, parse as parse_stacks, rank_stacks, stacks_rank,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -34,6 +36,10 @@ pub struct LoadOptions {
     /// The world size the user states (`--world-size`). The dumps' own evidence (file names,
     /// `pg_config`, gather shapes) can only raise it, with a warning.
     pub world_size: Option<u32>,
+    /// Keep every rank's entries apart: no call or entry head shared between files. The
+    /// analysis is the same, in more memory: the straightforward representation that tests
+    /// compare the shared one with (load/intern.rs).
+    pub per_rank_entries: bool,
 }
 
 /// A decoded file plus what was odd inside it.
@@ -58,7 +64,7 @@ impl Notes {
 
 /// Loads a directory of per-rank dumps (recursively) or a single dump file.
 pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Result<Trace, Error> {
-    let Selection { candidates, warnings, stacks } = discover(path, options)?;
+    let Selection { candidates, warnings, stacks, logs } = discover(path, options)?;
     progress.start(candidates.len() as u64, "loading dumps");
     let loader = Loader::new(options);
     candidates.into_par_iter().for_each(|c| {
@@ -71,6 +77,7 @@ pub fn load(path: &Path, options: &LoadOptions, progress: &dyn Progress) -> Resu
     progress.finish();
     let mut trace = loader.finish(path, warnings)?;
     stacks::attach(&mut trace, stacks);
+    trace.logs_found = logs;
     ownership::apply_to_stacks(&mut trace, &options.ownership);
     Ok(trace)
 }
@@ -104,7 +111,7 @@ pub(crate) fn discover(path: &Path, options: &LoadOptions) -> Result<Selection, 
             }
             (e, _) => e,
         });
-    let Selection { candidates, mut warnings, stacks } = selected?;
+    let Selection { candidates, mut warnings, stacks, logs } = selected?;
     for link in listing.outside {
         let why = "a symlink to a file outside the dump directory: not followed (name the file itself to read it)";
         warnings.push(warn(WarningKind::Skipped, Some(link), None, why.to_owned()));
@@ -113,7 +120,7 @@ pub(crate) fn discover(path: &Path, options: &LoadOptions) -> Result<Selection, 
     for (dir, why) in listing.unsearched {
         warnings.push(warn(WarningKind::Skipped, Some(dir), None, why));
     }
-    Ok(Selection { candidates, warnings, stacks })
+    Ok(Selection { candidates, warnings, stacks, logs })
 }
 
 /// The dumps to read among a listing, and warnings for what was set aside.
@@ -123,6 +130,8 @@ pub struct Selection {
     pub warnings: Vec<Warning>,
     /// Stacks files (`<dump file name>.stacks`) with the rank each name gives.
     pub stacks: Vec<(PathBuf, u32)>,
+    /// Files named like a job's log (`discover::LOG_EXTENSIONS`), not read yet.
+    pub logs: Vec<PathBuf>,
 }
 
 /// Sorts the names listed under `input` (files below a directory, objects under a bucket
@@ -156,7 +165,7 @@ pub fn select(
         };
         return Err(Error::NoDumps { path: input.into(), hint });
     }
-    Ok(Selection { candidates: found.candidates, warnings, stacks: found.stacks })
+    Ok(Selection { candidates: found.candidates, warnings, stacks: found.stacks, logs: found.logs })
 }
 
 /// Decodes dumps handed to it one by one, from any source (files, HTTP responses from a live
@@ -167,11 +176,13 @@ pub fn select(
 /// was fetched.
 #[derive(Default)]
 pub struct Loader {
-    rank_lists: RankLists,
+    shared: Shared,
     results: std::sync::Mutex<Vec<Attempt>>,
     ownership: Ownership,
     /// The world size the user stated, if any.
     world_size: Option<u32>,
+    /// See [`LoadOptions::per_rank_entries`].
+    per_rank_entries: bool,
 }
 
 /// One file's outcome; the rank is what the name said (`None`: read as rank 0). For a
@@ -184,9 +195,9 @@ pub(crate) struct Attempt {
 
 impl Attempt {
     /// Decodes one file of any format, a summary included.
-    pub fn decode(path: PathBuf, rank: Option<u32>, bytes: &[u8], rank_lists: &RankLists) -> Self {
+    pub fn decode(path: PathBuf, rank: Option<u32>, bytes: &[u8], shared: &Shared) -> Self {
         let mut attempt = if crate::summary::is_summary(bytes) {
-            match crate::summary::read(bytes, rank_lists) {
+            match crate::summary::read(bytes, shared) {
                 Ok(summary) => Self {
                     path: summary.origin.path,
                     rank: summary.origin.rank,
@@ -197,7 +208,7 @@ impl Attempt {
         } else if let Some(huge) = rank.filter(|&r| r > limits::MAX_RANK) {
             Self { path, rank, result: Err(rank_limit(huge)) }
         } else {
-            let result = decode_bytes(bytes, rank.unwrap_or(0), &path, rank_lists);
+            let result = decode_bytes(bytes, rank.unwrap_or(0), &path, shared);
             Self { path, rank, result }
         };
         if let Some(huge) = attempt.rank.filter(|&r| r > limits::MAX_RANK) {
@@ -242,6 +253,7 @@ impl Loader {
         Self {
             ownership: options.ownership.clone(),
             world_size: options.world_size,
+            per_rank_entries: options.per_rank_entries,
             ..Self::default()
         }
     }
@@ -249,7 +261,11 @@ impl Loader {
     /// Decodes one dump. `path` names it in warnings and reports (a file, a URL, an object key);
     /// `rank` is the rank its name carries.
     pub fn add(&self, path: PathBuf, rank: Option<u32>, bytes: &[u8]) {
-        self.push(Attempt::decode(path, rank, bytes, &self.rank_lists));
+        if self.per_rank_entries {
+            self.push(Attempt::decode(path, rank, bytes, &Shared::default()));
+        } else {
+            self.push(Attempt::decode(path, rank, bytes, &self.shared));
+        }
     }
 
     /// Records a dump that could not even be fetched; it becomes an `unreadable` warning.
@@ -319,7 +335,7 @@ fn decode_bytes(
     bytes: &[u8],
     rank: u32,
     path: &Path,
-    rank_lists: &RankLists,
+    shared: &Shared,
 ) -> Result<Decoded, DumpError> {
     // A UTF-8 byte order mark, as some editors and Windows tools write before JSON.
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
@@ -327,8 +343,8 @@ fn decode_bytes(
     match start.map(|i| bytes[i]) {
         None => Err(DumpError::Empty),
         // PROTO opcode: every pickle protocol >= 2 starts with it.
-        Some(0x80) => pickle::decode(bytes, rank, path, rank_lists),
-        Some(b'{') => json::decode(bytes, rank, path, rank_lists),
+        Some(0x80) => pickle::decode(bytes, rank, path, shared),
+        Some(b'{') => json::decode(bytes, rank, path, shared),
         Some(_) => Err(DumpError::Foreign { size: bytes.len() }),
     }
 }
@@ -408,6 +424,13 @@ pub(crate) fn warn(
     Warning { kind, path, rank, message }
 }
 
+/// What every file of one load shares: member lists and the entries' calls and heads.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub rank_lists: RankLists,
+    pub streams: intern::Streams,
+}
+
 /// Member lists shared by all files of a load (see `PgConfig::ranks`): dumps spell them as
 /// text, summaries as numbers.
 #[derive(Default)]
@@ -450,6 +473,21 @@ pub(crate) fn parse_rank_list(text: &str) -> Vec<u32> {
         .split(',')
         .filter_map(|r| r.trim().parse().ok())
         .collect()
+}
+
+/// A dump's `version` field, checked before anything of the file is kept: FR writes
+/// "major.minor" (`version_val` in FlightRecorder.hpp; torchfrtrace requires two parts). Any
+/// other text means the file is something else that happens to decode (a pickled dict, a
+/// JSON config), and nothing of it may reach a report, not even as "the version it wrote".
+/// `None` when the field is absent (the oldest dumps are a bare list).
+pub(crate) fn fr_version(found: Option<&str>) -> Result<Option<&str>, DumpError> {
+    let Some(text) = found else { return Ok(None) };
+    let number =
+        |part: &str| (1..=6).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
+    match text.split_once('.') {
+        Some((major, minor)) if number(major) && number(minor) => Ok(Some(text)),
+        _ => Err(DumpError::NotADump("its `version` is not a Flight Recorder format version")),
+    }
 }
 
 /// FR writes -1 for "none yet".

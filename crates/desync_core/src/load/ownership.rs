@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Call, Frame, Stack, Trace};
+use crate::model::{Call, Frame, Head, Stack, Trace};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ownership {
@@ -61,30 +61,38 @@ impl<'o> Decider<'o> {
 pub(crate) fn apply(trace: &mut Trace, ownership: &Ownership) {
     let Some(decider) = Decider::of(trace, ownership) else { return };
     let decide = |f: &Frame| decider.is_library(f);
+    // Heads and calls are shared between ranks (load/intern.rs): each is rebuilt once, and
+    // every entry that held the old one gets the new one.
+    let mut stacks: FxHashMap<*const Frame, Stack> = FxHashMap::default();
+    let mut calls: FxHashMap<*const Call, Arc<Call>> = FxHashMap::default();
+    let mut heads: FxHashMap<*const Head, Arc<Head>> = FxHashMap::default();
     for rank in &mut trace.ranks {
-        let mut stacks: FxHashMap<*const Frame, Stack> = FxHashMap::default();
-        let mut calls: FxHashMap<*const Call, Arc<Call>> = FxHashMap::default();
         for entry in &mut rank.entries {
+            if let Some(head) = heads.get(&Arc::as_ptr(&entry.head)) {
+                entry.head = head.clone();
+                continue;
+            }
             let Some(stack) = entry.call.stack.clone() else { continue };
             if stack.iter().all(|f| decide(f) == f.is_library()) {
                 continue;
             }
-            let key = Arc::as_ptr(&entry.call);
-            if let Some(call) = calls.get(&key) {
-                entry.call = call.clone();
-                continue;
-            }
-            let new_stack = stacks
-                .entry(stack.as_ptr())
+            let old_head = Arc::as_ptr(&entry.head);
+            let call = calls
+                .entry(Arc::as_ptr(&entry.call))
                 .or_insert_with(|| {
-                    stack.iter().map(|f| f.clone().with_library(decide(f))).collect()
+                    let new_stack = stacks
+                        .entry(stack.as_ptr())
+                        .or_insert_with(|| {
+                            stack.iter().map(|f| f.clone().with_library(decide(f))).collect()
+                        })
+                        .clone();
+                    let mut call = (*entry.call).clone();
+                    call.stack = Some(new_stack);
+                    Arc::new(call)
                 })
                 .clone();
-            let mut call = (*entry.call).clone();
-            call.stack = Some(new_stack);
-            let call = Arc::new(call);
-            calls.insert(key, call.clone());
-            entry.call = call;
+            entry.set_call(call);
+            heads.insert(old_head, entry.head.clone());
         }
     }
 }

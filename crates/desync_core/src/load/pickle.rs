@@ -7,27 +7,35 @@ use std::path::Path;
 use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
 
-use super::intern::Interner;
+use super::intern::{EntryFields, Interner};
 use super::limits::{self, MAX_STRING_BYTES};
-use super::{Decoded, Notes, RankLists};
+use super::{Decoded, Notes, RankLists, Shared};
 use crate::error::DumpError;
 use crate::model::{
     Call, Dtypes, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, Sizes, Stack, State,
 };
 
-pub fn decode(
-    bytes: &[u8],
-    rank: u32,
-    path: &Path,
-    rank_lists: &RankLists,
-) -> Result<Decoded, DumpError> {
+pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<Decoded, DumpError> {
     let pickle = desync_pickle::parse(bytes)?;
     let root = pickle.root();
     let mut notes = Notes::default();
-    let mut intern = Interner::default();
+    let mut intern = Interner::new(&shared.streams);
+    let rank_lists = &shared.rank_lists;
     let mut frames = FrameCache::default();
     let (version, entries_value) = match root.kind() {
-        Kind::Dict => (root.get("version").and_then(|v| v.as_str()), root.get("entries")),
+        Kind::Dict => {
+            let version = root.get("version");
+            let entries = root.get("entries");
+            if version.is_none() && entries.is_none() {
+                return Err(DumpError::NotADump("a pickled dict without `version` or `entries`"));
+            }
+            // A version that is not text (a number, a list) is no FR version either.
+            let text = match version {
+                Some(v) => Some(v.as_str().unwrap_or("")),
+                None => None,
+            };
+            (super::fr_version(text)?, entries)
+        }
         // Before PR #118046 the dump was the bare list of entries.
         Kind::List => (None, Some(root)),
         _ => return Err(DumpError::Layout("top level is neither a dict nor a list".into())),
@@ -232,20 +240,20 @@ fn entry(f: &Fields<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Resul
         timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
     };
-    Ok(Entry {
+    let fields = EntryFields {
         record_id: f.record_id.ok_or("entry without `record_id`")?.max(0) as u64,
         collective_seq_id: f.collective_seq_id.ok_or("entry without `collective_seq_id`")?.max(0)
             as u64,
         p2p_seq_id: f.p2p_seq_id.unwrap_or(0).max(0) as u64,
         op_id: f.op_id.unwrap_or(0).max(0) as u64,
-        call: intern.call(call),
         state: state.map_or(State::Unknown, State::parse),
         time_created_ns: f.time_created_ns.unwrap_or(0),
         time_started_ns: super::discovered(f.started),
         time_completed_ns: super::discovered(f.completed),
         duration_ms: super::duration(f.duration_ms),
         retired: f.retired.unwrap_or(false),
-    })
+    };
+    Ok(intern.entry(call, fields))
 }
 
 /// The fields of one entry as found, before validation.

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::limits::{self, read_regular};
-use crate::model::{Frame, RankStacks, ThreadStack, Trace, Warning, WarningKind};
+use crate::model::{Frame, RankStacks, StacksOrigin, ThreadStack, Trace, Warning, WarningKind};
 
 /// What ends a stacks file's name: the dump's own name comes before it.
 pub const STACKS_EXTENSION: &str = "stacks";
@@ -71,13 +71,23 @@ pub(crate) fn attach(trace: &mut Trace, found: Vec<(PathBuf, u32)>) {
                 continue;
             }
         };
-        let (threads, main_id) = parse(&text);
-        if let Some(main) = main_thread(&threads, main_id) {
-            stacks.push(RankStacks { rank, path, threads, main });
-        }
+        stacks.extend(rank_stacks(rank, path, &text, StacksOrigin::File));
     }
     stacks.sort_by_key(|s| s.rank);
     trace.stacks = stacks;
+}
+
+/// One rank's stacks from faulthandler's text (a stacks file, or the live `dump_traceback`
+/// of `desync watch`); `None` when no thread has a frame.
+pub fn rank_stacks(
+    rank: u32,
+    path: PathBuf,
+    text: &str,
+    origin: StacksOrigin,
+) -> Option<RankStacks> {
+    let (threads, main_id) = parse(text);
+    let main = main_thread(&threads, main_id)?;
+    Some(RankStacks { rank, path, threads, main, origin })
 }
 
 /// The threads of the newest snapshot in `text` and the main thread's id when the file says

@@ -13,6 +13,7 @@
 
 pub mod launcher;
 pub mod lines;
+pub mod merge;
 pub mod nccl;
 pub mod report;
 pub mod traceback;
@@ -56,6 +57,10 @@ pub struct LogEvidence {
 pub struct LogAnalysis {
     pub evidence: LogEvidence,
     pub verdict: LogVerdict,
+    /// Read because it was found in the dump directory, not named with `--log`.
+    pub found_beside: bool,
+    /// With dumps: how the log changed their verdict ([`merge::upgrade`]).
+    pub upgrade: Option<merge::Upgrade>,
 }
 
 /// Whether a file's first bytes are a text log rather than a dump or a summary: no NUL byte,
@@ -128,7 +133,7 @@ pub fn parse(texts: &[(PathBuf, String)]) -> LogEvidence {
 pub fn analyze(paths: &[PathBuf]) -> Result<LogAnalysis, Error> {
     let evidence = read(paths)?;
     let verdict = verdict::decide(&evidence);
-    Ok(LogAnalysis { evidence, verdict })
+    Ok(LogAnalysis { evidence, verdict, found_beside: false, upgrade: None })
 }
 
 impl LogEvidence {

@@ -108,6 +108,10 @@ struct ExitView<'a> {
 pub struct LogSection<'a> {
     verdict: Verdict<'a>,
     claims: &'a [Claim],
+    /// Read because it lay in the dump directory (not named with `--log`).
+    found_beside: bool,
+    /// How the log changed the dumps' verdict, or null.
+    upgrade: Option<&'a super::merge::Upgrade>,
     #[serde(flatten)]
     view: LogView<'a>,
 }
@@ -116,6 +120,8 @@ pub fn log_section(a: &LogAnalysis) -> LogSection<'_> {
     LogSection {
         verdict: verdict_view(&a.verdict),
         claims: &a.verdict.claims,
+        found_beside: a.found_beside,
+        upgrade: a.upgrade.as_ref(),
         view: log_view(&a.evidence),
     }
 }
@@ -287,6 +293,21 @@ pub fn write_text(a: &LogAnalysis, out: &mut dyn Write) -> io::Result<()> {
 /// The log's section in a dump report's text: the claims, each with its lines.
 pub fn write_text_section(a: &LogAnalysis, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\nFrom the log ({}):", escape_controls(&a.verdict.headline))?;
+    let files = a.evidence.files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    writeln!(
+        out,
+        "  log: {}{}",
+        escape_controls(&files.join(", ")),
+        if a.found_beside { " (found in the dump directory)" } else { "" }
+    )?;
+    if let Some(u) = &a.upgrade {
+        writeln!(
+            out,
+            "  the log made the dumps' verdict ({}) a crash of rank(s) {}",
+            u.from,
+            format_ranks(&u.culprit_ranks)
+        )?;
+    }
     write_claims(&a.verdict.claims, out)
 }
 

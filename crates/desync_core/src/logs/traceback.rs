@@ -48,7 +48,11 @@ pub struct Traceback {
     /// Innermost frame of the user's code (not site-packages, dist-packages, the standard
     /// library); `None` when every frame shown is library code or the frames were cut.
     pub user_frame: Option<Frame>,
-    pub frames: usize,
+    /// Every frame shown, outermost first (as Python prints them).
+    pub frames: Vec<Frame>,
+    /// 1-based line of the traceback's first frame (or its `Traceback` header) in its file:
+    /// with [`Traceback::cite`]'s line, the lines to read.
+    pub first_line: usize,
     /// `Some(reason)` when the exception is a peer's failure seen from here ([`SYMPTOMS`]).
     pub symptom: Option<&'static str>,
     pub cite: Cite,
@@ -57,6 +61,8 @@ pub struct Traceback {
 #[derive(Default)]
 struct Open {
     frames: Vec<Frame>,
+    /// Line of the header or first frame of the traceback being read.
+    first_line: Option<usize>,
 }
 
 /// Tracebacks in `records`, keyed by the records' rank (`None`: lines without one).
@@ -75,9 +81,13 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> Vec<Traceback
         if body.starts_with("Traceback (most recent call last)") {
             // A chained traceback restarts the frames; the last exception is the one raised.
             state.frames.clear();
+            state.first_line = Some(r.line);
             continue;
         }
         if let Some(frame) = frame_line(body) {
+            if state.frames.is_empty() && state.first_line.is_none() {
+                state.first_line = Some(r.line);
+            }
             state.frames.push(frame);
             continue;
         }
@@ -97,12 +107,14 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> Vec<Traceback
         }
         if is_exception_line(body) {
             let frames = std::mem::take(&mut state.frames);
+            let first_line = state.first_line.take().unwrap_or(r.line);
             let user_frame = frames.iter().rev().find(|f| !is_library_file(&f.file)).cloned();
             out.push(Traceback {
                 rank: r.rank,
                 exception: body.trim().to_owned(),
                 user_frame,
-                frames: frames.len(),
+                frames,
+                first_line,
                 symptom: symptom_of(body),
                 cite: cite(r),
             });

@@ -236,9 +236,32 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
             evidence: vec![w.cite.clone()],
         });
     }
+    // A fault signal in torchrun's table is the rank's own end; SIGABRT is not (the watchdog
+    // aborts every waiter), nor SIGTERM/SIGKILL (the agent stops the rest).
+    for x in &e.failures.exits {
+        let Some(signal) = x.signal.as_deref().filter(|s| FAULT_SIGNALS.contains(s)) else {
+            continue;
+        };
+        if ranks.contains(&x.rank) {
+            continue;
+        }
+        ranks.push(x.rank);
+        claims.push(Claim {
+            kind: ClaimKind::Raised,
+            ranks: vec![x.rank],
+            process_group: None,
+            collective_seq_id: None,
+            text: format!("rank {} was killed by {signal} (torchrun's table): a fault of its own, not a timeout", x.rank),
+            evidence: vec![x.cite.clone()],
+        });
+    }
     ranks.sort_unstable();
     ranks
 }
+
+/// Signals that end a process by a fault of its own (a segfault in an extension, a bus error
+/// on a truncated mmap), as torchrun's table names them.
+const FAULT_SIGNALS: &[&str] = &["SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"];
 
 /// Ranks that failed on a peer (a symptom traceback); one claim for all.
 fn waiting_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {

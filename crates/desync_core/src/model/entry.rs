@@ -201,9 +201,13 @@ impl Call {
     }
 }
 
-/// Field order is by alignment so the struct has no padding beyond its tail (see the size test).
-#[derive(Debug, Clone)]
-pub struct Entry {
+/// What one entry says that every rank running the same stream says too: the ids, the call,
+/// the state. Ranks of one job issue the same collectives in the same order, so the loader
+/// shares one `Head` between all ranks whose entry at that place is equal (load/intern.rs,
+/// `Streams`): memory grows with distinct streams, not with ranks. Only the clock readings
+/// ([`Entry`]'s own fields) are kept per rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
     /// Per-process ring-buffer id (all process groups of the rank share the counter).
     pub record_id: u64,
     /// Per-group counter, starting at 1; p2p entries carry the current value unchanged.
@@ -211,6 +215,18 @@ pub struct Entry {
     pub p2p_seq_id: u64,
     pub op_id: u64,
     pub call: Arc<Call>,
+    pub state: State,
+    pub retired: bool,
+}
+
+/// One rank's entry: its shared [`Head`] and the times only this rank measured. Reads of the
+/// head's fields go through `Deref` (`entry.record_id`, `entry.call`), so every stage reads an
+/// entry as one record whatever is shared underneath.
+///
+/// Field order is by alignment so the struct has no padding beyond its tail (see the size test).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub head: Arc<Head>,
     pub time_created_ns: i64,
     /// `None` when never discovered: FR writes 0 (JSON) or nothing (pickle) then, and no real
     /// clock reads 0, so the niche costs nothing.
@@ -219,8 +235,22 @@ pub struct Entry {
     /// FR measures it as a C++ `float` (`std::optional<float> duration_`), so `f32` holds every
     /// value a real dump has exactly; the pickle's double is only that float widened.
     pub duration_ms: Option<f32>,
-    pub state: State,
-    pub retired: bool,
+}
+
+impl std::ops::Deref for Entry {
+    type Target = Head;
+
+    fn deref(&self) -> &Head {
+        &self.head
+    }
+}
+
+impl Entry {
+    /// The same entry with another call (a stack attached or reclassified after loading); the
+    /// head is copied, so the ranks sharing the old one keep it.
+    pub fn set_call(&mut self, call: Arc<Call>) {
+        Arc::make_mut(&mut self.head).call = call;
+    }
 }
 
 impl Entry {
@@ -368,11 +398,12 @@ mod tests {
 
     /// Entries dominate memory (93% of the peak at 4,096 ranks when they were 232 bytes,
     /// BENCHMARKS.md): 16,384 ranks x 2,000 entries is 32M of them, and every 8 bytes here is
-    /// 260 MB there. 80 = four u64 ids, the `Call` pointer, three times, the duration, the state
-    /// and the retired flag. Growing this struct is a decision, not an accident.
+    /// 260 MB there. 40 = the shared `Head` pointer, three times and the duration; the ids,
+    /// the call, the state and the retired flag live in the head, shared between ranks.
+    /// Growing this struct is a decision, not an accident.
     #[test]
     fn entry_stays_small() {
         let size = std::mem::size_of::<super::Entry>();
-        assert!(size <= 80, "Entry grew to {size} bytes");
+        assert!(size <= 40, "Entry grew to {size} bytes");
     }
 }

@@ -2,8 +2,10 @@
 //! process groups they belong to.
 //!
 //! Invariants: `Trace::ranks` is sorted by rank and holds one dump per rank; strings, size lists
-//! and stacks are shared `Arc`s, deduplicated per file at load time, so cloning an [`Entry`] is
-//! cheap and memory grows with distinct values, not with entries.
+//! and stacks are shared `Arc`s, deduplicated per file at load time, and an entry's [`Head`]
+//! (its ids, call and state) is shared by every rank of the load whose entry says the same
+//! (load/intern.rs), so cloning an [`Entry`] is cheap and memory grows with distinct values and
+//! streams, not with entries and ranks.
 
 mod entry;
 mod op;
@@ -13,10 +15,10 @@ mod stacks;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use entry::{Call, Dtypes, Entry, Frame, Sizes, Stack, State, is_library_file};
+pub use entry::{Call, Dtypes, Entry, Frame, Head, Sizes, Stack, State, is_library_file};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
-pub use stacks::{RankStacks, ThreadStack};
+pub use stacks::{RankStacks, StacksOrigin, ThreadStack};
 
 /// Everything loaded from one job: the readable dumps, what could not be read, and the
 /// process groups inferred from them.
@@ -41,6 +43,9 @@ pub struct Trace {
     /// The ranks' Python stacks found beside their dumps (`<dump>.stacks`), sorted by rank:
     /// where each rank was when it dumped or was asked.
     pub stacks: Vec<RankStacks>,
+    /// Files in the dump directory named like a job's log (`job.log`, `rank_3.out`), not read
+    /// by loading: `analyze` reads those whose content is a log (`logs::beside`).
+    pub logs_found: Vec<PathBuf>,
 }
 
 impl Trace {

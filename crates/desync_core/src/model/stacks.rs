@@ -17,6 +17,22 @@ pub struct RankStacks {
     pub threads: Vec<ThreadStack>,
     /// Index into `threads` of the main thread: the one that runs the training script.
     pub main: usize,
+    /// Where the stack was read from: a stacks file, or the traceback of an error the rank
+    /// raised, from the job's log.
+    pub origin: StacksOrigin,
+}
+
+/// What a rank's stack was read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StacksOrigin {
+    /// A stacks file beside the dump (`path`): every thread when the rank dumped or was asked.
+    File,
+    /// The traceback of an exception the rank raised, in the job's log (`path`): the main
+    /// thread's frames when it raised, lines `first_line..=exception_line`.
+    Traceback { exception: String, first_line: usize, exception_line: usize },
+    /// Taken from the live job by `desync watch` (the debug server's `dump_traceback`); `path`
+    /// names the rank's worker, no file.
+    Live,
 }
 
 impl RankStacks {

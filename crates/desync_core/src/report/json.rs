@@ -11,6 +11,7 @@ use crate::align::{Alignment, GroupAlignment, Mismatch, MismatchKind, P2pMismatc
 use crate::bridge::{BranchPoint, Candidate, NotFound, Probe, SideStack, Snippet};
 use crate::diagnose::{Departure, Position};
 use crate::model::{Entry, ProcessGroup, Trace, Warning, format_ranks};
+use crate::report::RankFields;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -18,17 +19,29 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct Report<'a> {
     schema_version: u32,
     desync_version: &'static str,
-    input: Input,
-    verdict: Verdict,
+    input: Input<'a>,
+    verdict: Verdict<'a>,
     evidence: &'a [String],
-    groups: Vec<Group>,
-    earliest_mismatch: Option<Earliest>,
+    groups: Vec<Group<'a>>,
+    earliest_mismatch: Option<Earliest<'a>>,
     stuck_at: Option<At>,
     /// For `straggler`: the measurements behind it and where the time goes.
     straggler: Option<&'a crate::diagnose::Straggler>,
-    process_groups: Vec<PgView>,
-    mismatches: Vec<MismatchView>,
+    /// At most [`PROCESS_GROUP_LIMIT`], the interesting ones kept (docs/json-schema.md).
+    process_groups: Vec<PgView<'a>>,
+    /// How many process groups the job has; more than `process_groups` lists when it was cut.
+    process_groups_total: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    process_groups_truncated: bool,
+    /// At most [`MISMATCH_LIMIT`], the earliest mismatch always among them.
+    mismatches: Vec<MismatchView<'a>>,
+    mismatches_total: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    mismatches_truncated: bool,
     p2p_mismatches: Vec<P2pView<'a>>,
+    p2p_mismatches_total: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    p2p_mismatches_truncated: bool,
     code: Option<Code<'a>>,
     /// For `stall`, `straggler`, `crash` and `inconclusive`: where each culprit rank that left
     /// a stacks file was (`crate::bridge::places`).
@@ -44,13 +57,15 @@ pub struct Report<'a> {
 }
 
 #[derive(Serialize)]
-struct Input {
+struct Input<'a> {
     #[serde(serialize_with = "crate::report::serialize_path")]
     path: PathBuf,
     files: usize,
-    ranks_loaded: Vec<u32>,
+    #[serde(flatten)]
+    ranks_loaded: RankFields<'a>,
     world_size: u32,
-    missing_ranks: Vec<u32>,
+    #[serde(flatten)]
+    missing_ranks: RankFields<'a>,
     formats: Vec<&'static str>,
     fr_versions: Vec<String>,
     backends: Vec<String>,
@@ -63,17 +78,20 @@ struct PgRef {
 }
 
 #[derive(Serialize)]
-struct Verdict {
+struct Verdict<'a> {
     category: &'static str,
-    culprit_ranks: Vec<u32>,
+    #[serde(flatten)]
+    culprit_ranks: RankFields<'a>,
     process_group: Option<PgRef>,
     collective_seq_id: Option<u64>,
     headline: String,
 }
 
 #[derive(Serialize)]
-struct Group {
-    ranks: Vec<u32>,
+struct Group<'a> {
+    #[serde(flatten)]
+    ranks: RankFields<'a>,
+    /// The same as `ranks_ranges` (kept: it came first).
     ranks_text: String,
     culprit: bool,
     stuck: bool,
@@ -86,7 +104,8 @@ struct Group {
     dtypes: Option<Vec<String>>,
     completed: Option<bool>,
     call_site: Option<Site>,
-    waiting_for: Vec<u32>,
+    #[serde(flatten)]
+    waiting_for: RankFields<'a>,
 }
 
 #[derive(Serialize)]
@@ -100,13 +119,15 @@ struct Site {
 }
 
 #[derive(Serialize)]
-struct Earliest {
+struct Earliest<'a> {
     process_group: PgRef,
     collective_seq_id: u64,
     kind: MismatchKind,
     departure: Departure,
-    reference_ranks: Vec<u32>,
-    departed_ranks: Vec<u32>,
+    #[serde(flatten)]
+    reference_ranks: RankFields<'a>,
+    #[serde(flatten)]
+    departed_ranks: RankFields<'a>,
     time_created_ns: Option<i64>,
     /// When the call paths parted before the first conflict (`kind` is then `call_path`).
     symptom: Option<crate::diagnose::Symptom>,
@@ -119,34 +140,38 @@ struct At {
 }
 
 #[derive(Serialize)]
-struct PgView {
+struct PgView<'a> {
     name: String,
     desc: String,
-    members: Vec<u32>,
+    #[serde(flatten)]
+    members: RankFields<'a>,
     membership: crate::model::Membership,
     window_start: u64,
-    classes: Vec<ClassView>,
+    classes: Vec<ClassView<'a>>,
 }
 
 #[derive(Serialize)]
-struct ClassView {
-    ranks: Vec<u32>,
+struct ClassView<'a> {
+    #[serde(flatten)]
+    ranks: RankFields<'a>,
     #[serde(flatten)]
     progress: Progress,
 }
 
 #[derive(Serialize)]
-struct MismatchView {
+struct MismatchView<'a> {
     process_group: PgRef,
     collective_seq_id: u64,
     kind: MismatchKind,
-    ranks: Vec<u32>,
-    sides: Vec<SideView>,
+    #[serde(flatten)]
+    ranks: RankFields<'a>,
+    sides: Vec<SideView<'a>>,
 }
 
 #[derive(Serialize)]
-struct SideView {
-    ranks: Vec<u32>,
+struct SideView<'a> {
+    #[serde(flatten)]
+    ranks: RankFields<'a>,
     issued: bool,
     op: Option<String>,
     input_sizes: Option<Vec<Vec<i64>>>,
@@ -187,16 +212,38 @@ fn site(e: &Entry) -> Option<Site> {
     })
 }
 
+/// Process groups the report lists at most; past it, the ones that hold a mismatch, more than
+/// one stream class, a culprit or the verdict come first (docs/json-schema.md, "Bounded
+/// lists"). A 100,000-rank job with tensor parallelism of 8 has 12,500 groups.
+pub const PROCESS_GROUP_LIMIT: usize = 1_000;
+/// Collective and point-to-point mismatches the report lists at most, each; the earliest
+/// mismatch is always among them.
+pub const MISMATCH_LIMIT: usize = 200;
+
 pub fn to_json(a: &Analysis) -> Report<'_> {
     let t = &a.trace;
     let d = &a.diagnosis;
+    let pgs = kept_process_groups(a);
+    let all_mismatches: Vec<(&GroupAlignment, &Mismatch)> =
+        a.alignment.groups.iter().flat_map(|g| g.mismatches.iter().map(move |m| (g, m))).collect();
+    let earliest_at = d.earliest.as_ref().map(|e| (e.mismatch.pg, e.mismatch.seq));
+    let mismatches = kept_in_order(all_mismatches.len(), MISMATCH_LIMIT, |i| {
+        earliest_at == Some((all_mismatches[i].1.pg, all_mismatches[i].1.seq))
+    });
+    let all_p2p: Vec<(&GroupAlignment, &P2pMismatch)> = a
+        .alignment
+        .groups
+        .iter()
+        .flat_map(|g| g.p2p_mismatches.iter().map(move |m| (g, m)))
+        .collect();
+    let p2p = kept_in_order(all_p2p.len(), MISMATCH_LIMIT, |_| false);
     Report {
         schema_version: SCHEMA_VERSION,
         desync_version: env!("CARGO_PKG_VERSION"),
         input: input(a),
         verdict: Verdict {
             category: d.category.as_str(),
-            culprit_ranks: d.culprit_ranks.as_slice().to_vec(),
+            culprit_ranks: RankFields::new("culprit_ranks", d.culprit_ranks.as_slice()),
             process_group: d.process_group.map(|i| pg_ref(&t.process_groups[i])),
             collective_seq_id: d.collective_seq_id,
             headline: d.headline.clone(),
@@ -209,12 +256,18 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             collective_seq_id: e.mismatch.seq,
             kind: e.mismatch.kind,
             departure: e.departure,
-            reference_ranks: e.mismatch.sides[e.reference].ranks.as_slice().to_vec(),
-            departed_ranks: e
-                .departed
-                .iter()
-                .flat_map(|&i| e.mismatch.sides[i].ranks.as_slice().to_vec())
-                .collect(),
+            reference_ranks: RankFields::new(
+                "reference_ranks",
+                e.mismatch.sides[e.reference].ranks.as_slice(),
+            ),
+            departed_ranks: RankFields::owned(
+                "departed_ranks",
+                e.departed
+                    .iter()
+                    .flat_map(|&i| e.mismatch.sides[i].ranks.as_slice())
+                    .copied()
+                    .collect(),
+            ),
             time_created_ns: e.time_ns,
             symptom: e.symptom,
         }),
@@ -222,22 +275,22 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
             process_group: pg_ref(&t.process_groups[pg]),
             collective_seq_id: seq,
         }),
-        process_groups: a.alignment.groups.iter().map(|g| pg_view(t, g)).collect(),
-        mismatches: a
-            .alignment
-            .groups
+        process_groups: pgs.iter().map(|&i| pg_view(t, &a.alignment.groups[i])).collect(),
+        process_groups_total: a.alignment.groups.len(),
+        process_groups_truncated: pgs.len() < a.alignment.groups.len(),
+        mismatches_total: all_mismatches.len(),
+        mismatches_truncated: mismatches.len() < all_mismatches.len(),
+        mismatches: mismatches
             .iter()
-            .flat_map(|g| g.mismatches.iter().map(move |m| mismatch(t, g, m)))
+            .map(|&i| mismatch(t, all_mismatches[i].0, all_mismatches[i].1))
             .collect(),
-        p2p_mismatches: a
-            .alignment
-            .groups
+        p2p_mismatches_total: all_p2p.len(),
+        p2p_mismatches_truncated: p2p.len() < all_p2p.len(),
+        p2p_mismatches: p2p
             .iter()
-            .flat_map(|g| {
-                g.p2p_mismatches.iter().map(move |m| P2pView {
-                    process_group: pg_ref(&t.process_groups[g.pg]),
-                    mismatch: m,
-                })
+            .map(|&i| P2pView {
+                process_group: pg_ref(&t.process_groups[all_p2p[i].0.pg]),
+                mismatch: all_p2p[i].1,
             })
             .collect(),
         code: a.code.as_ref().map(|c| Code {
@@ -256,7 +309,48 @@ pub fn to_json(a: &Analysis) -> Report<'_> {
     }
 }
 
-fn input(a: &Analysis) -> Input {
+/// Indices `0..len` to keep, in order: all of them up to `limit`; past it, the ones `first`
+/// picks (up to `limit`), then the others in order until `limit`.
+fn kept_in_order(len: usize, limit: usize, first: impl Fn(usize) -> bool) -> Vec<usize> {
+    if len <= limit {
+        return (0..len).collect();
+    }
+    let mut keep = vec![false; len];
+    let mut kept = 0;
+    for i in (0..len).filter(|&i| first(i)).take(limit) {
+        keep[i] = true;
+        kept += 1;
+    }
+    for slot in &mut keep {
+        if kept == limit {
+            break;
+        }
+        if !*slot {
+            *slot = true;
+            kept += 1;
+        }
+    }
+    (0..len).filter(|&i| keep[i]).collect()
+}
+
+/// The alignment's groups the report lists (indices into `a.alignment.groups`): every one up to
+/// [`PROCESS_GROUP_LIMIT`], else those where something happened first.
+fn kept_process_groups(a: &Analysis) -> Vec<usize> {
+    let d = &a.diagnosis;
+    let groups = &a.alignment.groups;
+    kept_in_order(groups.len(), PROCESS_GROUP_LIMIT, |i| {
+        let g = &groups[i];
+        let pg = &a.trace.process_groups[g.pg];
+        d.process_group == Some(g.pg)
+            || d.stuck_at.is_some_and(|(p, _)| p == g.pg)
+            || !g.mismatches.is_empty()
+            || !g.p2p_mismatches.is_empty()
+            || g.classes.len() > 1
+            || pg.members.iter().any(|&r| d.culprit_ranks.contains(r))
+    })
+}
+
+fn input(a: &Analysis) -> Input<'_> {
     let t = &a.trace;
     let mut formats: Vec<&'static str> = t
         .ranks
@@ -278,18 +372,22 @@ fn input(a: &Analysis) -> Input {
     Input {
         path: a.input.clone(),
         files: t.files_seen,
-        ranks_loaded: t.ranks.iter().map(|r| r.rank).collect(),
+        ranks_loaded: RankFields::owned("ranks_loaded", t.ranks.iter().map(|r| r.rank).collect()),
         world_size: t.world_size,
-        missing_ranks: t.missing_ranks.clone(),
+        missing_ranks: RankFields::owned("missing_ranks", t.missing_ranks.clone()),
         formats,
         fr_versions: versions,
         backends,
     }
 }
 
-fn group(t: &Trace, alignment: &Alignment, g: &crate::diagnose::BehaviourGroup) -> Group {
+fn group<'a>(
+    t: &Trace,
+    alignment: &Alignment,
+    g: &'a crate::diagnose::BehaviourGroup,
+) -> Group<'a> {
     let mut out = Group {
-        ranks: g.ranks.as_slice().to_vec(),
+        ranks: RankFields::new("ranks", g.ranks.as_slice()),
         ranks_text: format_ranks(g.ranks.as_slice()),
         culprit: g.culprit,
         stuck: g.stuck,
@@ -301,7 +399,7 @@ fn group(t: &Trace, alignment: &Alignment, g: &crate::diagnose::BehaviourGroup) 
         dtypes: None,
         completed: None,
         call_site: None,
-        waiting_for: g.waiting_for.as_slice().to_vec(),
+        waiting_for: RankFields::new("waiting_for", g.waiting_for.as_slice()),
     };
     match &g.position {
         Position::NoDump => out.state = "no_dump",
@@ -322,30 +420,37 @@ fn group(t: &Trace, alignment: &Alignment, g: &crate::diagnose::BehaviourGroup) 
     out
 }
 
-fn pg_view(t: &Trace, g: &GroupAlignment) -> PgView {
+fn pg_view<'a>(t: &'a Trace, g: &'a GroupAlignment) -> PgView<'a> {
     let pg = &t.process_groups[g.pg];
+    let members = if pg.members.is_sorted() {
+        RankFields::new("members", &pg.members)
+    } else {
+        RankFields::owned("members", pg.members.clone())
+    };
     PgView {
         name: pg.name.to_string(),
         desc: pg.desc.to_string(),
-        members: pg.members.clone(),
+        members,
         membership: pg.membership,
         window_start: g.window_start,
         classes: g
             .classes
             .iter()
-            .map(|c| ClassView { ranks: c.ranks.as_slice().to_vec(), progress: c.progress })
+            .map(|c| ClassView {
+                ranks: RankFields::new("ranks", c.ranks.as_slice()),
+                progress: c.progress,
+            })
             .collect(),
     }
 }
 
-fn mismatch(t: &Trace, g: &GroupAlignment, m: &Mismatch) -> MismatchView {
-    let mut ranks: Vec<u32> = m.sides.iter().flat_map(|s| s.ranks.as_slice().to_vec()).collect();
-    ranks.sort_unstable();
+fn mismatch<'a>(t: &Trace, g: &GroupAlignment, m: &'a Mismatch) -> MismatchView<'a> {
+    let ranks = m.sides.iter().flat_map(|s| s.ranks.as_slice()).copied().collect();
     MismatchView {
         process_group: pg_ref(&t.process_groups[m.pg]),
         collective_seq_id: m.seq,
         kind: m.kind,
-        ranks,
+        ranks: RankFields::owned("ranks", ranks),
         sides: m
             .sides
             .iter()
@@ -354,7 +459,7 @@ fn mismatch(t: &Trace, g: &GroupAlignment, m: &Mismatch) -> MismatchView {
                 let strings =
                     |v: &[std::sync::Arc<str>]| v.iter().map(ToString::to_string).collect();
                 SideView {
-                    ranks: s.ranks.as_slice().to_vec(),
+                    ranks: RankFields::new("ranks", s.ranks.as_slice()),
                     issued: s.holder.is_some(),
                     op: e.map(|e| e.op().name.to_string()),
                     input_sizes: e.map(|e| e.input_sizes().to_vec()),

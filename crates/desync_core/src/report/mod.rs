@@ -8,8 +8,11 @@ mod text;
 
 pub use html::{HtmlOptions, write_html};
 pub use json::{SCHEMA_VERSION, to_json, write_json};
-pub use perfetto::write_perfetto;
-pub use text::{TextOptions, escape_controls, write_text};
+pub use perfetto::{
+    PerfettoError, PerfettoOptions, REPRESENTATIVE_WORLD, SelectionError, representatives,
+    write_perfetto,
+};
+pub use text::{TextOptions, clip_chars, escape_controls, write_text};
 
 use crate::Analysis;
 use crate::diagnose::Category;
@@ -53,7 +56,53 @@ pub fn serialize_opt_path<S: serde::Serializer>(
     }
 }
 
-/// Rank sets serialize as plain sorted arrays.
+/// Ranks a JSON rank array lists before it is cut (docs/json-schema.md, "Rank sets"): an array
+/// of 100,000 ranks is about a megabyte of pretty JSON, and a report holds several.
+pub const RANK_LIST_LIMIT: usize = 256;
+
+/// A rank set as the JSON report writes it, flattened into the struct that holds it: `NAME`,
+/// the sorted ranks (the lowest [`RANK_LIST_LIMIT`] when the set is larger), `NAME_ranges`,
+/// the whole set as ranges (`"0-3,5,8-1023"`, what [`crate::model::format_ranks`] writes), and
+/// `NAME_truncated: true` only when the array was cut. Consumers that read the array keep
+/// working on every set they could read before it was cut; the ranges are always whole.
+pub struct RankFields<'a> {
+    name: &'static str,
+    ranks: std::borrow::Cow<'a, [u32]>,
+}
+
+impl<'a> RankFields<'a> {
+    /// `ranks` must be sorted (a [`RankSet`]'s slice, or a sorted vector).
+    pub fn new(name: &'static str, ranks: &'a [u32]) -> Self {
+        debug_assert!(ranks.is_sorted(), "{name}: rank fields need sorted ranks");
+        Self { name, ranks: std::borrow::Cow::Borrowed(ranks) }
+    }
+
+    /// Ranks in any order, sorted and deduplicated here.
+    pub fn owned(name: &'static str, mut ranks: Vec<u32>) -> Self {
+        ranks.sort_unstable();
+        ranks.dedup();
+        Self { name, ranks: std::borrow::Cow::Owned(ranks) }
+    }
+}
+
+impl serde::Serialize for RankFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let cut = self.ranks.len() > RANK_LIST_LIMIT;
+        let mut map = s.serialize_map(Some(2 + usize::from(cut)))?;
+        map.serialize_entry(self.name, &self.ranks[..self.ranks.len().min(RANK_LIST_LIMIT)])?;
+        map.serialize_entry(
+            &format!("{}_ranges", self.name),
+            &crate::model::format_ranks(&self.ranks),
+        )?;
+        if cut {
+            map.serialize_entry(&format!("{}_truncated", self.name), &true)?;
+        }
+        map.end()
+    }
+}
+
+/// A [`RankSet`] field as [`RankFields`] named `ranks`: use with `#[serde(flatten)]`.
 pub fn serialize_ranks<S: serde::Serializer>(ranks: &RankSet, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(ranks.as_slice())
+    serde::Serialize::serialize(&RankFields::new("ranks", ranks.as_slice()), s)
 }

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use crate::Analysis;
 use crate::align::{GroupAlignment, Mismatch, MismatchKind};
 use crate::diagnose::{BehaviourGroup, Category, Position, short_path};
-use crate::model::{Entry, RankSet, Trace, format_ranks};
+use crate::model::{Entry, RankSet, Trace};
 
 /// Candidates after the best one shown as "also possible" (JSON `code.candidates` has them all).
 const ALSO_POSSIBLE: usize = 2;
@@ -153,6 +153,14 @@ fn cut_at_columns(text: &str, columns: usize) -> usize {
     text.len()
 }
 
+/// The first `max` characters of `s`, with `…` when cut (exception lines run for paragraphs).
+pub fn clip_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
 /// Control characters as visible escapes: C0 (ESC, BEL, CR, NUL...) but newline and tab,
 /// DEL, and C1 (U+0080 to U+009F, which some terminals also obey). `\x1b` stays text.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
@@ -271,13 +279,22 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
     }
 
     if !a.places.is_empty() {
-        writeln!(out, "\n{}", p.bold("Where the late ranks are (their stacks)"))?;
+        let title = if a.places.iter().any(|p| p.exception.is_some()) {
+            "Where the late ranks are (their stacks, or the traceback in the log)"
+        } else {
+            "Where the late ranks are (their stacks)"
+        };
+        writeln!(out, "\n{}", p.bold(title))?;
         for place in &a.places {
             let function = format!(" in {}()", place.function);
             let source = place.source.as_ref().map(|s| format!(": `{s}`")).unwrap_or_default();
+            let raised = place.exception.as_ref().map_or_else(
+                || ":".to_owned(),
+                |e| format!(" raised `{}` at", escape_controls(&clip_chars(e, 100))),
+            );
             writeln!(
                 out,
-                "  rank(s) {}: {}:{}{function}{source}",
+                "  rank(s) {}{raised} {}:{}{function}{source}",
                 place.ranks,
                 short_path(&place.file),
                 place.line
@@ -309,7 +326,13 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
                     ))
                 )?;
             }
-            writeln!(out, "    {}", p.dim(&format!("stacks: {}", place.stacks_file.display())))?;
+            let from = match place.log_lines {
+                Some((first, last)) => {
+                    format!("traceback: {} lines {first}-{last}", place.stacks_file.display())
+                }
+                None => format!("stacks: {}", place.stacks_file.display()),
+            };
+            writeln!(out, "    {}", p.dim(&escape_controls(&from)))?;
         }
     }
 
@@ -424,7 +447,8 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
             writeln!(out, "  {} {place}{}", p.yellow("!"), w.message)?;
         }
     }
-    let ranks: Vec<u32> = t.ranks.iter().map(|r| r.rank).collect();
+    // Briefly: with ranks missing here and there, the loaded set of a large job is a long list.
+    let ranks: RankSet = t.ranks.iter().map(|r| r.rank).collect();
     let entries: usize = t.ranks.iter().map(|r| r.entries.len()).sum();
     writeln!(
         out,
@@ -432,7 +456,7 @@ fn write_report(a: &Analysis, options: TextOptions, out: &mut dyn Write) -> io::
         p.dim(&format!(
             "{} dump(s) for rank(s) {} of world size {}, {} entries, {} process group(s), from {}",
             t.ranks.len(),
-            format_ranks(&ranks),
+            ranks.brief(),
             t.world_size,
             entries,
             t.process_groups.len(),

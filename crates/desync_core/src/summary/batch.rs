@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use crate::Progress;
 use crate::error::{DumpError, Error};
-use crate::load::{self, Attempt, Candidate, LoadOptions, RankLists};
+use crate::load::{self, Attempt, Candidate, LoadOptions, Shared};
 use crate::model::Warning;
 
 /// What `summarize` did.
@@ -56,12 +56,12 @@ pub fn summarize(
     let names = output_names(&candidates);
 
     progress.start(candidates.len() as u64, "summarizing dumps");
-    let rank_lists = RankLists::default();
+    let shared = Shared::default();
     let outcomes: Vec<Result<Outcome, Error>> = candidates
         .into_par_iter()
         .zip(names)
         .map(|(c, name)| {
-            let outcome = summarize_one(c, &out_dir.join(name), &rank_lists);
+            let outcome = summarize_one(c, &out_dir.join(name), &shared);
             progress.advance(1);
             outcome
         })
@@ -90,11 +90,11 @@ struct Outcome {
 /// Decodes one dump and writes its summary (through a `.tmp` name, which discovery skips, so
 /// a reader never sees half a file, and which is created new: a FIFO planted under either
 /// name cannot block the write).
-fn summarize_one(c: Candidate, target: &Path, rank_lists: &RankLists) -> Result<Outcome, Error> {
+fn summarize_one(c: Candidate, target: &Path, shared: &Shared) -> Result<Outcome, Error> {
     // Regular files only, bounded, like every dump the loader reads (docs/security.md).
     let limit = crate::load::limits::MAX_DUMP_BYTES;
     let (attempt, bytes_in) = match crate::load::read_regular(&c.path, limit) {
-        Ok(bytes) => (Attempt::decode(c.path, c.rank, &bytes, rank_lists), bytes.len()),
+        Ok(bytes) => (Attempt::decode(c.path, c.rank, &bytes, shared), bytes.len()),
         Err(e) => (Attempt { path: c.path, rank: c.rank, result: Err(DumpError::File(e)) }, 0),
     };
     let summary = super::write(&attempt);

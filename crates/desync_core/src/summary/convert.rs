@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::load::intern::Interner;
+use crate::load::intern::{EntryFields, Interner};
 use crate::model::{Call, Entry, Frame, Op, Sizes, Stack, State};
 
 /// One entry as numbers; `u32` fields index [`Tables`].
@@ -218,7 +218,7 @@ impl Resolved {
     /// One record back as an entry; its shared part is interned like the loaders do.
     pub fn entry(&self, r: &Record, intern: &mut Interner) -> Result<Entry, String> {
         let (pg_id, pg_name, pg_desc) = at(&self.pgs, r.pg, "process group")?;
-        let call = intern.call(Call {
+        let call = Call {
             op: at(&self.ops, r.op, "op")?,
             pg_id,
             pg_name,
@@ -230,13 +230,12 @@ impl Resolved {
             is_p2p: r.is_p2p,
             timeout_ms: r.timeout_ms,
             stack: r.stack.map(|i| at(&self.stacks, i, "stack")).transpose()?,
-        });
-        Ok(Entry {
+        };
+        let fields = EntryFields {
             record_id: r.record_id,
             collective_seq_id: r.collective_seq_id,
             p2p_seq_id: r.p2p_seq_id,
             op_id: r.op_id,
-            call,
             state: match r.state {
                 0 => State::Scheduled,
                 1 => State::Started,
@@ -249,6 +248,7 @@ impl Resolved {
             // The format keeps an f64 (older dumps' doubles); an entry holds FR's own f32.
             duration_ms: r.duration_ms.map(|d| d as f32),
             retired: r.retired,
-        })
+        };
+        Ok(intern.entry(call, fields))
     }
 }

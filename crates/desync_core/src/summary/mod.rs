@@ -27,7 +27,7 @@ use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 
 use crate::load::intern::Interner;
-use crate::load::{Attempt, Decoded, RankLists};
+use crate::load::{Attempt, Decoded, Shared};
 use crate::model::RankDump;
 use codec::{In, Out};
 use convert::{Resolved, TableBuilder};
@@ -105,7 +105,7 @@ pub(crate) fn write(attempt: &Attempt) -> Vec<u8> {
 }
 
 /// Reads a summary back into what the loader would have made of its dump.
-pub(crate) fn read(bytes: &[u8], rank_lists: &RankLists) -> Result<Summary, SummaryError> {
+pub(crate) fn read(bytes: &[u8], shared: &Shared) -> Result<Summary, SummaryError> {
     let body = decompress(bytes)?;
     let mut r = In::new(&body);
     let (origin, unreadable) = format::read_origin(&mut r)?;
@@ -120,7 +120,7 @@ pub(crate) fn read(bytes: &[u8], rank_lists: &RankLists) -> Result<Summary, Summ
         return Err(r.corrupt("bytes after the last column"));
     }
     let corrupt = |what: String| SummaryError::Corrupt { offset: tables_at, what };
-    let mut intern = Interner::default();
+    let mut intern = Interner::new(&shared.streams);
     let resolved = Resolved::new(&tables, &mut intern).map_err(corrupt)?;
     let entries =
         records.iter().map(|rec| resolved.entry(rec, &mut intern)).collect::<Result<_, _>>();
@@ -130,7 +130,7 @@ pub(crate) fn read(bytes: &[u8], rank_lists: &RankLists) -> Result<Summary, Summ
         format: header.format,
         version: intern.str(&header.version),
         comm_lib_version: header.comm_lib_version.as_deref().map(|s| intern.str(s)),
-        pg_config: header.pg_config(&mut intern, rank_lists),
+        pg_config: header.pg_config(&mut intern, &shared.rank_lists),
         pg_status: header.pg_status,
         entries: entries.map_err(corrupt)?,
     };

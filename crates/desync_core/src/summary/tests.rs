@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{is_summary, read, write};
-use crate::load::{Attempt, RankLists};
+use crate::load::{Attempt, Shared};
 
 /// What a summary must preserve of an attempt, as text.
 fn fingerprint(a: &Attempt) -> String {
@@ -22,7 +22,7 @@ fn fingerprint(a: &Attempt) -> String {
 }
 
 fn round_trip(bytes: &[u8], rank: Option<u32>) {
-    let lists = RankLists::default();
+    let lists = Shared::default();
     let original = Attempt::decode(PathBuf::from("/dumps/host-3/trace_7"), rank, bytes, &lists);
     let summary = write(&original);
     assert!(is_summary(&summary));
@@ -107,7 +107,7 @@ proptest! {
 
     #[test]
     fn damaged_summaries_never_panic(bytes in dump(), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), bit in 0u8..8) {
-        let lists = RankLists::default();
+        let lists = Shared::default();
         let original = Attempt::decode(PathBuf::from("trace_1"), Some(1), &bytes, &lists);
         let summary = write(&original);
         let mut damaged = summary.clone();

@@ -30,17 +30,39 @@ struct Entry {
 
 pub(super) struct Tree {
     root: i32,
-    desync: i32,
+    /// The `desync run` process: its children are the job's (it starts no other while the
+    /// job runs, except the guard, which is spared). `None` once it is gone (its pid may be
+    /// reused).
+    desync: Option<i32>,
+    /// Never members: desync itself and its job guard.
+    spared: Vec<i32>,
     /// Every member seen so far, by (pid, start time).
     members: BTreeSet<(i32, u64)>,
 }
 
 impl Tree {
-    /// The tree under `root`, the job's first process (the leader of its process group).
+    /// The tree under `root`, the job's first process (the leader of its process group), as
+    /// the `desync run` process that started it sees it.
     pub(super) fn new(root: u32) -> Self {
-        let root = i32::try_from(root).unwrap_or(i32::MAX);
         let desync = rustix::process::getpid().as_raw_nonzero().get();
-        Self { root, desync, members: BTreeSet::new() }
+        Self::of(root, desync, vec![desync])
+    }
+
+    /// The tree of a job that process `desync` started, as another process (the guard) sees it.
+    pub(super) fn of(root: u32, desync: i32, spared: Vec<i32>) -> Self {
+        let root = i32::try_from(root).unwrap_or(i32::MAX);
+        Self { root, desync: Some(desync), spared, members: BTreeSet::new() }
+    }
+
+    /// Never counts `pid` as a member (the guard, a child of desync but not the job's).
+    pub(super) fn spare(&mut self, pid: u32) {
+        self.spared.push(i32::try_from(pid).unwrap_or(i32::MAX));
+    }
+
+    /// The process that started the job is gone: its pid no longer says anything (a new
+    /// process may get it); the members seen so far and their descendants still do.
+    pub(super) fn starter_gone(&mut self) {
+        self.desync = None;
     }
 
     /// Makes desync the reaper of the job's orphans (Linux). Called before the job starts, so
@@ -53,37 +75,51 @@ impl Tree {
     /// Looks again: the members that are still running (not the job's first process, which
     /// its `Child` handle waits for), after reaping the adopted members that exited.
     pub(super) fn living(&mut self) -> Vec<i32> {
+        let found = self.scan();
+        found.iter().filter(|e| !e.zombie && e.pid != self.root).map(|e| e.pid).collect()
+    }
+
+    /// Every member still running, the job's first process included (the guard has no
+    /// `Child` handle for it).
+    pub(super) fn all_living(&mut self) -> Vec<i32> {
+        self.scan().iter().filter(|e| !e.zombie).map(|e| e.pid).collect()
+    }
+
+    fn scan(&mut self) -> Vec<Entry> {
         let entries = processes();
+        let spared = |pid: i32| self.spared.contains(&pid);
         // The job's first process is a child of desync, like every adopted orphan.
         let mut found: Vec<Entry> = entries
             .iter()
             .filter(|e| {
-                e.parent == self.desync
+                Some(e.parent) == self.desync
                     || e.group == self.root
                     || self.members.contains(&(e.pid, e.started))
             })
+            .filter(|e| !spared(e.pid))
             .copied()
             .collect();
         let mut frontier: Vec<i32> = found.iter().map(|e| e.pid).collect();
         // Descendants, by parent chains (a process's children may list before it).
         while let Some(parent) = frontier.pop() {
-            for e in entries.iter().filter(|e| e.parent == parent && e.pid != self.desync) {
+            for e in entries.iter().filter(|e| e.parent == parent && !spared(e.pid)) {
                 if !found.iter().any(|f| f.pid == e.pid) {
                     found.push(*e);
                     frontier.push(e.pid);
                 }
             }
         }
-        found.retain(|e| e.pid != self.desync);
         self.members.extend(found.iter().map(|e| (e.pid, e.started)));
-        for e in found.iter().filter(|e| e.zombie && e.parent == self.desync && e.pid != self.root)
+        for e in
+            found.iter().filter(|e| e.zombie && Some(e.parent) == self.desync && e.pid != self.root)
         {
             // An adopted member that exited: reap it, or it stays a zombie until desync exits.
+            // (In the guard these are no children of its own: ECHILD, nothing happens.)
             if let Some(pid) = Pid::from_raw(e.pid) {
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
             }
         }
-        found.iter().filter(|e| !e.zombie && e.pid != self.root).map(|e| e.pid).collect()
+        found
     }
 
     /// Sends `signal` to the job's process group and to every living member; returns the

@@ -124,6 +124,7 @@ fn finish(module: &Module, mut parts: Parts, skipped_line: Option<u32>) -> Branc
         jump: parts.jump,
         parameters: parts.parameters,
         length_parameters: parts.length_parameters,
+        member_reads: parts.member_reads,
         agreed: parts.agreed,
         configuration: parts.configuration,
         complete: parts.complete,
@@ -140,6 +141,7 @@ struct Parts {
     dependence: Vec<Dependence>,
     parameters: Vec<String>,
     length_parameters: Vec<String>,
+    member_reads: Vec<(String, Vec<String>)>,
     agreed: Vec<String>,
     configuration: Vec<String>,
     complete: bool,
@@ -163,6 +165,7 @@ impl Parts {
             dependence: Vec::new(),
             parameters: Vec::new(),
             length_parameters: Vec::new(),
+            member_reads: Vec::new(),
             agreed: Vec::new(),
             configuration: Vec::new(),
             complete: false,
@@ -191,6 +194,12 @@ impl Parts {
         self.dependence = deps.to_public();
         self.complete =
             deps.opaque.is_none() && deps.params.is_empty() && deps.length_params.is_empty();
+        self.member_reads = deps
+            .params
+            .iter()
+            .map(|p| (p.clone(), deps.members_of(p)))
+            .filter(|(_, attributes)| !attributes.is_empty())
+            .collect();
         self.parameters = deps.params;
         self.length_parameters = deps.length_params;
         self.agreed = deps.agreed;

@@ -50,6 +50,15 @@ impl Eval<'_, '_> {
                 d
             }
             Expr::UnaryOp(u) => self.length(&u.operand, at),
+            // `torch.rand(n, 4) < 0.6`: an elementwise comparison is a mask as long as its
+            // operands, whatever they hold (what the draw gives decides the mask's values).
+            Expr::Compare(c) => {
+                let mut d = self.length(&c.left, at);
+                for operand in &c.comparators {
+                    d.merge(self.length(operand, at));
+                }
+                d
+            }
             // `[tp, dp] if rank < 4 else [dp, tp]`: two lists written out with as many items
             // are as long whichever the test picks; otherwise the pick counts too.
             Expr::If(i) => {

@@ -24,6 +24,7 @@
 mod condition;
 mod exits;
 mod flags;
+mod hooks;
 mod length;
 mod origin;
 mod peers;
@@ -51,7 +52,8 @@ use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
 pub use flags::{AttributeWrite, FlagWrite};
-pub use origin::{Carried, ValueOrigin};
+pub use hooks::HookExit;
+pub use origin::{Carried, OriginFrame, ValueOrigin};
 pub use probe::{FileProbe, file_probe_spellings};
 pub use project::{FileProject, MAX_FILE_BYTES, Project};
 
@@ -204,12 +206,22 @@ pub(crate) struct Deps {
     pub keyed_params: Vec<String>,
     /// The (parameter, key) pairs of those reads.
     pub keys: Vec<(String, String)>,
+    /// The (parameter, attribute) pairs of plain attribute reads of a parameter itself
+    /// (`engine.global_rank` in `def save(engine)`): for a parameter of `field_params`, the
+    /// caller decides through those attributes of what it passes, which its own context can
+    /// resolve (an engine a framework factory returned: a rank property of the table).
+    pub members: Vec<(String, String)>,
     /// Something that was not followed, when nothing more specific was found.
     pub opaque: Option<String>,
     /// Consensus the value went through ("`t` agreed by `dist.all_reduce(t)` at line 12").
     pub agreed: Vec<String>,
     /// Configuration reads, assumed the same on every rank.
     pub config: Vec<String>,
+    /// The parameters of `params` whose *values* reach the value through an operation that
+    /// computes its result from a tensor's contents (`torch.bincount(p)`, `h[p]` with a mask
+    /// `p`, `p.sum()`): a source shown to reach only what a caller's container holds
+    /// ([`via::CONTAINER`]) decides such a value directly ([`Deps::valued`]).
+    pub valued_params: Vec<String>,
     /// Parameters of the class's `__init__` that a field of `self` read here was assigned
     /// from (`self.rank = rank`, then `return self.rank == 0`): what the object was built with
     /// decides them, a call through an object built in view (`engine = Engine(rank=...)`,
@@ -264,6 +276,11 @@ impl Deps {
                 self.keys.push(k);
             }
         }
+        for m in other.members {
+            if !self.members.contains(&m) {
+                self.members.push(m);
+            }
+        }
         for r in other.reasons {
             // (An environment read named by a parameter stays apart until a call names it.)
             match self.reasons.iter_mut().find(|x| x.kind == r.kind && x.key_param == r.key_param) {
@@ -308,6 +325,12 @@ impl Deps {
                 self.ctor_fields.push(f);
             }
         }
+        // Reached through a value computation one way is enough: that way the contents decide.
+        for p in other.valued_params {
+            if !self.valued_params.contains(&p) {
+                self.valued_params.push(p);
+            }
+        }
     }
 
     /// The same dependence reached through `bits` of [`via`] as well.
@@ -318,6 +341,24 @@ impl Deps {
         if bits & via::INDIRECT != 0 {
             self.indirect_params.clone_from(&self.params);
         }
+        if bits & via::CONTAINER != 0 {
+            // A computed value written into a container: only the container's contents again.
+            self.valued_params.clear();
+        }
+        self
+    }
+
+    /// What an operation that computes its result from its operand's *contents* depends on
+    /// (a count per value, a selection by a mask, a reduction, a sort: the knowledge table's
+    /// `value_computations`, and indexing by a tensor). What reaches only the contents of the
+    /// operand ([`via::CONTAINER`]: the rows a rank's loader appended, a mask made from them)
+    /// decides the result: its values, and for a count or a selection its size. What the
+    /// operand's parameters are passed is read the same way.
+    pub(crate) fn valued(mut self) -> Deps {
+        for r in &mut self.reasons {
+            r.via &= !via::CONTAINER;
+        }
+        self.valued_params.clone_from(&self.params);
         self
     }
 
@@ -352,6 +393,15 @@ impl Deps {
             }
         }
         d
+    }
+
+    /// The attributes a parameter of `field_params` is read by; empty for any other
+    /// parameter (one reached otherwise too is decided by more than those reads).
+    pub(crate) fn members_of(&self, p: &str) -> Vec<String> {
+        if !self.field_params.iter().any(|f| f == p) {
+            return Vec::new();
+        }
+        self.members.iter().filter(|(q, _)| q == p).map(|(_, a)| a.clone()).collect()
     }
 
     /// The keys a parameter of `keyed_params` is read under; empty for any other parameter.
@@ -608,6 +658,10 @@ pub struct Finding {
     pub field_parameters: Vec<String>,
     /// Parameters whose length the value counts.
     pub length_parameters: Vec<String>,
+    /// The `field_parameters` with the attributes read of them (`engine.global_rank` in
+    /// `def save(engine)`): a caller decides through those attributes of what it passes
+    /// ([`Analysis::through_caller`]).
+    pub member_reads: Vec<(String, Vec<String>)>,
     /// The `read_parameters` the value reaches only through items under keys written out
     /// (`p["iter_num"]`), with those keys: a caller decides through those entries.
     pub keyed_parameters: Vec<(String, Vec<String>)>,
@@ -636,6 +690,12 @@ impl Finding {
                 .filter(|(_, keys)| !keys.is_empty())
                 .collect(),
             length_parameters: deps.length_params.clone(),
+            member_reads: deps
+                .params
+                .iter()
+                .map(|p| (p.clone(), deps.members_of(p)))
+                .filter(|(_, attributes)| !attributes.is_empty())
+                .collect(),
             agreed: deps.agreed.clone(),
             configuration: deps.config.clone(),
             complete: deps.opaque.is_none()
@@ -782,12 +842,17 @@ impl<'p> Analysis<'p> {
 
     /// What `params` (by value) and `length_params` (by length) of the function around
     /// `callee_line` of `callee` depend on at the call of that function at `caller_line` of
-    /// `caller` (the next frame out). `None` when no call of that function is on that line.
+    /// `caller` (the next frame out). A parameter of `member_reads` is decided by those
+    /// attributes of what the caller passes (`engine.global_rank` of the engine
+    /// `deepspeed.initialize` returned there), read where the caller stands. `None` when no
+    /// call of that function is on that line.
+    #[allow(clippy::too_many_arguments)]
     pub fn through_caller(
         &self,
         callee: &Module,
         callee_line: u32,
         params: &[String],
+        member_reads: &[(String, Vec<String>)],
         length_params: &[String],
         caller: &Module,
         caller_line: u32,
@@ -811,8 +876,17 @@ impl<'p> Analysis<'p> {
         let at = call.start();
         let site = format!("`{name}(…)` called at line {caller_line}");
         for p in params {
-            if let Some(arg) = value::argument_for(&parameters, through_instance, call, p) {
-                let hop = format!("`{p}` = {} ({site})", quote(caller.text(arg.range())));
+            let Some(arg) = value::argument_for(&parameters, through_instance, call, p) else {
+                continue;
+            };
+            let passed = quote(caller.text(arg.range()));
+            if let Some((_, attributes)) = member_reads.iter().find(|(q, _)| q == p) {
+                for attribute in attributes {
+                    let hop = format!("`{p}.{attribute}` with `{p}` = {passed} ({site})");
+                    deps.merge(eval.member_read(arg, attribute, at).hop(&hop));
+                }
+            } else {
+                let hop = format!("`{p}` = {passed} ({site})");
                 deps.merge(eval.value(arg, at).whole.hop(&hop));
             }
         }

@@ -21,12 +21,12 @@ use std::sync::Arc;
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
-use super::Analysis;
 use super::resolve::{Sym, class_of, def_at};
 use super::value::{Eval, argument_for};
+use super::{Analysis, Deps, via};
 use crate::dependence::bindings::{self, Scope, Source};
 use crate::module::Module;
-use crate::types::{Dependence, DependenceKind};
+use crate::types::Dependence;
 
 /// Steps followed at most, over every path tried.
 const MAX_STEPS: usize = 64;
@@ -48,6 +48,17 @@ const KEEPS_VALUES: &[&str] = &[
     "float",
     "item",
     "copy",
+];
+/// Tensor factories (torch 2.11) whose result has their first argument's size: the size is
+/// decided where that argument's was (`torch.empty_like(local)` for an `all_gather`'s outputs).
+const SAME_SIZE_AS_ARGUMENT: &[&str] = &[
+    "torch.empty_like",
+    "torch.zeros_like",
+    "torch.ones_like",
+    "torch.full_like",
+    "torch.rand_like",
+    "torch.randn_like",
+    "torch.randint_like",
 ];
 /// Tensor methods that cast to a fixed dtype: the dtype is decided here, alike on every rank.
 const FIXED_CASTS: &[&str] = &["half", "float", "bfloat16", "double", "long", "int", "bool"];
@@ -101,16 +112,23 @@ struct Caller {
     through_instance: bool,
 }
 
+/// One of the user's frames of a stack, for [`Analysis::value_origin`].
+#[derive(Debug, Clone)]
+pub struct OriginFrame {
+    pub module: Arc<Module>,
+    pub line: u32,
+    /// Nothing but the library's call dispatch stands between this frame and the next
+    /// (outer) one on the stack ([`crate::knowledge::Knowledge::dispatches_call`]): the outer
+    /// line's call entered this frame, even a call of a value nothing in view types.
+    pub called_from_outer: bool,
+}
+
 impl Analysis<'_> {
     /// Where the value the collective call at `frames[0]` carries (its size or dtype) was
     /// decided from something that differs across ranks. `frames` are the user's frames of the
-    /// stack, innermost first: module and line. `None` when no such line is in view.
-    pub fn value_origin(
-        &self,
-        frames: &[(Arc<Module>, u32)],
-        carried: Carried,
-    ) -> Option<ValueOrigin> {
-        let (module, line) = frames.first()?;
+    /// stack, innermost first. `None` when no such line is in view.
+    pub fn value_origin(&self, frames: &[OriginFrame], carried: Carried) -> Option<ValueOrigin> {
+        let OriginFrame { module, line, .. } = frames.first()?;
         let places = stack_places(self, frames);
         let mut walk = Walk { cx: self, places, carried, steps: 0, path: Vec::new() };
         let call = crate::call::call_at(module, *line)?;
@@ -132,19 +150,23 @@ impl Analysis<'_> {
 }
 
 /// The places of the stack's frames, each entered by the call on the next frame's line.
-fn stack_places(cx: &Analysis<'_>, frames: &[(Arc<Module>, u32)]) -> Vec<Place> {
+fn stack_places(cx: &Analysis<'_>, frames: &[OriginFrame]) -> Vec<Place> {
     let mut places: Vec<Place> = frames
         .iter()
-        .map(|(module, line)| {
-            let def = module.path(*line).and_then(|p| p.innermost_function(module));
-            Place { module: module.clone(), def: def.map(Ranged::start), caller: None }
+        .map(|f| {
+            let def = f.module.path(f.line).and_then(|p| p.innermost_function(&f.module));
+            Place { module: f.module.clone(), def: def.map(Ranged::start), caller: None }
         })
         .collect();
     for i in 0..frames.len().saturating_sub(1) {
         let callee = places[i].module.clone();
         let Some(def) = places[i].def.and_then(|d| def_at(&callee, d)) else { break };
-        let (outer, outer_line) = (&frames[i + 1].0, frames[i + 1].1);
-        let Some(caller) = call_of(cx, &callee, def, outer, outer_line) else { break };
+        let outer = &frames[i + 1];
+        let Some(caller) =
+            call_of(cx, &callee, def, &outer.module, outer.line, frames[i].called_from_outer)
+        else {
+            break;
+        };
         places[i].caller = Some(Caller { place: i + 1, ..caller });
     }
     places
@@ -152,13 +174,15 @@ fn stack_places(cx: &Analysis<'_>, frames: &[(Arc<Module>, u32)]) -> Vec<Place> 
 
 /// The call on `line` of `outer` that runs `def` of `callee`: one naming it, or, for a method,
 /// one through its class or an instance of it (`Layer.apply(...)` runs an autograd
-/// `Function`'s `forward`, `layer(x)` a module's).
+/// `Function`'s `forward`, `layer(x)` a module's); when the stack shows that the line called
+/// it (`called`), the line's only call of a value nothing in view types.
 fn call_of(
     cx: &Analysis<'_>,
     callee: &Module,
     def: &StmtFunctionDef,
     outer: &Module,
     line: u32,
+    called: bool,
 ) -> Option<Caller> {
     let calls = outer.calls_at(line);
     let class = class_of(callee, def);
@@ -173,26 +197,48 @@ fn call_of(
             through_instance,
         });
     }
-    let class = class?;
     let mut eval = Eval::new(cx, outer, Scope::at(outer, line), 0);
-    let is_this_class = |r: &super::resolve::ClassRef| {
-        let home: &Module = r.module.as_deref().unwrap_or(outer);
-        std::ptr::eq(home, callee) && r.local == Some(class.start())
-    };
-    calls.iter().find_map(|c| {
-        let through_instance = match eval.resolve(&c.func, c.start()) {
-            Sym::Instance(r) if is_this_class(&r) => true,
-            _ => match &*c.func {
-                Expr::Attribute(a) => match eval.resolve(&a.value, c.start()) {
-                    Sym::Class(r) if is_this_class(&r) => false,
-                    Sym::Instance(r) if is_this_class(&r) => true,
+    if let Some(class) = class {
+        let is_this_class = |r: &super::resolve::ClassRef| {
+            let home: &Module = r.module.as_deref().unwrap_or(outer);
+            std::ptr::eq(home, callee) && r.local == Some(class.start())
+        };
+        let through_class = calls.iter().find_map(|c| {
+            let through_instance = match eval.resolve(&c.func, c.start()) {
+                Sym::Instance(r) if is_this_class(&r) => true,
+                _ => match &*c.func {
+                    Expr::Attribute(a) => match eval.resolve(&a.value, c.start()) {
+                        Sym::Class(r) if is_this_class(&r) => false,
+                        Sym::Instance(r) if is_this_class(&r) => true,
+                        _ => return None,
+                    },
                     _ => return None,
                 },
-                _ => return None,
-            },
-        };
-        Some(Caller { place: 0, call: c.start(), receiver_first: true, through_instance })
-    })
+            };
+            Some(Caller { place: 0, call: c.start(), receiver_first: true, through_instance })
+        });
+        if through_class.is_some() {
+            return through_class;
+        }
+    }
+    // A call of a value nothing in view types (`model(batch)` with `model` a parameter): the
+    // stack shows this line entered the function (nothing but `nn.Module.__call__` between
+    // them), so when it is the line's only such call it is the one. Called as a value, a
+    // method's receiver is already bound. (With other library code between them, as a
+    // framework's loop calling the user's hook, the line's call entered the library.)
+    if !called {
+        return None;
+    }
+    let mut untyped = calls.iter().filter(|c| {
+        matches!(&*c.func, Expr::Name(_) | Expr::Attribute(_))
+            && matches!(eval.resolve(&c.func, c.start()), Sym::Unknown)
+    });
+    let only = untyped.next()?;
+    if untyped.next().is_some() {
+        return None;
+    }
+    let method = class.is_some();
+    Some(Caller { place: 0, call: only.start(), receiver_first: method, through_instance: method })
 }
 
 /// The call starting at `at` in `module`.
@@ -243,25 +289,48 @@ impl Walk<'_, '_> {
         at: TextSize,
         depth: usize,
     ) -> Option<Vec<Dependence>> {
+        Some(self.differing(place, e, at, depth, false)?.to_public())
+    }
+
+    /// [`Self::differs`], as the reasons shown: each with the way from `e` out to its source,
+    /// the arguments that carried it into the frames inside included. `valued`: `e` is passed
+    /// for a parameter whose values a computation inside reads ([`Deps::valued`]), so what
+    /// reaches only its contents decides.
+    fn differing(
+        &mut self,
+        place: usize,
+        e: &Expr,
+        at: TextSize,
+        depth: usize,
+        valued: bool,
+    ) -> Option<Deps> {
         if depth > MAX_CALLER_DEPTH {
             return None;
         }
         let module = self.places[place].module.clone();
         let scope = self.scope(place, &module);
-        let deps = Eval::new(self.cx, &module, scope, 0).value(e, at).whole;
-        let shown: Vec<Dependence> = deps
-            .to_public()
-            .into_iter()
-            .filter(|d| d.kind != DependenceKind::Unknown && !d.indirect)
-            .collect();
-        if !shown.is_empty() {
-            return Some(shown);
+        let mut deps = Eval::new(self.cx, &module, scope, 0).value(e, at).whole;
+        if valued {
+            deps = deps.valued();
+        }
+        let mut shown = deps.clone();
+        shown.reasons.retain(|r| r.via & via::INDIRECT == 0);
+        if !shown.reasons.is_empty() {
+            return Some(Deps { reasons: shown.reasons, ..Deps::default() });
         }
         let own: Vec<String> =
             deps.params.iter().filter(|p| !deps.ctor_fields.contains(p)).cloned().collect();
         for p in own {
+            let valued = deps.valued_params.contains(&p);
             if let Some(found) = self.with_argument(place, &p, &mut |w, outer, arg, at| {
-                w.differs(outer, arg, at, depth + 1)
+                let found = w.differing(outer, arg, at, depth + 1, valued)?;
+                let outer_module = &w.places[outer].module;
+                Some(found.hop(&format!(
+                    "`{p}` = {} (passed at {}:{})",
+                    super::quote(outer_module.text(arg.range())),
+                    file_name(outer_module),
+                    outer_module.line_of(at)
+                )))
             }) {
                 return Some(found);
             }
@@ -269,7 +338,7 @@ impl Walk<'_, '_> {
         for field in deps.ctor_fields.clone() {
             if let Some(found) =
                 self.with_constructor_argument(place, &field, &mut |w, outer, arg, at| {
-                    w.differs(outer, arg, at, depth + 1)
+                    w.differing(outer, arg, at, depth + 1, false)
                 })
             {
                 return Some(found);
@@ -388,6 +457,15 @@ impl Walk<'_, '_> {
                 None
             }
             Expr::Call(c) => self.call(place, &module, c, at),
+            // `[torch.empty_like(local) for _ in range(world)]`: each item's size is the
+            // element's; the count of items decides only when the element does not differ.
+            Expr::ListComp(comp) if self.carried == Carried::Size => {
+                if let Some(found) = self.follow_if_differs(place, &comp.elt, at) {
+                    return Some(found);
+                }
+                let dependence = self.differs(place, e, at, 0)?;
+                Some(self.origin(place, e.range(), dependence, false))
+            }
             _ if self.carried == Carried::Size => {
                 let dependence = self.differs(place, e, at, 0)?;
                 Some(self.origin(place, e.range(), dependence, false))
@@ -524,8 +602,14 @@ impl Walk<'_, '_> {
     ) -> Option<ValueOrigin> {
         let scope = self.scope(place, module);
         let resolved = Eval::new(self.cx, module, scope, 0).resolve(&c.func, at);
-        if let Sym::Function(f) = resolved {
-            return self.project_call(place, module, &f, c);
+        match resolved {
+            Sym::Function(f) => return self.project_call(place, module, &f, c),
+            Sym::Path(p)
+                if self.carried == Carried::Size && SAME_SIZE_AS_ARGUMENT.contains(&p.as_str()) =>
+            {
+                return self.follow_if_differs(place, c.arguments.args.first()?, at);
+            }
+            _ => {}
         }
         let method = match &*c.func {
             Expr::Attribute(m) => Some((m.attr.id.as_str(), &*m.value)),
@@ -615,6 +699,14 @@ impl Walk<'_, '_> {
     }
 }
 
+/// The file's name without its directories (`step.py`), as the hops of a chain show it.
+fn file_name(module: &Module) -> String {
+    module
+        .file_path()
+        .and_then(|p| p.file_name())
+        .map_or_else(|| "<source>".to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
 fn function_name(module: &Module, def: Option<TextSize>) -> String {
     def.and_then(|d| def_at(module, d))
         .map_or_else(|| "<module>".to_owned(), |d| d.name.id.to_string())
@@ -626,6 +718,7 @@ mod tests {
 
     use super::*;
     use crate::flow::FileProject;
+    use crate::types::DependenceKind;
 
     fn project(files: &[(&str, &str)]) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!(
@@ -640,9 +733,18 @@ mod tests {
         dir
     }
 
-    fn frames(cx: &Analysis<'_>, dir: &Path, stack: &[(&str, u32)]) -> Vec<(Arc<Module>, u32)> {
+    /// The frames of a stack whose user frames call each other with nothing but the
+    /// library's call dispatch between them.
+    fn frames(cx: &Analysis<'_>, dir: &Path, stack: &[(&str, u32)]) -> Vec<OriginFrame> {
         let project = cx.project().unwrap();
-        stack.iter().map(|(file, line)| (project.load(&dir.join(file)).unwrap(), *line)).collect()
+        stack
+            .iter()
+            .map(|(file, line)| OriginFrame {
+                module: project.load(&dir.join(file)).unwrap(),
+                line: *line,
+                called_from_outer: true,
+            })
+            .collect()
     }
 
     const SYNC: &str = "\
@@ -739,6 +841,190 @@ def step(rows):
         assert_eq!(found.module.file_path(), Some(dir.join("main.py").as_path()));
         assert_eq!(found.line, 8, "{found:?}");
         assert!(!found.choice);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The stack line shows which call entered a frame, also a call of a value nothing in
+    /// view types (`sync(ids)`, a module passed in): its arguments are the parameters'.
+    #[test]
+    fn a_frame_entered_through_a_call_of_an_untyped_value_is_followed_out() {
+        let tokens = "\
+def real_tokens(ids, pad_id):
+    keep = ids.ne(pad_id)
+    return ids[keep]
+";
+        let lengths = "\
+import torch
+import torch.distributed as dist
+from torch import nn
+from tokens import real_tokens
+
+class LengthSync(nn.Module):
+    def forward(self, ids):
+        real = real_tokens(ids, 0)
+        out = [torch.empty_like(real) for _ in range(dist.get_world_size())]
+        dist.all_gather(out, real)
+        return out
+";
+        let main = "\
+import torch
+import torch.distributed as dist
+from lengths import LengthSync
+
+def step(sync, ids):
+    return sync(ids)
+
+def main():
+    rank = dist.get_rank()
+    step(LengthSync(), torch.load(f\"shard{rank}.pt\"))
+";
+        let dir =
+            project(&[("tokens.py", tokens), ("lengths.py", lengths), ("main_untyped.py", main)]);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let stack = frames(
+            &cx,
+            &dir,
+            &[("lengths.py", 10), ("main_untyped.py", 6), ("main_untyped.py", 10)],
+        );
+        let found = cx.value_origin(&stack, Carried::Size).expect("an origin");
+        assert_eq!(found.module.file_path(), Some(dir.join("tokens.py").as_path()), "{found:?}");
+        assert_eq!(found.line, 3, "{found:?}");
+        // `torch.load` of the rank's own shard file.
+        assert_eq!(found.dependence[0].kind, DependenceKind::Environment, "{found:?}");
+        // The chain names the argument of the untyped call.
+        assert!(
+            found.dependence.iter().any(|d| d.evidence.contains("main_untyped.py:6")),
+            "{found:?}"
+        );
+        // Had a framework's loop stood between `step` and the module (library frames other
+        // than the call dispatch), `sync(ids)` is not shown to have entered `forward`.
+        let mut through_library = stack.clone();
+        through_library[0].called_from_outer = false;
+        assert!(cx.value_origin(&through_library, Carried::Size).is_none());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    const ROUTING: &str = "\
+import torch
+
+def per_expert(scores, experts):
+    choice = scores.argmax(dim=-1)
+    return torch.bincount(choice, minlength=experts)
+";
+
+    fn dispatch(agree: &str) -> String {
+        format!(
+            "\
+import torch
+import torch.distributed as dist
+from routing import per_expert
+
+def exchange(x, scores):
+    send = per_expert(scores, 4)
+{agree}
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send)
+    out = x.new_empty((int(recv.sum()), x.shape[1]))
+    dist.all_to_all_single(out, x, input_split_sizes=send.tolist(), output_split_sizes=recv.tolist())
+    return out
+"
+        )
+    }
+
+    /// Features a rank appended from its own files reach a list's contents only; a count per
+    /// value of the router's choices over them (a helper module's `torch.bincount`) is decided
+    /// by those contents: the split sizes' origin is the count.
+    const FEATURES: &str = "\
+import glob
+import torch
+import torch.distributed as dist
+from dispatch import exchange
+
+def main():
+    rank = dist.get_rank()
+    cache = []
+    for path in sorted(glob.glob(f\"feats/{rank}/*.pt\")):
+        cache.append(torch.load(path))
+    feats = torch.cat(cache)
+    scores = feats @ torch.ones(feats.shape[1], 4)
+    exchange(feats, scores)
+";
+
+    #[test]
+    fn split_sizes_counted_from_a_ranks_own_router_choices_are_followed_to_the_count() {
+        let dispatch = dispatch("    pass");
+        let dir =
+            project(&[("routing.py", ROUTING), ("dispatch.py", &dispatch), ("feats.py", FEATURES)]);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let stack = frames(&cx, &dir, &[("dispatch.py", 11), ("feats.py", 13)]);
+        let found = cx.value_origin(&stack, Carried::Size).expect("an origin");
+        assert_eq!(found.module.file_path(), Some(dir.join("routing.py").as_path()), "{found:?}");
+        assert_eq!(found.line, 5, "{found:?}");
+        assert!(found.dependence.iter().all(|d| !d.indirect), "{found:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn split_sizes_all_reduced_before_the_exchange_have_no_origin() {
+        // The same counts, summed over the ranks first: every rank holds the same sizes.
+        let dispatch = dispatch("    dist.all_reduce(send)");
+        let dir = project(&[
+            ("routing.py", ROUTING),
+            ("dispatch.py", &dispatch),
+            ("feats_agreed.py", FEATURES),
+        ]);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let stack = frames(&cx, &dir, &[("dispatch.py", 11), ("feats_agreed.py", 13)]);
+        let found = cx.value_origin(&stack, Carried::Size);
+        assert!(found.as_ref().is_none_or(|f| f.line != 5), "{found:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A bucket's dtype chosen from the peak of what the rank's batches held (appended to a
+    /// list, reduced with `amax`): the choice is the origin, decided by rank-local data.
+    #[test]
+    fn a_dtype_chosen_from_a_reduction_of_local_batches_is_the_origin() {
+        let bucket = "\
+import torch.distributed as dist
+
+class Bucket:
+    def __init__(self, wire):
+        self.wire = wire
+
+    def flush(self, flat):
+        payload = flat.to(self.wire)
+        dist.all_reduce(payload)
+        return payload
+";
+        let main = "\
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from bucket import Bucket
+
+def wire_dtype(peaks):
+    top = torch.stack(peaks).amax()
+    return torch.float32 if top > 6.0e4 else torch.float16
+
+def run(dataset, params):
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+    peaks = []
+    for batch in loader:
+        peaks.append(batch.abs().max())
+    bucket = Bucket(wire_dtype(peaks))
+    bucket.flush(torch.cat([p.flatten() for p in params]))
+";
+        let dir = project(&[("bucket.py", bucket), ("peaks.py", main)]);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let stack = frames(&cx, &dir, &[("bucket.py", 9), ("peaks.py", 15)]);
+        let found = cx.value_origin(&stack, Carried::Dtype).expect("an origin");
+        assert_eq!(found.module.file_path(), Some(dir.join("peaks.py").as_path()), "{found:?}");
+        assert_eq!(found.line, 7, "{found:?}");
+        assert!(found.choice);
+        assert_eq!(found.dependence[0].kind, DependenceKind::LocalData, "{found:?}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

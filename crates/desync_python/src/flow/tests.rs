@@ -757,3 +757,123 @@ def evaluate(runner, loader):
     assert!(!f.dependence.is_empty() || !f.complete, "filled by `runner.run`: {f:?}");
     assert!(!f.parameters.is_empty() || f.dependence.iter().any(|d| d.kind != Unknown), "{f:?}");
 }
+
+/// A framework object handed to a helper as a parameter keeps its type: the helper's
+/// `state.is_main_process` is the rank read the table names, seen from the call that passed an
+/// `Accelerator()`, through a project helper's summary and a second helper in between.
+#[test]
+fn a_framework_object_passed_as_a_parameter_keeps_its_rank_attributes() {
+    let src = "\
+from accelerate import Accelerator
+
+def writes_reports(state):
+    return state.is_main_process
+
+def relay(acc):
+    return writes_reports(acc)
+
+def processes(state):
+    return state.num_processes
+
+def fit(model):
+    accelerator = Accelerator()
+    if relay(accelerator):  # <use>
+        pass
+    n = processes(accelerator)
+";
+    let f = at(src, "# <use>", "relay(accelerator)");
+    assert_eq!(kinds(&f), [RankId], "{f:?}");
+    assert!(f.dependence[0].evidence.contains("accelerator.is_main_process"), "{f:?}");
+    // A uniform attribute read the same way stays uniform.
+    let n = at(src, "# <use>", "processes(accelerator)");
+    assert!(n.dependence.is_empty() && n.complete, "{n:?}");
+}
+
+/// The bridge's walk out of a frame: a condition reading an attribute of a parameter is
+/// decided by what the caller passed, here the first element a framework factory returns
+/// (`model_engine, _, _, _ = deepspeed.initialize(...)`), in another module.
+#[test]
+fn an_attribute_of_a_parameter_is_read_of_the_factory_value_the_caller_passed() {
+    let dir = tempfile_dir().join("factory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let helper = "def export(model_engine, out_dir):\n    if model_engine.local_rank == 0:\n        model_engine.save_checkpoint(out_dir)\n";
+    std::fs::write(dir.join("exporting.py"), helper).unwrap();
+    let main = "import deepspeed\nfrom exporting import export\n\ndef run(net, cfg):\n    me, _, _, _ = deepspeed.initialize(model=net, config=cfg)\n    export(me, 'ckpt')\n";
+    std::fs::write(dir.join("run.py"), main).unwrap();
+    let project = FileProject::new([dir.clone()]);
+    let callee = Module::parse_file(helper, &dir.join("exporting.py"));
+    let caller = Module::parse_file(main, &dir.join("run.py"));
+    let cx = Analysis::new(Some(&project));
+    let inside = cx.dependence(&callee, 2, "model_engine.local_rank == 0");
+    assert_eq!(inside.parameters, ["model_engine"], "{inside:?}");
+    assert_eq!(inside.member_reads, [("model_engine".to_owned(), vec!["local_rank".to_owned()])]);
+    let found = cx
+        .through_caller(&callee, 2, &inside.parameters, &inside.member_reads, &[], &caller, 6)
+        .expect("the call is on line 6");
+    assert_eq!(kinds(&found), [RankId], "{found:?}");
+    assert!(found.dependence[0].evidence.contains("me.local_rank"), "{found:?}");
+    assert!(found.complete, "{found:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A mask drawn at random is as long as the draw's sizes: a dataset built through
+/// `torch.where(mask, ...)` has as many items on every rank, whatever the draw gives.
+#[test]
+fn a_random_mask_is_as_long_as_its_sizes() {
+    let src = "\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def corrupted(n, width, seed):
+    g = torch.Generator().manual_seed(seed)
+    clean = torch.zeros(n, width)
+    keep = torch.rand(n, width, generator=g) >= 0.1
+    x = torch.where(keep, clean, torch.ones(n, width))
+    return DataLoader(TensorDataset(x), batch_size=4)
+
+def epoch(cfg):
+    loader = corrupted(cfg.n, cfg.width, cfg.seed)
+    for batch in loader:  # <use>
+        pass
+";
+    let m = Module::parse(src);
+    let f = Analysis::default().length_dependence(&m, line(src, "# <use>"), "loader");
+    assert!(!kinds(&f).contains(&Randomness), "{f:?}");
+}
+
+/// A computation from a tensor's values — a count per value, a selection by a mask, a
+/// reduction — is decided by what the tensor holds: rows a rank appended from its own data
+/// reach the list's contents only (indirect), but what is counted, selected or summed from
+/// them directly. A collective that leaves every rank the same result still agrees it.
+#[test]
+fn computations_from_a_tensors_values_are_decided_by_its_contents() {
+    let src = "\
+import torch
+import torch.distributed as dist
+
+def local(width):
+    rank = dist.get_rank()
+    rows = []
+    for i in range(4):
+        rows.append([rank * i % 7] * width)
+    ids = torch.tensor(rows)
+    keep = ids != 0
+    counts = torch.bincount(ids.flatten())
+    total = keep.sum()
+    agreed = keep.sum()
+    dist.all_reduce(agreed)
+    pass  # <use>
+";
+    let rank_indirect = |expr: &str| -> Option<bool> {
+        let f = at(src, "<use>", expr);
+        f.dependence.iter().find(|d| d.kind == RankId).map(|d| d.indirect)
+    };
+    assert_eq!(rank_indirect("ids"), Some(true));
+    assert_eq!(rank_indirect("ids.shape[0]"), Some(true));
+    assert_eq!(rank_indirect("keep"), Some(true));
+    assert_eq!(rank_indirect("ids[keep]"), Some(false));
+    assert_eq!(rank_indirect("counts"), Some(false));
+    assert_eq!(rank_indirect("total"), Some(false));
+    assert_eq!(rank_indirect("total.item()"), Some(false));
+    assert_eq!(rank_indirect("agreed"), None);
+}

@@ -95,6 +95,16 @@ pub(crate) const PLACEMENT_METHODS: &[&str] =
 const DEVICE_KEYWORDS: &[&str] =
     &["device", "device_ids", "output_device", "map_location", "non_blocking", "memory_format"];
 
+/// An index written out (`x[0]`, `d["step"]`, `x[-1]`): the same item on every rank.
+fn is_literal_key(index: &Expr) -> bool {
+    match index {
+        Expr::StringLiteral(_) | Expr::NumberLiteral(_) | Expr::NoneLiteral(_) => true,
+        Expr::UnaryOp(u) => is_literal_key(&u.operand),
+        Expr::Tuple(t) => t.elts.iter().all(|e| is_literal_key(e) || matches!(e, Expr::Slice(_))),
+        _ => false,
+    }
+}
+
 /// `kwargs["device"]`: an item under a key that is one of [`DEVICE_KEYWORDS`].
 fn places_on_device(target: &Expr) -> bool {
     matches!(target, Expr::Subscript(s)
@@ -996,36 +1006,47 @@ impl<'a, 'm> Eval<'a, 'm> {
         let base = self.value_at(&a.value, at, depth + 1);
         let held = matches!(&*a.value, Expr::Attribute(_));
         base.field(a.attr.id.as_str()).unwrap_or_else(|| {
-            if held { base.whole.through(via::OBJECT) } else { base.whole.field_of() }
+            if held {
+                return base.whole.through(via::OBJECT);
+            }
+            let mut d = base.whole.field_of();
+            // `engine.global_rank` of a parameter `engine`: which attribute was read goes to
+            // the callers, who may know what `engine` is.
+            if let Expr::Name(n) = &*a.value
+                && d.params.iter().any(|p| p == n.id.as_str())
+                && self.is_parameter(n)
+            {
+                d.members.push((n.id.to_string(), a.attr.id.to_string()));
+            }
+            d
         })
+    }
+
+    /// What `arg.attribute` is here: a callee read that attribute of the parameter `arg` was
+    /// passed for. What `arg` is (a framework object the table types, a project object built
+    /// in view, a parameter of this function again) decides it.
+    pub(crate) fn member_read(&mut self, arg: &Expr, attribute: &str, at: TextSize) -> Deps {
+        let read = Expr::Attribute(ruff_python_ast::ExprAttribute {
+            node_index: ruff_python_ast::AtomicNodeIndex::default(),
+            range: arg.range(),
+            value: Box::new(arg.clone()),
+            attr: ruff_python_ast::Identifier::new(attribute, arg.range()),
+            ctx: ruff_python_ast::ExprContext::Load,
+        });
+        if let Sym::Path(p) = self.resolve(&read, at)
+            && let Some(api) = knowledge().api(&p)
+        {
+            let written = crate::expr::snippet(self.text(arg));
+            let origin = format!("`{written}.{attribute}` (`{p}`)");
+            return role_deps(api.role, origin);
+        }
+        self.attribute(&read, at, 0)
     }
 
     /// The dependence a table role gives to `e`, if the path names a row.
     fn role_of_path(&mut self, path: &str, e: &Expr) -> Option<Deps> {
         let api = knowledge().api(path)?;
-        let origin = self.quoted(e);
-        Some(match api.role {
-            Role::Rank => Deps::reason(RankId, origin),
-            Role::Environment => Deps::reason(Environment, origin),
-            Role::Time => Deps::reason(Time, origin),
-            Role::Random => Deps::reason(Randomness, origin),
-            Role::Exception => Deps::reason(Exception, origin),
-            Role::Config => Deps { config: vec![origin], ..Deps::default() },
-            Role::Data => {
-                Deps::reason(LocalData, format!("{origin} (each rank holds its own data)"))
-            }
-            Role::Uniform
-            | Role::Collective
-            | Role::Payload
-            | Role::Wrapper
-            | Role::RankOnly
-            | Role::Pad
-            | Role::Concat
-            | Role::FromData
-            | Role::Group
-            | Role::Progress
-            | Role::Stop => Deps::default(),
-        })
+        Some(role_deps(api.role, self.quoted(e)))
     }
 
     fn subscript(
@@ -1055,8 +1076,13 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         let mut out = base;
         out.elements = None;
-        let index = self.value_at(&s.slice, at, depth + 1).whole;
+        let mut index = self.value_at(&s.slice, at, depth + 1).whole;
         let picks = !matches!(&*s.slice, Expr::Slice(_));
+        if picks && !is_literal_key(&s.slice) {
+            // `h[mask]`, `x[order]`: the index's values pick the items (and for a mask, how
+            // many), a computation from its contents.
+            index = index.valued();
+        }
         // `picked["step"]`: a field of the item under a key every rank uses, read as an
         // attribute is; under a key written out, a caller that passes a dict written out
         // decides it through that entry.
@@ -1154,11 +1180,19 @@ impl<'a, 'm> Eval<'a, 'm> {
         {
             out.opaque = Some(format!("{} (a function defined nowhere in view)", self.quoted(e)));
         }
+        let computations = &knowledge().value_computations;
+        // `torch.bincount(expert)`: computed from its tensor arguments' values.
+        let computed_from_arguments =
+            matches!(&callee, Sym::Path(p) if computations.is_function(p));
         if let Expr::Attribute(a) = &*c.func {
             if !matches!(callee, Sym::Path(_)) || !self.is_module_path(&a.value, at) {
                 // `d.items()`, `d.values()`: the entries themselves, not a field read from
                 // the value.
-                let receiver = self.value_at(&a.value, at, depth + 1).whole;
+                let mut receiver = self.value_at(&a.value, at, depth + 1).whole;
+                // `counts.sum()`, `mask.nonzero()`: computed from the receiver's values.
+                if computations.is_method(a.attr.id.as_str()) {
+                    receiver = receiver.valued();
+                }
                 let entries = matches!(a.attr.id.as_str(), "items" | "values");
                 // A method of an object held by another (`self.engine.is_decoupled()`), whose
                 // fields were not kept apart: what one field depends on reaches the result only
@@ -1180,7 +1214,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             if placement && (is_device(arg, &v) || self.typed_as_placement(arg, at)) {
                 continue;
             }
-            out.merge(v);
+            out.merge(if computed_from_arguments { v.valued() } else { v });
         }
         for kw in &c.arguments.keywords {
             if kw.arg.as_ref().is_some_and(|k| DEVICE_KEYWORDS.contains(&k.id.as_str())) {
@@ -1837,10 +1871,14 @@ impl<'a, 'm> Eval<'a, 'm> {
         c: &ExprCall,
         at: TextSize,
     ) -> Deps {
+        let members: Vec<(String, Vec<String>)> =
+            d.params.iter().map(|p| (p.clone(), d.members_of(p))).collect();
+        d.members.clear();
         let params = std::mem::take(&mut d.params);
         let structure_only = std::mem::take(&mut d.structure_only);
         let indirect_params = std::mem::take(&mut d.indirect_params);
         let read_params = std::mem::take(&mut d.read_params);
+        let valued_params = std::mem::take(&mut d.valued_params);
         let field_params = std::mem::take(&mut d.field_params);
         let keyed = std::mem::take(&mut d.keyed_params);
         let keys = std::mem::take(&mut d.keys);
@@ -1869,6 +1907,27 @@ impl<'a, 'm> Eval<'a, 'm> {
                     self.quoted(arg),
                     self.line_of(c.start())
                 );
+                // `def leads(engine): return engine.global_rank == 0` called with the engine
+                // a framework factory returned: the attributes read, as this caller sees them.
+                let read: &[String] =
+                    members.iter().find(|(q, _)| *q == p).map_or(&[], |(_, a)| a.as_slice());
+                if !read.is_empty() && !keyed.contains(&p) && !structure_only.contains(&p) {
+                    for attribute in read {
+                        let hop = format!(
+                            "`{p}.{attribute}` with `{p}` = {} in the call of `{name}` (line {})",
+                            self.quoted(arg),
+                            self.line_of(c.start())
+                        );
+                        let v = self.member_read(arg, attribute, at);
+                        let v = if indirect_params.contains(&p) {
+                            v.through(via::CONTAINER)
+                        } else {
+                            v
+                        };
+                        d.merge(v.hop(&hop));
+                    }
+                    continue;
+                }
                 let passed = self.value(arg, at);
                 let entries: Option<Vec<Deps>> = keyed
                     .contains(&p)
@@ -1894,6 +1953,9 @@ impl<'a, 'm> Eval<'a, 'm> {
                 }
                 if indirect_params.contains(&p) {
                     v = v.through(via::CONTAINER);
+                }
+                if valued_params.contains(&p) {
+                    v = v.valued();
                 }
                 if keyed_entries {
                     // The entries themselves were read, not what the dict holds.
@@ -2312,4 +2374,28 @@ fn keeps_returns(d: &Expr) -> bool {
                 | "torch.enable_grad"
         )
     })
+}
+
+/// The dependence a table role gives to a value, `origin` quoting where it is read.
+fn role_deps(role: Role, origin: String) -> Deps {
+    match role {
+        Role::Rank => Deps::reason(RankId, origin),
+        Role::Environment => Deps::reason(Environment, origin),
+        Role::Time => Deps::reason(Time, origin),
+        Role::Random => Deps::reason(Randomness, origin),
+        Role::Exception => Deps::reason(Exception, origin),
+        Role::Config => Deps { config: vec![origin], ..Deps::default() },
+        Role::Data => Deps::reason(LocalData, format!("{origin} (each rank holds its own data)")),
+        Role::Uniform
+        | Role::Collective
+        | Role::Payload
+        | Role::Wrapper
+        | Role::RankOnly
+        | Role::Pad
+        | Role::Concat
+        | Role::FromData
+        | Role::Group
+        | Role::Progress
+        | Role::Stop => Deps::default(),
+    }
 }

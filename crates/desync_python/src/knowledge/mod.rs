@@ -181,6 +181,17 @@ pub struct Hook {
     /// Types of the positional parameters after `self`, in order.
     #[serde(default)]
     pub positional: Vec<String>,
+    /// The framework's loop calls these methods on every rank once per step, between the
+    /// step's collectives: a rank that leaves one early (a `return`, a `raise`) issues
+    /// something else next, or nothing ([`crate::Analysis::step_hook_exits`]).
+    #[serde(default)]
+    pub per_step: bool,
+    /// The framework's entry points whose loop calls them (`lightning.pytorch.Trainer.fit`).
+    #[serde(default)]
+    pub entries: Vec<String>,
+    /// What the framework does on a rank whose method returns `None` (Lightning raises for a
+    /// `training_step` under DDP): said with the exits that return nothing.
+    pub on_none: Option<String>,
     pub source: String,
 }
 
@@ -309,6 +320,46 @@ struct Raw {
     path_wrappers: Option<FileCalls>,
     #[serde(default)]
     copy: Vec<CopyCall>,
+    #[serde(default)]
+    value_computations: Option<ValueComputations>,
+    #[serde(default)]
+    call_dispatch: Option<CallDispatch>,
+}
+
+/// Library frames that only pass a call on to the user's code (`Module._call_impl`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallDispatch {
+    /// "path/of/file.py:function".
+    frames: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+/// Tensor operations whose result is computed from their operand's values (`torch.bincount`,
+/// `x.nonzero()`, `x.sum()`): functions by qualified name (their tensor arguments are the
+/// operands), methods by name (the receiver is).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueComputations {
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    methods: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+impl ValueComputations {
+    /// Whether `qualified` names such a function.
+    pub fn is_function(&self, qualified: &str) -> bool {
+        self.names.iter().any(|n| n == qualified)
+    }
+
+    /// Whether `method`, called on a tensor, is such a computation.
+    pub fn is_method(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
 }
 
 /// Calls that return a copy of one of their arguments.
@@ -424,6 +475,10 @@ pub struct Knowledge {
     pub path_wrappers: FileCalls,
     /// Copy calls → what they keep of the value they copy.
     copies: HashMap<String, CopyKeeps>,
+    /// Tensor operations that compute their result from their operand's values.
+    pub value_computations: ValueComputations,
+    /// (file path ending, function) of library frames that only dispatch a call.
+    call_dispatch: Vec<(String, String)>,
 }
 
 /// Environment variables that launchers (torchrun, SLURM, Open MPI, MPICH) set per rank.
@@ -556,6 +611,17 @@ impl Knowledge {
                 .into_iter()
                 .flat_map(|c| c.names.into_iter().map(move |n| (n, c.keeps)))
                 .collect(),
+            value_computations: raw.value_computations.unwrap_or_default(),
+            call_dispatch: raw
+                .call_dispatch
+                .map(|d| {
+                    d.frames
+                        .iter()
+                        .filter_map(|f| f.rsplit_once(':'))
+                        .map(|(file, function)| (file.to_owned(), function.to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -710,6 +776,16 @@ impl Knowledge {
         self.source_collectives.contains(name)
     }
 
+    /// Whether a library frame of `function` in `file` only passes a call on to the user's
+    /// code (`torch/nn/modules/module.py` `_call_impl`): the user frames around it are caller
+    /// and callee.
+    pub fn dispatches_call(&self, file: &str, function: &str) -> bool {
+        let file = file.replace('\\', "/");
+        self.call_dispatch
+            .iter()
+            .any(|(end, f)| f == function && (file == *end || file.ends_with(&format!("/{end}"))))
+    }
+
     /// Whether `method` (a call's last name) registers a callback that a module runs on this
     /// rank's own activations (`module.register_forward_hook(record)`).
     pub fn registers_hook(&self, method: &str) -> bool {
@@ -749,6 +825,16 @@ impl Knowledge {
     }
 
     /// The hooks the framework calls on a subclass of `base` under the name `method`.
+    /// Whether the loop of entry point `path` runs per-step hooks of some row.
+    pub fn runs_step_hooks(&self, path: &str) -> bool {
+        self.hooks.iter().any(|h| h.per_step && h.entries.iter().any(|e| e == path))
+    }
+
+    /// The per-step hook rows ([`Hook::per_step`]) of framework class `base`.
+    pub fn step_hooks<'a>(&'a self, base: &'a str) -> impl Iterator<Item = &'a Hook> {
+        self.hooks.iter().filter(move |h| h.per_step && h.class == base)
+    }
+
     pub fn hooks<'a>(&'a self, base: &'a str, method: &'a str) -> impl Iterator<Item = &'a Hook> {
         self.hooks
             .iter()

@@ -49,6 +49,10 @@ impl Default for HtmlOptions {
     }
 }
 
+/// Lanes past which the timeline is taller than a screen or so; then the code, where the ranks
+/// are and the next steps are written right under the verdict.
+const LONG_TIMELINE_LANES: usize = 24;
+
 /// Writes the whole report as one HTML document.
 pub fn write_html(a: &Analysis, options: &HtmlOptions, out: &mut dyn Write) -> io::Result<()> {
     let d = &a.diagnosis;
@@ -61,19 +65,33 @@ pub fn write_html(a: &Analysis, options: &HtmlOptions, out: &mut dyn Write) -> i
         d.category.as_str(),
         Esc(&a.input.display().to_string()),
     )?;
+    let timeline = timeline::timeline(a, options);
     verdict(a, out)?;
     evidence(a, out)?;
+    // A long timeline (hundreds of lanes at 512 ranks) pushed the code and what to do next
+    // screens below the verdict: then they come first, the groups and timeline after.
+    let long = timeline.lanes() > LONG_TIMELINE_LANES;
+    if long {
+        places(a, out)?;
+        code(a, out)?;
+        next_steps(a, out)?;
+    }
     groups(a, out)?;
     timeline_section(a, out)?;
-    places(a, out)?;
-    code(a, out)?;
+    if !long {
+        places(a, out)?;
+        code(a, out)?;
+    }
     probes(a, out)?;
-    next_steps(a, out)?;
+    if !long {
+        next_steps(a, out)?;
+    }
+    log_section(a, out)?;
     warnings(a, out)?;
     footer(a, out)?;
     writeln!(out, "</main>\n<div id=\"tip\" role=\"tooltip\" hidden></div>")?;
     write!(out, "<script type=\"application/json\" id=\"desync-data\">")?;
-    serde_json::to_writer(ScriptSafe(&mut *out), &timeline::timeline(a, options))?;
+    serde_json::to_writer(ScriptSafe(&mut *out), &timeline)?;
     writeln!(out, "</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>")
 }
 
@@ -342,14 +360,24 @@ fn places(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     if a.places.is_empty() {
         return Ok(());
     }
+    let from = if a.places.iter().any(|p| p.exception.is_some()) {
+        "their stacks, or the traceback in the log"
+    } else {
+        "their stacks"
+    };
     writeln!(
         out,
-        "<section id=\"where\">\n<h2>Where the late ranks are <span class=\"dim\">(their stacks)</span></h2>\n<ul>"
+        "<section id=\"where\">\n<h2>Where the late ranks are <span class=\"dim\">({from})</span></h2>\n<ul>"
     )?;
     for place in &a.places {
+        let raised = place.exception.as_ref().map_or_else(
+            || ":".to_owned(),
+            |e| format!(" raised <code>{}</code> at", Esc(&crate::report::clip_chars(e, 160))),
+        );
         write!(
             out,
-            "<li><b>rank(s) {}</b>: <code>{}:{}</code> in {}()",
+            "<li data-origin=\"{}\"><b>rank(s) {}</b>{raised} <code>{}:{}</code> in {}()",
+            place.origin,
             Esc(&place.ranks.to_string()),
             Esc(&place.file),
             place.line,
@@ -384,13 +412,63 @@ fn places(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
                 Esc(&f.function)
             )?;
         }
-        writeln!(
-            out,
-            "<br><span class=\"dim\">stacks: {}</span></li>",
-            Esc(&place.stacks_file.display().to_string())
-        )?;
+        let from = match place.log_lines {
+            Some((first, last)) => {
+                format!("traceback: {} lines {first}-{last}", place.stacks_file.display())
+            }
+            None => format!("stacks: {}", place.stacks_file.display()),
+        };
+        writeln!(out, "<br><span class=\"dim\">{}</span></li>", Esc(&from))?;
     }
     writeln!(out, "</ul>\n</section>")
+}
+
+/// The job's log (`--log`, or found in the dump directory): its claims, each with the lines
+/// it rests on, as in the text and JSON reports.
+fn log_section(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    let Some(log) = &a.log else { return Ok(()) };
+    let files: Vec<String> = log.evidence.files.iter().map(|p| p.display().to_string()).collect();
+    writeln!(
+        out,
+        "<section id=\"log\">\n<h2>From the log <span class=\"dim\">({}{})</span></h2>",
+        Esc(&files.join(", ")),
+        if log.found_beside { ", found in the dump directory" } else { "" }
+    )?;
+    writeln!(
+        out,
+        "<p id=\"log-verdict\" data-category=\"{}\">{}</p>",
+        log.verdict.category.as_str(),
+        Esc(&log.verdict.headline)
+    )?;
+    if let Some(u) = &log.upgrade {
+        writeln!(
+            out,
+            "<p id=\"log-upgrade\">The log made the dumps' verdict (<b>{}</b>: {}) a crash of rank(s) {}.</p>",
+            u.from,
+            Esc(&u.from_headline),
+            Esc(&crate::model::format_ranks(&u.culprit_ranks))
+        )?;
+    }
+    writeln!(out, "<ul class=\"claims\">")?;
+    for c in &log.verdict.claims {
+        write!(out, "<li data-kind=\"{}\">{}", claim_kind(c.kind), Esc(&c.text))?;
+        for cite in &c.evidence {
+            write!(
+                out,
+                "<br><span class=\"dim\"><code>{}:{}</code></span> <code>{}</code>",
+                Esc(&cite.file),
+                cite.line,
+                Esc(&cite.text)
+            )?;
+        }
+        writeln!(out, "</li>")?;
+    }
+    writeln!(out, "</ul>\n</section>")
+}
+
+/// A claim's kind as JSON writes it (`claims[].kind`).
+fn claim_kind(kind: crate::logs::ClaimKind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 fn code(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {

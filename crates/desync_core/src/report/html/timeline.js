@@ -71,7 +71,7 @@
     if (D.pgs_elided.length) {
       var p = document.createElement('p');
       p.className = 'dim';
-      p.textContent = D.pgs_elided.length + ' more process group(s) agree or matter less and are not drawn: ' + D.pgs_elided.slice(0, 40).join(', ') + (D.pgs_elided.length > 40 ? ', …' : '');
+      p.textContent = D.pgs_elided_count + ' more process group(s) agree or matter less and are not drawn: ' + D.pgs_elided.slice(0, 40).join(', ') + (D.pgs_elided_count > D.pgs_elided.length ? ', …' : '');
       host.appendChild(p);
     }
     if (!('IntersectionObserver' in window)) { D.pgs.forEach(function (pg, k) { if (pg.open && !drawn[k]) draw(k); }); return; }

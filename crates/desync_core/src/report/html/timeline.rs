@@ -37,10 +37,19 @@ pub(super) struct Timeline {
     states: bool,
     details: Vec<Detail>,
     pgs: Vec<PgTimeline>,
-    /// Labels of process groups left out to keep the report small.
+    /// Labels of the first [`ELIDED_LABELS`] process groups left out to keep the report small.
     pgs_elided: Vec<String>,
+    /// How many were left out (12,500 labels would be most of a 100,000-rank report).
+    pgs_elided_count: usize,
     /// The earliest `time_created_ns` of any entry: lanes' times count from here.
     base_ns: i64,
+}
+
+impl Timeline {
+    /// Lanes drawn, over every process group.
+    pub(super) fn lanes(&self) -> usize {
+        self.pgs.iter().map(|p| p.lanes.len()).sum()
+    }
 }
 
 #[derive(Serialize)]
@@ -169,6 +178,7 @@ pub(super) fn timeline(a: &Analysis, options: &HtmlOptions) -> Timeline {
         drawn.iter().map(|&(i, interesting)| b.pg(&a.alignment.groups[i], interesting)).collect();
     let pgs_elided = elided
         .iter()
+        .take(ELIDED_LABELS)
         .map(|&(i, _)| a.trace.process_groups[a.alignment.groups[i].pg].label())
         .collect();
     let mut ops: Vec<(std::sync::Arc<str>, usize)> = b.ops.into_iter().collect();
@@ -180,9 +190,13 @@ pub(super) fn timeline(a: &Analysis, options: &HtmlOptions) -> Timeline {
         details: b.details,
         pgs,
         pgs_elided,
+        pgs_elided_count: elided.len(),
         base_ns,
     }
 }
+
+/// Labels of process groups left out that the report names; the rest are counted.
+const ELIDED_LABELS: usize = 40;
 
 /// Alignment groups, the interesting ones first (earliest mismatch, stuck, conflicts,
 /// culprit members), each with whether it is interesting. At 4,096 ranks a job has hundreds
