@@ -27,11 +27,13 @@ mod flags;
 mod hooks;
 mod length;
 mod origin;
+mod peers;
 mod probe;
 mod project;
 mod property;
 mod resolve;
 mod sites;
+mod standing;
 mod summary;
 mod value;
 

@@ -529,7 +529,7 @@ fn distributed_test_at(eval: &mut Eval<'_, '_>, test: &Expr, depth: usize) -> bo
 /// only answers one (`def is_distributed(): return dist.is_available() and
 /// dist.is_initialized()`, or the `if not dist.is_available(): return False` ... `return True`
 /// form).
-fn distributed_predicate(
+pub(super) fn distributed_predicate(
     eval: &mut Eval<'_, '_>,
     c: &ruff_python_ast::ExprCall,
     depth: usize,
@@ -592,7 +592,7 @@ fn single_process(eval: &mut Eval<'_, '_>, module: &Module, stmt: &Stmt) -> bool
 /// ranks in a process group ([`Eval::counts_group_members`]): `if self.world_size == 1: return
 /// inputs[0]` is a helper's shortcut for a group of one rank, which has no peer to disagree
 /// with (what the helper returns otherwise is what its collective over the group gives).
-fn one_member(eval: &mut Eval<'_, '_>, test: &Expr) -> bool {
+pub(super) fn one_member(eval: &mut Eval<'_, '_>, test: &Expr) -> bool {
     use ruff_python_ast::CmpOp::{Eq, Gt, GtE, Lt, LtE};
     let Expr::Compare(c) = test else { return false };
     let ([op], [right]) = (&*c.ops, &*c.comparators) else { return false };

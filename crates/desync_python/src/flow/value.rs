@@ -213,6 +213,8 @@ impl<'a, 'm> Eval<'a, 'm> {
                 Some(entries) => self.entries(&entries, at, depth),
                 None => self.parts(e, at, depth),
             },
+            // `RANK == -1`, `world_size > 1`: whether the run has peers, alike on every rank.
+            Expr::Compare(_) if self.single_process_atom(e).is_some() => Value::default(),
             // A lambda's body runs later, elsewhere.
             Expr::Lambda(_) => Value::default(),
             // The test chooses which value it is.
@@ -352,19 +354,16 @@ impl<'a, 'm> Eval<'a, 'm> {
         let foreign = self.foreign.take();
         self.tracing.push(binding.at);
         let mut value = self.bound_value(name, &binding);
-        match self.turn_taken(name, &binding) {
-            // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
-            // rank makes the same call, in turns; the turn decides nothing about the result.
-            Some((turn, other)) => {
-                value.merge_everywhere(self.control_except(binding.at, Some(turn), shared));
-                value.whole.merge(self.value(other, other.start()).whole);
-            }
+        // `if rank == 0: store = Store(path)` ... `if rank != 0: store = Store(path)`: every
+        // rank makes the same call, in turns; the turn decides nothing about the result.
+        if let Some((turn, other)) = self.turn_taken(name, &binding) {
+            value.merge_everywhere(self.control_except(binding.at, Some(turn), shared));
+            value.whole.merge(self.value(other, other.start()).whole);
+        } else {
             // `if rank != 0: stop = box[0]` after rank 0 broadcast its own `stop` in `box`:
             // every rank holds rank 0's value after the `if`; its test decides nothing.
-            None => {
-                let received = self.received_from_source(name, &binding);
-                value.merge_everywhere(self.control_except(binding.at, received, shared));
-            }
+            let received = self.received_from_source(name, &binding);
+            value.merge_everywhere(self.control_except(binding.at, received, shared));
         }
         if !matches!(binding.source, Source::LoopItem(_) | Source::LoopElement(..)) {
             // A write into any entry or attribute may be the one read later.
@@ -991,10 +990,14 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
             Sym::Instance(_) | Sym::Class(_) | Sym::Module(_) | Sym::Unknown => {}
         }
-        // `self.x`: what the class assigns to it.
+        // `self.x`: as an earlier statement of this method leaves it, or else what the class
+        // assigns to it.
         if let Expr::Name(n) = &*a.value
             && let Some(class) = self.self_class(n.id.as_str(), at)
         {
+            if let Some(d) = self.attribute_as_it_stands(n.id.as_str(), a.attr.id.as_str(), at) {
+                return d;
+            }
             return self.class_attribute(class, a.attr.id.as_str(), e);
         }
         // A field of an object the project built, or what the whole value depends on. An
@@ -1753,7 +1756,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             let Stmt::FunctionDef(method) = stmt else { continue };
             let Some(self_name) = crate::tree::first_parameter(method) else { continue };
             let scope = Scope { function: Some(method), suite: &method.body };
-            let mut assigned: Vec<(&'m Expr, TextSize)> = Vec::new();
+            let mut assigned: Vec<(&'m Expr, &'m Stmt)> = Vec::new();
             crate::tree::walk_scope(&method.body, &mut |s, _| {
                 let (targets, value): (Vec<&Expr>, Option<&Expr>) = match s {
                     Stmt::Assign(a) => (a.targets.iter().collect(), Some(&*a.value)),
@@ -1767,14 +1770,22 @@ impl<'a, 'm> Eval<'a, 'm> {
                         && ta.attr.id.as_str() == attr
                         && matches!(&*ta.value, Expr::Name(n) if n.id.as_str() == self_name)
                     {
-                        assigned.push((value, s.start()));
+                        assigned.push((value, s));
                     }
                 }
             });
-            for (value, at) in assigned {
+            for (value, stmt) in assigned {
+                let at = stmt.start();
                 found = true;
                 let outer = std::mem::replace(&mut self.scope, scope);
                 let foreign = self.foreign.take();
+                // `self.retries += 1` past `if RANK != -1: raise`: never where there are peers.
+                let module: &'m Module = self.module;
+                if self.single_process_only(module, stmt) {
+                    self.foreign = foreign;
+                    self.scope = outer;
+                    continue;
+                }
                 if !self.tracing.contains(&at) && self.tracing.len() < MAX_HOPS {
                     self.tracing.push(at);
                     let hop = format!(
