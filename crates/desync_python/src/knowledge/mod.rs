@@ -338,29 +338,8 @@ struct CallDispatch {
 
 /// Tensor operations whose result is computed from their operand's values (`torch.bincount`,
 /// `x.nonzero()`, `x.sum()`): functions by qualified name (their tensor arguments are the
-/// operands), methods by name (the receiver is).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ValueComputations {
-    #[serde(default)]
-    names: Vec<String>,
-    #[serde(default)]
-    methods: Vec<String>,
-    #[allow(dead_code)]
-    source: String,
-}
-
-impl ValueComputations {
-    /// Whether `qualified` names such a function.
-    pub fn is_function(&self, qualified: &str) -> bool {
-        self.names.iter().any(|n| n == qualified)
-    }
-
-    /// Whether `method`, called on a tensor, is such a computation.
-    pub fn is_method(&self, method: &str) -> bool {
-        self.methods.iter().any(|m| m == method)
-    }
-}
+/// operands), methods by name (the receiver is). The same shape as the file calls.
+pub type ValueComputations = FileCalls;
 
 /// Calls that return a copy of one of their arguments.
 #[derive(Debug, Clone, Deserialize)]
@@ -392,9 +371,11 @@ struct NameList {
     source: String,
 }
 
-/// Calls about a file named by a path: functions that take the path first, methods called on
-/// the path.
+/// Calls of one kind named in the table: functions by qualified name, methods by name. For
+/// calls about a file named by a path, the functions take the path first and the methods are
+/// called on the path.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FileCalls {
     #[serde(default)]
     names: Vec<String>,
