@@ -11,6 +11,36 @@
 //!
 //! The parser is Ruff's (`ruff_python_parser`, pinned); none of its types appear in this API.
 //!
+//! # Layers
+//!
+//! Each layer is a folder whose opening comment says what it knows; a module reads only its
+//! own layer and the ones below (checked by `layers_tests.rs`, which fails on an upward import
+//! or a cycle). The bridge (`desync_core`) and the linter (`desync_lint`) ask layers 3 to 5
+//! through the re-exports below and hold no analysis of their own.
+//!
+//! ```text
+//!   desync_core::bridge        desync_lint
+//!            \                    /
+//!   5 control   branch/ outline/ placement exits hooks flags   which paths skip which sites
+//!   4 sites     call probe setup callers facts metadata raises  the collectives a call issues
+//!   3 values    Analysis, value (Eval), resolve, summary, origin, classify, trace
+//!                                                    uniform or rank-local, and the chain why
+//!   2 names     bindings, project, knowledge (frameworks.toml)   what a name or callee is
+//!   1 syntax    module, tree, expr, nesting, types, patterns     the parsed file
+//! ```
+//!
+//! Where new work goes:
+//! - a new fact about values (a call that leaves its result agreed, a new source of
+//!   rank-local data, "broadcast from rank 0 is uniform afterwards"): a row of the knowledge
+//!   table when it is about a named API, else `values/` (`value.rs` evaluates expressions,
+//!   `summary.rs` what functions return, `Deps`/`Reason` in `values/mod.rs` the chain);
+//! - a new framework API (a collective, a wrapper, a hook, a stop flag): a row of
+//!   `names/knowledge/frameworks.toml`, read through [`knowledge`]; code only when the table
+//!   lacks the column, in the layer that reads it;
+//! - a new control-flow construct (a jump, a handler shape, a loop form): `control/branch/`
+//!   (which construct sends ranks apart) and `control/outline/` (the linter's view), over the
+//!   statement navigation of `syntax/tree.rs`.
+//!
 //! ```
 //! use desync_python::{Construct, DependenceKind, Module};
 //!
@@ -38,41 +68,40 @@
 //! table does not name are taken as functions of their arguments, and a parameter whose
 //! callers are not in view is reported as `Unknown` with its name, for the caller to follow.
 
-mod branch;
-mod call;
-mod code_objects;
-mod dependence;
-mod expr;
-mod flow;
-pub mod knowledge;
-mod module;
-mod nesting;
-mod outline;
-mod placement;
-mod tree;
-mod types;
+mod control;
+pub mod names;
+mod sites;
+mod syntax;
+mod values;
 
+#[cfg(test)]
+mod layers_tests;
 #[cfg(test)]
 mod robustness;
 
-pub use branch::GuardFinder;
-pub use dependence::patterns;
-pub use dependence::trace::{StepKind, ValueFeature, ValueStep};
-pub use dependence::{ClassifyOptions, classify_expression, classify_expression_with};
-pub use expr::has_word;
-pub use flow::{
-    Analysis, Argument, ArgumentElsewhere, AttributeWrite, Carried, CollectiveSite, Collectives,
-    FileProbe, FileProject, Finding, FlagWrite, HookExit, MAX_FILE_BYTES, OriginFrame, Project,
-    RankOnly,
-    SetupCall, SiteVia, ValueOrigin, file_probe_spellings, grid_axes, grid_group, merge_groups,
-};
-pub use module::Module;
-pub use nesting::{MAX_NESTING, MAX_TOKENS};
-pub use outline::{
+pub use control::branch::GuardFinder;
+pub use control::flags::{AttributeWrite, FlagWrite};
+pub use control::hooks::HookExit;
+pub use control::outline::{
     Call, Clause, Conditional, Conjunct, Handler, Import, JumpStmt, LineRange, Loop, Membership,
     Outline, TryBlock,
 };
-pub use placement::{DecisionSite, InsertionPoint, LoopSite};
-pub use types::{
+pub use control::placement::{DecisionSite, InsertionPoint, LoopSite};
+pub use names::knowledge;
+pub use names::project::{FileProject, MAX_FILE_BYTES, Project};
+pub use sites::probe::{FileProbe, file_probe_spellings};
+pub use sites::{
+    Argument, ArgumentElsewhere, CollectiveSite, Collectives, RankOnly, SetupCall, SiteVia,
+};
+pub use syntax::expr::has_word;
+pub use syntax::module::Module;
+pub use syntax::nesting::{MAX_NESTING, MAX_TOKENS};
+pub use syntax::patterns;
+pub use syntax::types::{
     ArgOrigin, Branch, CallOrigin, CallSite, Construct, Dependence, DependenceKind, Function, Jump,
+};
+pub use values::classify::{ClassifyOptions, classify_expression, classify_expression_with};
+pub use values::trace::{StepKind, ValueFeature, ValueStep};
+pub use values::{
+    Analysis, Carried, Finding, OriginFrame, ValueOrigin, grid_axes, grid_group, merge_groups,
 };
