@@ -13,7 +13,6 @@ import pytest
 
 from conftest import desync_bin, run_desync
 from desync_jobs.expected import expected_for
-from desync_jobs.run import run_job
 from desync_jobs.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.jobs, pytest.mark.desync]
@@ -39,14 +38,14 @@ def expected_culprits(expected: dict, report: dict) -> list[int]:
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_desync_verdict_on_fresh_run(name, tmp_path):
+def test_desync_verdict_on_fresh_run(name, fresh_run):
     exe = desync_bin()
     assert exe.exists(), f"desync binary not found at {exe} (cargo build --release or set DESYNC_BIN)"
-    result = run_job(name, tmp_path / "dumps", log_dir=tmp_path / "logs")
+    result = fresh_run(name)
     script = Path(result.script)
     expected = expected_for(name, script)
 
-    code, report, stderr = run_desync(tmp_path / "dumps", source_root=script.parent)
+    code, report, stderr = run_desync(Path(result.out_dir), source_root=script.parent)
 
     verdict = report["verdict"]
     if verdict["category"] in SCENARIOS[name].fresh_run_may_read:
