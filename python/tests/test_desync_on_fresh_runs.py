@@ -26,11 +26,18 @@ def expected_culprits(expected: dict, report: dict) -> list[int]:
     can dump before it reaches the collective it would have diverged at (CI saw rank 7 of
     early_stop_8 do so). Its dump then shows it one collective behind, and no tool can name
     it from that evidence: desync lists it as "not issued" at the earliest mismatch. A
-    culprit that did issue the collective must still be named, and at least one must be.
+    culprit that did issue the collective must still be named, and at least one must be. Only
+    a divergence is read this way, at the verdict's own group and seq (a deadlock's ranks wait
+    in different groups, where "not issued" is the design).
     """
     designed = expected["culprit_ranks"]
-    mismatch = (report.get("mismatches") or [None])[0]
-    if not designed or mismatch is None:
+    verdict = report["verdict"]
+    if verdict["category"] != "divergence" or not designed:
+        return designed
+    at = ((verdict.get("process_group") or {}).get("name"), verdict.get("collective_seq_id"))
+    mismatch = next((m for m in report.get("mismatches") or []
+                     if (m["process_group"]["name"], m["collective_seq_id"]) == at), None)
+    if mismatch is None:
         return designed
     not_issued = {r for side in mismatch["sides"] if not side["issued"] for r in side["ranks"]}
     seen = [r for r in designed if r not in not_issued]
