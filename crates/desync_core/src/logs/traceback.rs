@@ -26,6 +26,20 @@ pub const SYMPTOMS: &[(&str, &str)] = &[
     ("ChildFailedError", "torchrun's own summary of its workers' failures"),
 ];
 
+/// Exception texts that say a peer's process is gone (not that it is slow): the rank that
+/// ended is to be found among those that failed on nothing.
+pub const PEER_EXITED: &[&str] = &[
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "Broken pipe",
+    "remote process exited",
+];
+
+/// Whether an exception text says a peer's process exited under this rank.
+pub fn peer_exited(message: &str) -> bool {
+    PEER_EXITED.iter().any(|needle| message.contains(needle))
+}
+
 /// The symptom an exception text shows, if any (its row's reason).
 pub fn symptom_of(message: &str) -> Option<&'static str> {
     SYMPTOMS.iter().find(|(needle, _)| message.contains(needle)).map(|(_, why)| *why)

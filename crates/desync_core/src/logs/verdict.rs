@@ -21,6 +21,7 @@
 use serde::Serialize;
 
 use super::nccl::{GroupName, TimedOut};
+use super::traceback::Traceback;
 use super::{Cite, LogEvidence};
 use crate::diagnose::Category;
 use crate::model::format_ranks;
@@ -218,6 +219,7 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
             evidence: vec![t.cite.clone()],
         });
     }
+    logged_exit_claims(e, &mut ranks, claims);
     for w in &e.nccl.watchdog_errors {
         let Some(rank) = w.rank else { continue };
         if ranks.contains(&rank) {
@@ -257,6 +259,59 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
     }
     ranks.sort_unstable();
     ranks
+}
+
+/// A rank that logged an error and ended leaves no traceback (`log.error(...)` then
+/// `sys.exit(2)`). Its last error record is its own error when its peers failed because a
+/// peer's process exited under them, and the rank itself neither failed on a peer nor timed
+/// out: the exit the peers saw is the one that logged rank's. Without that exit, an error
+/// record is only a line (a job logs errors and carries on).
+fn logged_exit_claims(e: &LogEvidence, ranks: &mut Vec<u32>, claims: &mut Vec<Claim>) {
+    let exit_seen: Vec<&Traceback> = e
+        .tracebacks
+        .iter()
+        .filter(|t| t.symptom.is_some() && super::traceback::peer_exited(&t.exception))
+        .collect();
+    if exit_seen.is_empty() {
+        return;
+    }
+    let waiters: Vec<u32> = e
+        .tracebacks
+        .iter()
+        .filter(|t| t.symptom.is_some())
+        .filter_map(|t| t.rank)
+        .chain(e.nccl.timeouts.iter().filter_map(|t| t.rank))
+        .collect();
+    let mut logged: Vec<&super::logged::LoggedError> = Vec::new();
+    for l in e.logged_errors.iter().rev() {
+        let Some(rank) = l.rank else { continue };
+        if ranks.contains(&rank)
+            || waiters.contains(&rank)
+            || logged.iter().any(|k| k.rank == l.rank)
+        {
+            continue;
+        }
+        logged.push(l);
+    }
+    for l in logged {
+        let rank = l.rank.unwrap_or_default();
+        ranks.push(rank);
+        let seen: Vec<u32> = exit_seen.iter().filter_map(|t| t.rank).collect();
+        claims.push(Claim {
+            kind: ClaimKind::Raised,
+            ranks: vec![rank],
+            process_group: None,
+            collective_seq_id: None,
+            text: format!(
+                "rank {rank} logged `{}` and ended: {} failed on a peer's exit, and rank {rank} failed on no peer",
+                short(&l.message),
+                rank_words(&seen)
+            ),
+            evidence: std::iter::once(l.cite.clone())
+                .chain(exit_seen.iter().take(CITES_PER_CLAIM - 1).map(|t| t.cite.clone()))
+                .collect(),
+        });
+    }
 }
 
 /// Signals that end a process by a fault of its own (a segfault in an extension, a bus error

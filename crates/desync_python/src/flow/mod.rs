@@ -51,6 +51,7 @@ use crate::dependence::bindings::Scope;
 use crate::module::Module;
 use crate::types::{Dependence, DependenceKind};
 
+pub use exits::ExitBefore;
 pub use flags::{AttributeWrite, FlagWrite};
 pub use hooks::HookExit;
 pub use origin::{Carried, OriginFrame, ValueOrigin};
