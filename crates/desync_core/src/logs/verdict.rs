@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::nccl::{GroupName, TimedOut};
 use super::{Cite, LogEvidence};
 use crate::diagnose::Category;
-use crate::model::format_ranks;
+use crate::model::RankSet;
 
 /// What a claim is about (JSON `claims[].kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -54,6 +54,7 @@ pub enum ClaimKind {
 #[derive(Debug, Clone, Serialize)]
 pub struct Claim {
     pub kind: ClaimKind,
+    #[serde(flatten, serialize_with = "crate::report::serialize_rank_vec")]
     pub ranks: Vec<u32>,
     /// The group's label (`GUID 1`, `PG 0`) and description, when the lines name one.
     pub process_group: Option<GroupRef>,
@@ -182,10 +183,10 @@ fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
     }
 }
 
-/// `rank 2` / `ranks 0-3`.
+/// `rank 2` / `ranks 0-3`; a long set briefly (`12500 ranks: 0,8,16,…`).
 fn rank_words(ranks: &[u32]) -> String {
     let s = if ranks.len() == 1 { "" } else { "s" };
-    format!("rank{s} {}", format_ranks(ranks))
+    format!("rank{s} {}", RankSet::new(ranks.to_vec()).brief())
 }
 
 fn ranks_of(claims: &[Claim], kind: ClaimKind) -> Vec<u32> {
@@ -523,7 +524,7 @@ fn exit_claims(e: &LogEvidence, claims: &mut Vec<Claim>) {
             ranks: aborted.clone(),
             process_group: None,
             collective_seq_id: None,
-            text: format!("every rank in torchrun's table ({}) was aborted by SIGABRT, what the watchdog does to each waiter: no exit stands out as the cause", format_ranks(&aborted)),
+            text: format!("every rank in torchrun's table ({}) was aborted by SIGABRT, what the watchdog does to each waiter: no exit stands out as the cause", RankSet::new(aborted.clone()).brief()),
             evidence: exits.iter().take(CITES_PER_CLAIM).map(|x| x.cite.clone()).collect(),
         });
     }
