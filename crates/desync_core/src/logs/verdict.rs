@@ -151,9 +151,21 @@ pub fn decide(e: &LogEvidence) -> LogVerdict {
     v
 }
 
+/// The texts of the claims of `kind`, joined: the first [`HEADLINE_CLAIMS`], then a count
+/// (a whole world can raise, one claim per rank).
 fn headline_from(claims: &[Claim], kind: ClaimKind) -> String {
-    claims.iter().filter(|c| c.kind == kind).map(|c| c.text.as_str()).collect::<Vec<_>>().join("; ")
+    let of_kind: Vec<&str> =
+        claims.iter().filter(|c| c.kind == kind).map(|c| c.text.as_str()).collect();
+    let mut parts: Vec<String> =
+        of_kind.iter().take(HEADLINE_CLAIMS).map(|t| (*t).to_owned()).collect();
+    if of_kind.len() > HEADLINE_CLAIMS {
+        parts.push(format!("and {} more like these", of_kind.len() - HEADLINE_CLAIMS));
+    }
+    parts.join("; ")
 }
+
+/// Claims a headline quotes before it counts the rest.
+const HEADLINE_CLAIMS: usize = 3;
 
 fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
     let timed_out: Vec<u32> = ranks_of(claims, ClaimKind::TimedOut);
