@@ -24,7 +24,7 @@ use super::nccl::{GroupName, TimedOut};
 use super::traceback::Traceback;
 use super::{Cite, LogEvidence};
 use crate::diagnose::Category;
-use crate::model::format_ranks;
+use crate::model::RankSet;
 
 /// What a claim is about (JSON `claims[].kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,6 +55,7 @@ pub enum ClaimKind {
 #[derive(Debug, Clone, Serialize)]
 pub struct Claim {
     pub kind: ClaimKind,
+    #[serde(flatten, serialize_with = "crate::report::serialize_rank_vec")]
     pub ranks: Vec<u32>,
     /// The group's label (`GUID 1`, `PG 0`) and description, when the lines name one.
     pub process_group: Option<GroupRef>,
@@ -151,9 +152,21 @@ pub fn decide(e: &LogEvidence) -> LogVerdict {
     v
 }
 
+/// The texts of the claims of `kind`, joined: the first [`HEADLINE_CLAIMS`], then a count
+/// (a whole world can raise, one claim per rank).
 fn headline_from(claims: &[Claim], kind: ClaimKind) -> String {
-    claims.iter().filter(|c| c.kind == kind).map(|c| c.text.as_str()).collect::<Vec<_>>().join("; ")
+    let of_kind: Vec<&str> =
+        claims.iter().filter(|c| c.kind == kind).map(|c| c.text.as_str()).collect();
+    let mut parts: Vec<String> =
+        of_kind.iter().take(HEADLINE_CLAIMS).map(|t| (*t).to_owned()).collect();
+    if of_kind.len() > HEADLINE_CLAIMS {
+        parts.push(format!("and {} more like these", of_kind.len() - HEADLINE_CLAIMS));
+    }
+    parts.join("; ")
 }
+
+/// Claims a headline quotes before it counts the rest.
+const HEADLINE_CLAIMS: usize = 3;
 
 fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
     let timed_out: Vec<u32> = ranks_of(claims, ClaimKind::TimedOut);
@@ -183,10 +196,10 @@ fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
     }
 }
 
-/// `rank 2` / `ranks 0-3`.
+/// `rank 2` / `ranks 0-3`; a long set briefly (`12500 ranks: 0,8,16,…`).
 fn rank_words(ranks: &[u32]) -> String {
     let s = if ranks.len() == 1 { "" } else { "s" };
-    format!("rank{s} {}", format_ranks(ranks))
+    format!("rank{s} {}", RankSet::new(ranks.to_vec()).brief())
 }
 
 fn ranks_of(claims: &[Claim], kind: ClaimKind) -> Vec<u32> {
@@ -578,7 +591,7 @@ fn exit_claims(e: &LogEvidence, claims: &mut Vec<Claim>) {
             ranks: aborted.clone(),
             process_group: None,
             collective_seq_id: None,
-            text: format!("every rank in torchrun's table ({}) was aborted by SIGABRT, what the watchdog does to each waiter: no exit stands out as the cause", format_ranks(&aborted)),
+            text: format!("every rank in torchrun's table ({}) was aborted by SIGABRT, what the watchdog does to each waiter: no exit stands out as the cause", RankSet::new(aborted.clone()).brief()),
             evidence: exits.iter().take(CITES_PER_CLAIM).map(|x| x.cite.clone()).collect(),
         });
     }
