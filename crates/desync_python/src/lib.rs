@@ -64,7 +64,7 @@ pub use flow::{
     Analysis, Argument, ArgumentElsewhere, AttributeWrite, Carried, CollectiveSite, Collectives,
     FileProbe, FileProject, Finding, FlagWrite, HookExit, MAX_FILE_BYTES, OriginFrame, Project,
     RankOnly,
-    SetupCall, SiteVia, ValueOrigin, file_probe_spellings, grid_axes, grid_group, merge_groups,
+    SetupBlock, SetupCall, SiteVia, ValueOrigin, file_probe_spellings, grid_axes, grid_group, merge_groups,
 };
 pub use module::Module;
 pub use nesting::{MAX_NESTING, MAX_TOKENS};
