@@ -1008,7 +1008,8 @@ impl<'a, 'm> Eval<'a, 'm> {
         if let Some(d) = base.field(a.attr.id.as_str()) {
             return d;
         }
-        if !held && let Some(d) = self.field_the_class_sets(&a.value, a.attr.id.as_str(), &base, at) {
+        if !held && let Some(d) = self.field_the_class_sets(&a.value, a.attr.id.as_str(), &base, at)
+        {
             return d;
         }
         base.field(a.attr.id.as_str()).unwrap_or_else(|| {
