@@ -63,8 +63,8 @@ pub use expr::has_word;
 pub use flow::{
     Analysis, Argument, ArgumentElsewhere, AttributeWrite, Carried, CollectiveSite, Collectives,
     ExitBefore, FileProbe, FileProject, Finding, FlagWrite, HookExit, MAX_FILE_BYTES, OriginFrame,
-    Project, RankOnly, SetupCall, SiteVia, ValueOrigin, file_probe_spellings, grid_axes,
-    grid_group, merge_groups,
+    Project, RankOnly, SetupBlock, SetupCall, SiteVia, ValueOrigin, file_probe_spellings,
+    grid_axes, grid_group, merge_groups,
 };
 pub use module::Module;
 pub use nesting::{MAX_NESTING, MAX_TOKENS};
