@@ -144,14 +144,20 @@ def enable(
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
         chosen: dict[str, str] = {}
 
+        new_names_only = _reads_fr_names(_torch_version())
+
         def default(name: str, value: str, *aliases: str) -> None:
             if any(n in os.environ for n in (name, *aliases)):
                 return
-            for n in (name, *aliases):
+            # torch >= 2.8 reads the TORCH_FR_* name and prints a deprecation warning on every
+            # rank for each TORCH_NCCL_* alias that is set, even beside the new name (measured:
+            # scripts/measure_fr_versions.py); an older or unknown torch gets both.
+            for n in (name,) if new_names_only else (name, *aliases):
                 os.environ[n] = value
                 chosen[n] = value
 
-        # Newer torch reads TORCH_FR_*; the TORCH_NCCL_* names are the older aliases.
+        # Newer torch reads TORCH_FR_*; the TORCH_NCCL_* names are the older aliases. The
+        # buffer size matters most: torch 2.8 and 2.9 record nothing under Gloo without it.
         default("TORCH_FR_BUFFER_SIZE", str(buffer_size), "TORCH_NCCL_TRACE_BUFFER_SIZE")
         default("TORCH_FR_DUMP_TEMP_FILE", prefix, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
         default("TORCH_NCCL_DUMP_ON_TIMEOUT", "1" if dump_on_timeout else "0")
@@ -237,6 +243,26 @@ def _dump_prefix(dump_dir: str | os.PathLike[str] | None) -> str:
     return str(Path(DEFAULT_DIR).resolve() / FILE_PREFIX)
 
 
+#: The first torch (major, minor) measured to read the ``TORCH_FR_*`` names and to warn about
+#: their ``TORCH_NCCL_*`` aliases (docs/flight-recorder.md, "torch versions, measured").
+FR_NAMES_FROM = (2, 8)
+
+
+def _torch_version() -> tuple[int, int] | None:
+    """The installed torch's (major, minor), read from its metadata: never imports torch."""
+    try:
+        from importlib.metadata import version
+
+        major, minor = version("torch").split("+")[0].split(".")[:2]
+        return int(major), int(minor)
+    except Exception:
+        return None
+
+
+def _reads_fr_names(torch_version: tuple[int, int] | None) -> bool:
+    return torch_version is not None and torch_version >= FR_NAMES_FROM
+
+
 def _recorder_bytes(backend: str, *, stacks: bool) -> bytes:
     import torch
 
@@ -248,13 +274,50 @@ def _recorder_bytes(backend: str, *, stacks: bool) -> bytes:
         dump_fn = c10d._dump_nccl_trace
     elif hasattr(c10d, "_dump_fr_trace"):
         dump_fn = c10d._dump_fr_trace
+        if _per_backend(dump_fn):
+            # torch 2.15 keeps one recorder per backend ("gloo" by default); dump the one this
+            # group records into.
+            name = _backend_name(backend)
+            return _as_bytes(dump_fn(includeStackTraces=stacks, backend=name))
     else:
         raise RuntimeError(f"this torch ({torch.__version__}) cannot dump a {backend} recorder")
     try:
         data = dump_fn(includeStackTraces=stacks)
     except TypeError:  # an older signature without keywords
         data = dump_fn()
+    return _as_bytes(data)
+
+
+def _as_bytes(data: str | bytes) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def _per_backend(dump_fn: Any) -> bool:
+    """Whether this torch keeps one recorder per backend (its dump call takes ``backend=``)."""
+    return "backend" in (getattr(dump_fn, "__doc__", None) or "")
+
+
+def _backend_name(backend: str) -> str:
+    """The CPU backend of a group's backend string (``cpu:gloo,cuda:nccl`` -> ``gloo``)."""
+    parts = [p.split(":", 1)[-1] for p in backend.split(",")]
+    cpu = [p for p in parts if p != "nccl"]
+    return (cpu or parts)[0]
+
+
+def _extra_backends() -> list[str]:
+    """CPU backends of the job's other process groups whose recorders the default group's
+    dump leaves out (torch 2.15: one recorder per backend)."""
+    dist = _distributed()
+    if dist is None or "backend" not in _state:
+        return []
+    main = _backend_name(_state["backend"])
+    names: set[str] = set()
+    try:
+        for group in list(dist.distributed_c10d._world.pg_map):
+            names.add(_backend_name(str(dist.get_backend(group))))
+    except Exception:
+        return []
+    return sorted(n for n in names if n not in (main, "nccl"))
 
 
 def _write_dump(reason: str, *, final: bool, stacks: bool = True) -> Path | None:
@@ -275,6 +338,8 @@ def _write_dump(reason: str, *, final: bool, stacks: bool = True) -> Path | None
                     fh.flush()
                     os.fsync(fh.fileno())
             os.replace(tmp, path)
+            if final:
+                _dump_other_backends(path, stacks)
         except Exception as exc:  # a failed dump must never hide the real failure
             _log(f"flight recorder dump ({reason}) failed: {exc}")
             return None
@@ -282,6 +347,22 @@ def _write_dump(reason: str, *, final: bool, stacks: bool = True) -> Path | None
             _state["final_dump"] = True
             _log(f"flight recorder dump ({reason}): {path} ({len(data)} bytes)")
         return path
+
+
+def _dump_other_backends(path: Path, stacks: bool) -> None:
+    """torch 2.15 gives each backend its own recorder: the groups of another CPU backend than
+    the default group's are dumped to ``<backend>/<dump name>`` beside the main dump (one
+    folder per backend, so each folder is one job's dumps for ``desync analyze``)."""
+    for name in _extra_backends():
+        try:
+            data = _recorder_bytes(name, stacks=stacks)
+            target = path.parent / name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.part")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        except Exception as exc:
+            _log(f"flight recorder dump of backend {name} failed: {exc}")
 
 
 # --- the stacks beside the dump -------------------------------------------------------------

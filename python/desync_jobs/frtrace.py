@@ -27,6 +27,7 @@ Report format parsed here (``EntryState.log`` in
 from __future__ import annotations
 
 import ast
+import json
 import os
 import pickle
 import re
@@ -120,25 +121,82 @@ def parse_report(text: str) -> list[Mismatch]:
     return found
 
 
-def run_torchfrtrace(trace_dir: str | os.PathLike, prefix: str,
-                     allow_incomplete_ranks: bool = False,
-                     timeout_s: float = 300) -> FrTraceResult:
-    cmd = [*torchfrtrace_command(), str(trace_dir), "-p", prefix]
+def _cli_args(trace_dir: str | os.PathLike, prefix: str, allow_incomplete_ranks: bool) -> list[str]:
+    args = [str(trace_dir), "-p", prefix]
     if allow_incomplete_ranks:
-        cmd.append("--allow-incomplete-ranks")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-    output = proc.stdout + proc.stderr
-    crashed = proc.returncode != 0 or "Traceback (most recent call last)" in output
+        args.append("--allow-incomplete-ranks")
+    return args
+
+
+def _result(returncode: int, output: str) -> FrTraceResult:
+    crashed = returncode != 0 or "Traceback (most recent call last)" in output
     summary = None
     if crashed:
         tail = [ln for ln in output.strip().splitlines() if ln.strip()]
-        summary = tail[-1] if tail else f"exit {proc.returncode}"
+        summary = tail[-1] if tail else f"exit {returncode}"
     return FrTraceResult(
-        returncode=proc.returncode, output=output, crashed=crashed, crash_summary=summary,
+        returncode=returncode, output=output, crashed=crashed, crash_summary=summary,
         mismatches=parse_report(output),
         too_many_mismatches="Too many mismatches" in output,
         undecided_missing_dumps=output.count("We cannot decide what's wrong"),
     )
+
+
+def run_torchfrtrace(trace_dir: str | os.PathLike, prefix: str,
+                     allow_incomplete_ranks: bool = False,
+                     timeout_s: float = 300) -> FrTraceResult:
+    cmd = [*torchfrtrace_command(), *_cli_args(trace_dir, prefix, allow_incomplete_ranks)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    return _result(proc.returncode, proc.stdout + proc.stderr)
+
+
+# Runs torchfrtrace's `main` once per job in a child forked after one `import torch`:
+# importing torch costs seconds of CPU, the analysis of a small folder a fraction of that.
+# Each child gets the CLI's argv, its own stdout/stderr files and exit code, exactly as
+# the `torchfrtrace` script would (an uncaught exception prints its traceback, exit 1).
+_BATCH_DRIVER = r"""
+import json, os, sys, traceback
+from torch.distributed.flight_recorder.fr_trace import main
+jobs = json.loads(sys.argv[1])
+codes = []
+for args, out_path in jobs:
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 1); os.dup2(fd, 2)
+        sys.argv = ["torchfrtrace", *args]
+        code = 0
+        try:
+            result = main()
+            code = result if isinstance(result, int) else 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush(); sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    codes.append(os.waitstatus_to_exitcode(status))
+print(json.dumps(codes))
+"""
+
+
+def run_torchfrtrace_many(jobs: list[tuple[str | os.PathLike, str, bool]], scratch: Path,
+                          timeout_s: float = 600) -> list[FrTraceResult]:
+    """:func:`run_torchfrtrace` for each (trace_dir, prefix, allow_incomplete_ranks), in one
+    Python process that imports torch once."""
+    scratch = Path(scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+    spec = [(_cli_args(d, p, a), str(scratch / f"torchfrtrace-{i}.out"))
+            for i, (d, p, a) in enumerate(jobs)]
+    proc = subprocess.run([sys.executable, "-c", _BATCH_DRIVER, json.dumps(spec)],
+                          capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"torchfrtrace batch driver failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [_result(code, Path(out).read_text(errors="replace")) for code, (_, out) in zip(codes, spec)]
 
 
 def dump_ranks(trace_dir: str | os.PathLike, prefix: str) -> list[int]:

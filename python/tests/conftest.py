@@ -53,6 +53,25 @@ def committed_scenarios() -> list[Path]:
     return sorted(p for p in SCENARIO_DIR.iterdir() if (p / "expected.json").exists())
 
 
+@pytest.fixture(scope="session")
+def fresh_run(tmp_path_factory):
+    """`fresh_run(name)`: one real run of scenario `name` per test session, shared by the tests
+    that read it (the job mechanics in test_jobs.py, desync's verdict in
+    test_desync_on_fresh_runs.py). Each run costs 10-20 s of a two-core CI machine; the tests
+    only read its dumps and logs, so running it twice bought nothing."""
+    from desync_jobs.run import run_job
+
+    runs = {}
+
+    def get(name: str):
+        if name not in runs:
+            base = tmp_path_factory.mktemp(f"fresh-{name}")
+            runs[name] = run_job(name, base / "dumps", log_dir=base / "logs")
+        return runs[name]
+
+    return get
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO

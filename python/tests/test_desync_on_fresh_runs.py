@@ -13,7 +13,6 @@ import pytest
 
 from conftest import desync_bin, run_desync
 from desync_jobs.expected import expected_for
-from desync_jobs.run import run_job
 from desync_jobs.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.jobs, pytest.mark.desync]
@@ -27,11 +26,18 @@ def expected_culprits(expected: dict, report: dict) -> list[int]:
     can dump before it reaches the collective it would have diverged at (CI saw rank 7 of
     early_stop_8 do so). Its dump then shows it one collective behind, and no tool can name
     it from that evidence: desync lists it as "not issued" at the earliest mismatch. A
-    culprit that did issue the collective must still be named, and at least one must be.
+    culprit that did issue the collective must still be named, and at least one must be. Only
+    a divergence is read this way, at the verdict's own group and seq (a deadlock's ranks wait
+    in different groups, where "not issued" is the design).
     """
     designed = expected["culprit_ranks"]
-    mismatch = (report.get("mismatches") or [None])[0]
-    if not designed or mismatch is None:
+    verdict = report["verdict"]
+    if verdict["category"] != "divergence" or not designed:
+        return designed
+    at = ((verdict.get("process_group") or {}).get("name"), verdict.get("collective_seq_id"))
+    mismatch = next((m for m in report.get("mismatches") or []
+                     if (m["process_group"]["name"], m["collective_seq_id"]) == at), None)
+    if mismatch is None:
         return designed
     not_issued = {r for side in mismatch["sides"] if not side["issued"] for r in side["ranks"]}
     seen = [r for r in designed if r not in not_issued]
@@ -39,14 +45,14 @@ def expected_culprits(expected: dict, report: dict) -> list[int]:
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_desync_verdict_on_fresh_run(name, tmp_path):
+def test_desync_verdict_on_fresh_run(name, fresh_run):
     exe = desync_bin()
     assert exe.exists(), f"desync binary not found at {exe} (cargo build --release or set DESYNC_BIN)"
-    result = run_job(name, tmp_path / "dumps", log_dir=tmp_path / "logs")
+    result = fresh_run(name)
     script = Path(result.script)
     expected = expected_for(name, script)
 
-    code, report, stderr = run_desync(tmp_path / "dumps", source_root=script.parent)
+    code, report, stderr = run_desync(Path(result.out_dir), source_root=script.parent)
 
     verdict = report["verdict"]
     if verdict["category"] in SCENARIOS[name].fresh_run_may_read:

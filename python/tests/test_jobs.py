@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PYTHON_DIR
 from desync_jobs import native
-from desync_jobs.run import RunResult, run_job
+from desync_jobs.run import RunResult
 
 pytestmark = pytest.mark.jobs
 
@@ -75,8 +75,8 @@ def test_abort_hook_dumps_from_a_native_thread(tmp_path):
     assert marker.read_text() == "dumped"
 
 
-def test_healthy(tmp_path):
-    result = run_job("healthy", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_healthy(fresh_run):
+    result = fresh_run("healthy")
     dumps = load(result)
     check_common(result, dumps)
     assert [r.returncode for r in result.ranks] == [0, 0, 0, 0]
@@ -91,8 +91,8 @@ def test_healthy(tmp_path):
     assert last(dumps[0])["profiling_name"] == "gloo:barrier"
 
 
-def test_early_stop_rank3_breaks_and_aborts(tmp_path):
-    result = run_job("early_stop", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_early_stop_rank3_breaks_and_aborts(fresh_run):
+    result = fresh_run("early_stop")
     dumps = load(result)
     check_common(result, dumps)
     assert sorted(dumps) == [0, 1, 2, 3], "the SIGABRT hook must keep rank 3's dump"
@@ -108,8 +108,8 @@ def test_early_stop_rank3_breaks_and_aborts(tmp_path):
         assert train_frames(last(dumps[r]))[0][0] == "allreduce_gradients"
 
 
-def test_extra_collective_rank0_logs_alone(tmp_path):
-    result = run_job("extra_collective", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_extra_collective_rank0_logs_alone(fresh_run):
+    result = fresh_run("extra_collective")
     dumps = load(result)
     check_common(result, dumps)
     assert sorted(dumps) == [0, 1, 2, 3]
@@ -119,8 +119,8 @@ def test_extra_collective_rank0_logs_alone(tmp_path):
     assert all(last(dumps[r])["input_sizes"] == GRADS for r in (1, 2, 3))
 
 
-def test_ragged_allgather_last_batch(tmp_path):
-    result = run_job("ragged_allgather", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_ragged_allgather_last_batch(fresh_run):
+    result = fresh_run("ragged_allgather")
     dumps = load(result)
     check_common(result, dumps)
     assert sorted(dumps) == [0, 1, 2, 3]
@@ -131,8 +131,8 @@ def test_ragged_allgather_last_batch(tmp_path):
         assert e["input_sizes"] == ([[1, 2]] if r == 3 else [[2, 2]])
 
 
-def test_stalled_rank_never_issues(tmp_path):
-    result = run_job("stalled_rank", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_stalled_rank_never_issues(fresh_run):
+    result = fresh_run("stalled_rank")
     dumps = load(result)
     check_common(result, dumps)
     assert sorted(dumps) == [0, 1, 2, 3], "the stuck rank must dump on the signal"
@@ -142,8 +142,8 @@ def test_stalled_rank_never_issues(tmp_path):
     assert last(dumps[2])["collective_seq_id"] == 7
 
 
-def test_crash_rank1_leaves_no_dump(tmp_path):
-    result = run_job("crash", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_crash_rank1_leaves_no_dump(fresh_run):
+    result = fresh_run("crash")
     dumps = load(result)
     check_common(result, dumps)
     assert result.ranks[1].returncode == SIGSEGV
@@ -152,8 +152,8 @@ def test_crash_rank1_leaves_no_dump(tmp_path):
     assert all(last(d)["profiling_name"] == "gloo:all_reduce" for d in dumps.values())
 
 
-def test_pg_order_waits_in_different_groups(tmp_path):
-    result = run_job("pg_order", tmp_path / "dumps", log_dir=tmp_path / "logs")
+def test_pg_order_waits_in_different_groups(fresh_run):
+    result = fresh_run("pg_order")
     dumps = load(result)
     check_common(result, dumps)
     assert sorted(dumps) == [0, 1, 2, 3]

@@ -42,16 +42,55 @@ def _pickle_scenarios():
     return cases
 
 
-@pytest.mark.parametrize("scenario,prefix,variant", _pickle_scenarios())
-def test_desync_reports_what_torchfrtrace_reports(scenario, prefix, variant, tmp_path,
+CASES = _pickle_scenarios()
+
+
+@pytest.fixture(scope="session")
+def torchfrtrace_results(tmp_path_factory):
+    """torchfrtrace's result for every (scenario, variant), computed at first use in one
+    process that imports torch once (frtrace.run_torchfrtrace_many): one CLI run per case
+    cost ten seconds of a two-core CI machine, nearly all of it `import torch`."""
+    scratch = tmp_path_factory.mktemp("torchfrtrace")
+    jobs, keys = [], []
+    for case in CASES:
+        scenario, prefix, variant = case.values
+        dumps = scenario / "dumps"
+        target = dumps
+        if variant == "repaired":
+            target = scratch / f"{scenario.name}-repaired"
+            frtrace.repair_pg_config(dumps, target, prefix)
+        jobs.append((target, prefix, bool(frtrace.missing_ranks_of_world(dumps, prefix))))
+        keys.append((scenario.name, variant))
+    return dict(zip(keys, frtrace.run_torchfrtrace_many(jobs, scratch / "out")))
+
+
+def test_the_batch_runs_torchfrtrace_as_its_cli_does(torchfrtrace_results, tmp_path):
+    """The batched runner is only a faster way to run the CLI: on the first raw case (a
+    crash, for Gloo) and the first repaired one (a report), the CLI gives the same exit code,
+    crash and mismatches."""
+    picked = {}
+    for case in CASES:
+        picked.setdefault(case.values[2], case.values)
+    assert picked, "no pickle scenarios"
+    for scenario, prefix, variant in picked.values():
+        dumps = scenario / "dumps"
+        target = dumps
+        if variant == "repaired":
+            target = tmp_path / scenario.name
+            frtrace.repair_pg_config(dumps, target, prefix)
+        cli = frtrace.run_torchfrtrace(target, prefix,
+                                       bool(frtrace.missing_ranks_of_world(dumps, prefix)))
+        batched = torchfrtrace_results[(scenario.name, variant)]
+        assert (cli.returncode, cli.crashed, cli.crash_summary, cli.mismatches) == \
+            (batched.returncode, batched.crashed, batched.crash_summary, batched.mismatches), \
+            (scenario.name, variant)
+
+
+@pytest.mark.parametrize("scenario,prefix,variant", CASES)
+def test_desync_reports_what_torchfrtrace_reports(scenario, prefix, variant, torchfrtrace_results,
                                                   record_property):
     dumps = scenario / "dumps"
-    allow_incomplete = bool(frtrace.missing_ranks_of_world(dumps, prefix))
-    target = dumps
-    if variant == "repaired":
-        target = tmp_path / "repaired"
-        frtrace.repair_pg_config(dumps, target, prefix)
-    res = frtrace.run_torchfrtrace(target, prefix, allow_incomplete)
+    res = torchfrtrace_results[(scenario.name, variant)]
     record_property("torchfrtrace_returncode", res.returncode)
     record_property("torchfrtrace_crash", res.crash_summary)
     record_property("torchfrtrace_mismatches",

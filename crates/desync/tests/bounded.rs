@@ -279,3 +279,77 @@ fn perfetto_export_narrows() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
     assert!(!dir.path().join("x.json").exists());
 }
+
+/// A job's log where every one of `ranks` ranks raised its own error and the odd ones also
+/// timed out (a line per rank each: shape of our own).
+fn world_log(dir: &Path, ranks: u32) -> std::path::PathBuf {
+    let mut text = String::new();
+    for r in 0..ranks {
+        text.push_str(&format!(
+            "[rank{r}]: Traceback (most recent call last):\n\
+             [rank{r}]:   File \"/job/train.py\", line 40, in step\n\
+             [rank{r}]:     loss = model(batch)\n\
+             [rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        ));
+        if r % 2 == 1 {
+            text.push_str(&format!(
+                "[rank{r}]:[E1128 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=1000) ran for 1001 milliseconds before timing out.\n"
+            ));
+        }
+    }
+    let path = dir.join(format!("job_{ranks}.log"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The log report of a whole world: its rank sets are capped arrays beside whole ranges, its
+/// lists (claims, tracebacks, timeouts) keep their first items and say how many there were,
+/// and its headline and text name rank sets briefly: 16x the ranks, about the same bytes.
+#[test]
+fn log_rank_sets_lists_and_sentences_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |ranks: u32| {
+        let log = world_log(dir.path(), ranks);
+        let json = desync(&["analyze", "--format", "json", log.to_str().unwrap()]);
+        let text = desync(&["analyze", log.to_str().unwrap()]);
+        (json.stdout, String::from_utf8(text.stdout).unwrap())
+    };
+    let (small, small_text) = run(256);
+    let (large, large_text) = run(4096);
+    let json: Value = serde_json::from_slice(&large).unwrap();
+    let verdict = &json["verdict"];
+    assert_eq!(verdict["category"], "crash", "{verdict:#}");
+    assert_eq!(verdict["culprit_ranks_ranges"], "0-4095");
+    assert_eq!(verdict["culprit_ranks"].as_array().unwrap().len(), 256);
+    assert_eq!(verdict["culprit_ranks_truncated"], true);
+    let headline = verdict["headline"].as_str().unwrap();
+    assert!(headline.len() < 400, "{} chars: {headline}", headline.len());
+    assert_eq!(json["claims"].as_array().unwrap().len(), 64);
+    assert!(json["claims_total"].as_u64().unwrap() >= 4096, "{}", json["claims_total"]);
+    let log = &json["log"];
+    assert_eq!(log["tracebacks"].as_array().unwrap().len(), 64);
+    assert_eq!(log["tracebacks_total"], 4096);
+    assert_eq!(log["timeouts_total"], 2048);
+    assert_eq!(log["ranks_seen_ranges"], "0-4095");
+    let mut sets = Vec::new();
+    rank_sets(&json, &mut sets);
+    for (array, ranges, truncated) in sets {
+        let whole = expand(&ranges);
+        assert!(array.len() <= 256 && whole.starts_with(&array), "{ranges}: {array:?}");
+        assert_eq!(truncated, whole.len() > 256, "{ranges}");
+    }
+    // Claims' own rank sets are odd ranks (the timeouts): whole ranges grow with the world,
+    // everything else does not.
+    assert!(
+        large.len() < 2 * small.len(),
+        "16x the ranks made the log report {} bytes against {}",
+        large.len(),
+        small.len()
+    );
+    assert!(
+        large_text.len() < 2 * small_text.len(),
+        "text: {} bytes against {}",
+        large_text.len(),
+        small_text.len()
+    );
+}

@@ -80,6 +80,7 @@ mod layers_tests;
 mod robustness;
 
 pub use control::branch::GuardFinder;
+pub use control::exits::ExitBefore;
 pub use control::flags::{AttributeWrite, FlagWrite};
 pub use control::hooks::HookExit;
 pub use control::outline::{
@@ -91,7 +92,8 @@ pub use names::knowledge;
 pub use names::project::{FileProject, MAX_FILE_BYTES, Project};
 pub use sites::probe::{FileProbe, file_probe_spellings};
 pub use sites::{
-    Argument, ArgumentElsewhere, CollectiveSite, Collectives, RankOnly, SetupCall, SiteVia,
+    Argument, ArgumentElsewhere, CollectiveSite, Collectives, RankOnly, SetupBlock, SetupCall,
+    SiteVia,
 };
 pub use syntax::expr::has_word;
 pub use syntax::module::Module;

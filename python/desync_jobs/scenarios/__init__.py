@@ -69,8 +69,10 @@ _ALL = [
              rank_env={1: {"SHARD_EXPORT": "nightly-glitched"}}),
     Scenario("healthy_long", "skip_report.py"),
     # Membership and run identity (issue 43): evidence with gaps.
+    # new_group() takes torch's default timeout (30 min), not init_process_group's: without
+    # the hang watchdog, ranks 0-2 wait in the metrics all_reduce until the launcher's deadline.
     Scenario("subgroup_member_late", "subgroup_member_late.py",
-             rank_env={3: {"OBJECT_STORE": "s3-stale"}}),
+             rank_env={3: {"OBJECT_STORE": "s3-stale"}}, hang_s=8.0),
     # Two simulated hosts of two ranks (single-script scenarios take per-rank env only).
     Scenario("lost_node", "lost_node.py",
              rank_env={0: {"LOCAL_WORLD_SIZE": "2"}, 1: {"LOCAL_WORLD_SIZE": "2"},

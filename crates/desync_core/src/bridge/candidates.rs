@@ -88,6 +88,9 @@ pub(crate) struct Raw {
     pub ends_rank: Option<String>,
     /// What the dumps show against it: both sides ran the same arm of it (`arms.rs`).
     pub against: Vec<String>,
+    /// It guards a way out of the functions the others wait in, above their line, that the
+    /// dumps show a rank took (it ended, or moved past their call: `exits.rs`).
+    pub leaves_early: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +144,12 @@ pub(crate) fn between(ws: &Workspace<'_>, departed: &Entry, reference: &Entry) -
                     out.push(raw(b, &module, frame, &local, Origin::Parting, 0));
                 }
             }
+            // The departed ranks are past the call the others are still inside: they came
+            // out of it early.
+            if departed_line > reference_line {
+                let exits = super::exits::before_waiting(ws, reference, index + 1, false, &out);
+                out.extend(exits);
+            }
             index + 1
         }
         Parting::Extension { common } => common,
@@ -191,6 +200,7 @@ fn raw(
         decides_loop: false,
         ends_rank: None,
         against: Vec::new(),
+        leaves_early: false,
     }
 }
 
@@ -256,7 +266,7 @@ pub(crate) fn follow_parameters(
 }
 
 /// Adds what a caller showed; an `Unknown` that only stood for "a parameter" gives way.
-fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence]) {
+pub(crate) fn merge_dependence(b: &mut Branch, found: &[desync_python::Dependence]) {
     let shown: Vec<&desync_python::Dependence> =
         found.iter().filter(|d| d.kind != DependenceKind::Unknown).collect();
     if !shown.is_empty() {
@@ -320,7 +330,10 @@ fn score(
         Origin::Setup => 20,
         Origin::DepartedOnly | Origin::ReferenceOnly => 22 - 2 * (r.distance.min(6) as i32),
         Origin::AtADistance => 16 - 2 * (r.distance.min(6) as i32),
-    } + if r.decides_loop { 20 } else { 0 };
+    } + if r.decides_loop { 20 } else { 0 }
+        // A guarded way out that the dumps show taken: it outranks a guard the waiters only
+        // pass through on their way to the line.
+        + if r.leaves_early { 20 } else { 0 };
     pro.extend(r.note.clone());
     pro.push(format!("it is {}", r.origin.as_str()));
     score += match b.construct {

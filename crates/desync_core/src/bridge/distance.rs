@@ -128,6 +128,94 @@ pub(crate) fn hook_exits(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
     dedup(out)
 }
 
+/// Functions on the stacks that their caller ran through a variable (`handler(**payload)` in
+/// an event bus, `for hook in self.hooks: hook(...)`): whether they run on a rank was decided
+/// where they were registered (`bus.subscribe("step_end", writer.on_step_end)`), on no stack.
+/// Every line of the project that takes such a function as a value is a registration; its
+/// guards whose dependence the data shows, and on which the ranks do not agree, are
+/// candidates.
+pub(crate) fn registrations(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<Raw> {
+    let mut names: Vec<(String, String)> = Vec::new();
+    for e in sides {
+        let stack = super::stacks::UserStack::of(e);
+        for i in 1..stack.frames.len() {
+            let (caller, callee) = (stack.frames[i - 1], stack.frames[i]);
+            if !stack.direct[i] {
+                continue;
+            }
+            let Some((_, module)) = ws.module(caller) else { continue };
+            let text = module.line_text(caller.line).unwrap_or("");
+            let name = callee.function.to_string();
+            if !desync_python::has_word(text, &name) && !names.iter().any(|(n, _)| *n == name) {
+                let at = format!("{}:{}", crate::diagnose::short_path(&caller.file), caller.line);
+                names.push((name, at));
+            }
+        }
+    }
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (file, local, module) in project_modules(ws, sides) {
+        for (name, at) in &names {
+            for line in ws.cx.value_references(&module, name) {
+                for (distance, mut b) in module.guards_with(ws.cx, line).into_iter().enumerate() {
+                    through_stack_caller(ws, &mut b, &module, line, sides);
+                    if !b
+                        .dependence
+                        .iter()
+                        .any(|d| d.kind != desync_python::DependenceKind::Unknown)
+                        || !b.agreed.is_empty()
+                    {
+                        continue;
+                    }
+                    let note = format!(
+                        "it decides whether `{name}` is registered (line {line}), which {at} calls through a variable on the ranks that registered it: the line is on no stack"
+                    );
+                    out.push(raw(b, &file, &local, distance, note));
+                }
+            }
+        }
+    }
+    dedup(out)
+}
+
+/// A guard off the stacks whose condition reads its function's parameters (`def build(cfg,
+/// rank): if rank == ...`), followed into the call of that function a frame of the sides
+/// makes (`build(cfg, rank).fit()` in `main`): what the caller passes is its dependence.
+fn through_stack_caller(
+    ws: &Workspace<'_>,
+    b: &mut desync_python::Branch,
+    module: &desync_python::Module,
+    line: u32,
+    sides: &[&Entry],
+) {
+    if b.parameters.is_empty() {
+        return;
+    }
+    let Some(function) = module.function_at(line) else { return };
+    for frame in sides.iter().flat_map(|e| e.user_frames()) {
+        let Some((_, caller)) = ws.module(frame) else { continue };
+        if !caller.line_text(frame.line).is_some_and(|t| desync_python::has_word(t, &function.name))
+        {
+            continue;
+        }
+        if let Some(found) = ws.cx.through_caller(
+            module,
+            line,
+            &b.parameters,
+            &b.member_reads,
+            &b.length_parameters,
+            &caller,
+            frame.line,
+        ) {
+            super::candidates::merge_dependence(b, &found.dependence);
+            b.agreed.extend(found.agreed);
+            return;
+        }
+    }
+}
+
 /// The framework entry points the sides' innermost user frames call (`trainer.fit(...)` →
 /// `lightning.pytorch.Trainer.fit`), with where each call is (`train.py:85`).
 fn entry_calls(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<(String, String)> {
@@ -248,6 +336,7 @@ fn raw(
         decides_loop: false,
         ends_rank: None,
         against: Vec::new(),
+        leaves_early: false,
     }
 }
 
@@ -311,7 +400,11 @@ fn project_modules(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<ProjectModule> {
 /// mapping of a frame it was reached from: `/w/job/train.py` read as `src/train.py` makes
 /// `src/callbacks/stop.py` `/w/job/callbacks/stop.py`. The local path when no folder above the
 /// frame's holds it.
-fn host_name(frame_file: &str, frame_local: &std::path::Path, local: &std::path::Path) -> String {
+pub(super) fn host_name(
+    frame_file: &str,
+    frame_local: &std::path::Path,
+    local: &std::path::Path,
+) -> String {
     let mut host = std::path::Path::new(frame_file).parent();
     let mut here = frame_local.parent();
     while let (Some(h), Some(l)) = (host, here) {
@@ -407,6 +500,81 @@ if __name__ == '__main__':
         // Outside a call of the entry point, nothing is proposed.
         let elsewhere = entry(&[("run", run, 5), ("all_reduce", C10D, 2800)]);
         assert!(hook_exits(&ws, &[&elsewhere]).is_empty());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A handler an event bus calls through a variable runs only on the ranks that registered
+    /// it: the guard of the registration is the candidate, not the guards on the stack.
+    #[test]
+    fn a_handler_registered_under_a_rank_guard_is_decided_at_its_registration() {
+        let dir = std::env::temp_dir().join(format!("desync-registrations-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bus = "\
+class Bus:
+    def __init__(self):
+        self.handlers = []
+
+    def subscribe(self, fn):
+        self.handlers.append(fn)
+
+    def emit(self, **kw):
+        for fn in self.handlers:
+            fn(**kw)
+";
+        let metrics = "\
+import torch.distributed as dist
+
+class Writer:
+    def on_end(self, value):
+        dist.all_reduce(value)
+";
+        let main = "\
+import torch.distributed as dist
+from bus import Bus
+from metrics import Writer
+
+def main(cfg):
+    rank = dist.get_rank()
+    bus = Bus()
+    if rank == 0:
+        bus.subscribe(Writer().on_end)
+    if cfg.verbose:
+        bus.subscribe(print)
+    for step in range(10):
+        bus.emit(value=step)
+        dist.barrier()
+";
+        std::fs::write(dir.join("bus.py"), bus).unwrap();
+        std::fs::write(dir.join("metrics.py"), metrics).unwrap();
+        std::fs::write(dir.join("run.py"), main).unwrap();
+        let departed = entry(&[
+            ("main", "/job/run.py", 13),
+            ("emit", "/job/bus.py", 10),
+            ("on_end", "/job/metrics.py", 5),
+            ("all_reduce", C10D, 2800),
+        ]);
+        let waiting = entry(&[("main", "/job/run.py", 14), ("barrier", C10D, 4000)]);
+        let options = SourceOptions {
+            path_maps: vec![("/job".to_owned(), dir.clone())],
+            source_root: None,
+            fallback_root: None,
+            refused_fallback: None,
+        };
+        let resolver = Resolver::new(&options);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let ws = Workspace { resolver: &resolver, project: &project, cx: &cx };
+        let found = registrations(&ws, &[&departed, &waiting]);
+        let lines: Vec<u32> = found.iter().map(|r| r.branch.line).collect();
+        assert_eq!(lines, [8], "{:?}", found.iter().map(|r| &r.note).collect::<Vec<_>>());
+        let note = found[0].note.as_deref().unwrap_or_default();
+        assert!(
+            note.contains("`on_end` is registered (line 9)") && note.contains("bus.py:10"),
+            "{note}"
+        );
+        // Called by name, a function is no registration's business.
+        let direct = entry(&[("main", "/job/run.py", 14), ("barrier", C10D, 4000)]);
+        assert!(registrations(&ws, &[&direct]).is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

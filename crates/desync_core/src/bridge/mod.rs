@@ -12,6 +12,7 @@
 mod arms;
 mod candidates;
 mod distance;
+mod exits;
 mod place;
 mod probes;
 mod setup;
@@ -181,6 +182,7 @@ pub fn find_code(
             }
             let flags = distance::loop_flags(&ws, &raws, &[dep, reference]);
             raws.extend(flags);
+            raws.extend(distance::registrations(&ws, &[dep, reference]));
             if let [Some(d), Some(r)] =
                 [true, false].map(|departed| side_record(trace, &sides, departed))
             {
@@ -228,7 +230,16 @@ pub fn find_code(
             let call = reference.or(dep).and_then(|e| call_candidate(&ws, e));
             let mut found = if matches!(category, Category::Stall | Category::Crash) {
                 let entries: Vec<&Entry> = [reference, dep].into_iter().flatten().collect();
-                candidates::rank(distance::hook_exits(&ws, &entries), &counts)
+                let mut raws = distance::hook_exits(&ws, &entries);
+                // The culprits ended: by a raise or a process exit above the line the others
+                // wait at, in code of theirs the stacks no longer show.
+                if category == Category::Crash
+                    && let Some(waiting) = reference
+                {
+                    let exits = exits::before_waiting(&ws, waiting, 0, true, &raws);
+                    raws.extend(exits);
+                }
+                candidates::rank(raws, &counts)
             } else {
                 Vec::new()
             };

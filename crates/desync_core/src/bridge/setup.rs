@@ -79,6 +79,7 @@ pub(crate) fn candidates(
                 decides_loop: false,
                 ends_rank: None,
                 against: Vec::new(),
+                leaves_early: false,
             });
         }
     }

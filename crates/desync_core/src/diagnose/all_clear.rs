@@ -94,7 +94,8 @@ fn unfinished_collective(
             continue;
         }
         let label = pg.label();
-        let issued: RankSet = group.streams.iter().filter(issued_it).map(|s| s.rank).collect();
+        let issued_set: RankSet = group.streams.iter().filter(issued_it).map(|s| s.rank).collect();
+        let issued = issued_set.brief();
         let unfinished =
             if rooted { "not all of them completed it" } else { "none of them completed it" };
         let stuck_where =

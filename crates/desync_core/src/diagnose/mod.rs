@@ -336,8 +336,9 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
     if skipped > 0 {
         d.category = Category::Inconclusive;
         d.headline = format!(
-            "the entries that could be read agree, but {skipped} entr{} of rank(s) {ranks} could not be read (see the warnings), so this is no all-clear",
-            if skipped == 1 { "y" } else { "ies" }
+            "the entries that could be read agree, but {skipped} entr{} of rank(s) {} could not be read (see the warnings), so this is no all-clear",
+            if skipped == 1 { "y" } else { "ies" },
+            ranks.brief()
         );
         return;
     }
@@ -413,9 +414,13 @@ fn conflict(
     d.category =
         if e.departure.is_divergence() { Category::Divergence } else { Category::MetadataMismatch };
     let reference = &m.sides[e.reference];
-    let departed: RankSet =
+    let departed_set: RankSet =
         e.departed.iter().flat_map(|&i| m.sides[i].ranks.as_slice().to_vec()).collect();
-    d.culprit_ranks = if departed.is_empty() { reference.ranks.clone() } else { departed.clone() };
+    d.culprit_ranks =
+        if departed_set.is_empty() { reference.ranks.clone() } else { departed_set.clone() };
+    // Sentences name rank sets briefly: a side of a world-sized job is thousands of ranges.
+    let departed = departed_set.brief();
+    let reference_ranks = reference.ranks.brief();
     let describe = |rank: Option<u32>| -> String {
         let Some(rank) = rank else { return "nothing".into() };
         let entries = group.entries_at(trace, rank, m.seq);
@@ -470,7 +475,7 @@ fn conflict(
             "rank(s) {departed} took a different path at {there}: they issued {}{}, while rank(s) {} issued {}{}",
             culprit_text.replace("  ", " "),
             parting(&departed_path),
-            reference.ranks,
+            reference_ranks,
             reference_text.replace("  ", " "),
             parting(&reference_path)
         );
@@ -484,15 +489,15 @@ fn conflict(
         d.headline = match e.departure {
             Departure::Inserted { count } => format!(
                 "rank(s) {departed} issued {count} extra collective(s) at {there}: {culprit_text}, where rank(s) {} issued {reference_text}",
-                reference.ranks
+                reference_ranks
             ),
             Departure::Skipped { count } => format!(
                 "rank(s) {departed} skipped {count} collective(s) at {there}: they issued {culprit_text} where rank(s) {} issued {reference_text}",
-                reference.ranks
+                reference_ranks
             ),
             Departure::DifferentOp | Departure::DifferentCallSite => format!(
                 "rank(s) {departed} took a different path at {there}: they issued {culprit_text} while rank(s) {} issued {reference_text}",
-                reference.ranks
+                reference_ranks
             ),
             Departure::Substituted { difference } => format!(
                 "rank(s) {departed} called the same collective with a different {} at {there}: {culprit_text} vs {reference_text} on rank(s) {}",
@@ -500,7 +505,7 @@ fn conflict(
                     crate::align::Difference::Dtype => "dtype",
                     _ => "size",
                 },
-                reference.ranks
+                reference_ranks
             ),
             Departure::Numel => {
                 let (sent, received) = all_to_all_totals(trace, group, m.seq);
@@ -510,14 +515,14 @@ fn conflict(
             }
             Departure::BrokePattern => format!(
                 "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
-                reference.ranks
+                reference_ranks
             ),
         };
     }
     d.evidence.push(if e.departure == Departure::Numel {
         e.reference_reason.to_owned()
     } else {
-        format!("rank(s) {} are taken as the normal path: {}", reference.ranks, e.reference_reason)
+        format!("rank(s) {} are taken as the normal path: {}", reference_ranks, e.reference_reason)
     });
     if e.departure == Departure::Numel
         && let Some((stopped, at, went_on)) = stopped_in_non_conserving(d, group, m)
@@ -682,14 +687,14 @@ fn departed_in_cycle(
     };
     d.headline = format!(
         "rank(s) {} took a different path at {} seq {}: they issued {} {} {}{}, {how}, while rank(s) {} wait for them in {}",
-        d.culprit_ranks,
+        d.culprit_ranks.brief(),
         pg_label(at.pg),
         at.seq,
         at.op,
         sizes_text(&at.input_sizes),
         dtypes_text(&at.dtypes),
         site.unwrap_or_default(),
-        waiting.ranks,
+        waiting.ranks.brief(),
         describe_wait(trace, waiting)
     )
     .replace("  ", " ");
@@ -877,10 +882,11 @@ fn gpu_hang(
         "was enqueued but never started"
     };
     d.headline = format!(
-        "all ranks issued {} at {} seq {} compatibly, but it {how} on rank(s) {culprits}: a kernel, NCCL or network hang",
+        "all ranks issued {} at {} seq {} compatibly, but it {how} on rank(s) {}: a kernel, NCCL or network hang",
         at.op,
         pg_label(at.pg),
-        at.seq
+        at.seq,
+        culprits.brief()
     );
     let group = &alignment.groups[at.pg];
     if let Some(c) = group.stream(culprits.as_slice()[0]).and_then(|s| s.progress.last_completed) {

@@ -3,6 +3,7 @@
 //! optional here because versions 2.2 to 2.10 differ, and the oldest dumps are a bare list.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
@@ -12,7 +13,7 @@ use super::limits::{self, MAX_STRING_BYTES};
 use super::{Decoded, Notes, RankLists, Shared};
 use crate::error::DumpError;
 use crate::model::{
-    Call, Dtypes, DumpFormat, Entry, Frame, PgConfig, PgStatus, RankDump, Sizes, Stack, State,
+    Call, Dtypes, DumpFormat, Entry, Frame, Op, PgConfig, PgStatus, RankDump, Sizes, Stack, State,
 };
 
 pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<Decoded, DumpError> {
@@ -21,7 +22,7 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<D
     let mut notes = Notes::default();
     let mut intern = Interner::new(&shared.streams);
     let rank_lists = &shared.rank_lists;
-    let mut frames = FrameCache::default();
+    let mut frames = NodeCache::default();
     let (version, entries_value) = match root.kind() {
         Kind::Dict => {
             let version = root.get("version");
@@ -143,19 +144,63 @@ fn pg_status(value: Value<'_>) -> Vec<PgStatus> {
         .collect()
 }
 
-/// Frames are dicts the pickler memoizes and shares across entries; convert each node once.
-/// A stack is a fresh list per entry but of those shared nodes, so the list of node ids finds
-/// an already interned stack without building and comparing its frames (each entry's ~20
-/// frames were most of the interning cost).
+/// Work done once per pickle node. Pickler memoize strings by value and frames (dicts) by
+/// identity (torch's C++ pickler and Python's both), so every entry's op name, group name and
+/// description, dtype names and frames are references to a handful of shared nodes: a node's
+/// interned value is found by its id, without hashing or comparing its text. Lists (a stack, a
+/// dtype list) are fresh per entry but made of those shared nodes, so the list of node ids
+/// finds an already interned list without building and comparing it (each entry's ~20 frames
+/// were most of the interning cost). A miss falls back to interning by content, so equal values
+/// are still the same `Arc` when the pickle did not memoize them.
 #[derive(Default)]
-struct FrameCache {
+struct NodeCache {
+    strs: FxHashMap<NodeId, Arc<str>>,
+    ops: FxHashMap<NodeId, Arc<Op>>,
     frames: FxHashMap<NodeId, Option<Frame>>,
     stacks: FxHashMap<Box<[NodeId]>, Stack>,
-    /// The current stack's node ids, reused across entries.
+    dtypes: FxHashMap<Box<[NodeId]>, Dtypes>,
+    /// The current list's node ids, reused across entries.
     ids: Vec<NodeId>,
 }
 
-impl FrameCache {
+impl NodeCache {
+    /// The interned text of a string node, checked against the limit first.
+    fn str(
+        &mut self,
+        field: &str,
+        value: Value<'_>,
+        intern: &mut Interner,
+    ) -> Result<Arc<str>, String> {
+        if let Some(found) = self.strs.get(&value.id()) {
+            return Ok(found.clone());
+        }
+        let text = bounded(field, value.as_str().unwrap_or(""))?;
+        let shared = intern.str(text);
+        self.strs.insert(value.id(), shared.clone());
+        Ok(shared)
+    }
+
+    /// The op of a `profiling_name` string node (already checked against the limit).
+    fn op(&mut self, value: Value<'_>, text: &str, intern: &mut Interner) -> Arc<Op> {
+        self.ops.entry(value.id()).or_insert_with(|| intern.op(text)).clone()
+    }
+
+    fn dtypes(&mut self, list: Value<'_>, intern: &mut Interner) -> Result<Dtypes, String> {
+        self.ids.clear();
+        self.ids.extend(list.iter().filter(|d| d.as_str().is_some()).map(|d| d.id()));
+        if let Some(found) = self.dtypes.get(self.ids.as_slice()) {
+            return Ok(found.clone());
+        }
+        let key: Box<[NodeId]> = self.ids.as_slice().into();
+        let mut names = Vec::with_capacity(key.len());
+        for name in list.iter().filter(|d| d.as_str().is_some()) {
+            names.push(self.str("dtypes", name, intern)?);
+        }
+        let shared = intern.dtypes(names);
+        self.dtypes.insert(key, shared.clone());
+        Ok(shared)
+    }
+
     fn frame(&mut self, value: Value<'_>, intern: &mut Interner) -> Option<Frame> {
         self.frames
             .entry(value.id())
@@ -197,7 +242,7 @@ fn fields(v: Value<'_>) -> Fields<'_> {
             "collective_seq_id" => f.collective_seq_id = value.as_i64(),
             "p2p_seq_id" => f.p2p_seq_id = value.as_i64(),
             "op_id" => f.op_id = value.as_i64(),
-            "profiling_name" => f.profiling_name = value.as_str(),
+            "profiling_name" => f.profiling_name = Some(value).filter(|v| v.as_str().is_some()),
             "time_created_ns" => f.time_created_ns = value.as_i64(),
             "duration_ms" => f.duration_ms = value.as_f64(),
             "input_sizes" => f.input_sizes = Some(value),
@@ -217,26 +262,32 @@ fn fields(v: Value<'_>) -> Fields<'_> {
     f
 }
 
-fn entry(f: &Fields<'_>, intern: &mut Interner, cache: &mut FrameCache) -> Result<Entry, String> {
-    let profiling_name =
-        bounded("profiling_name", f.profiling_name.ok_or("entry without `profiling_name`")?)?;
-    let op = intern.op(profiling_name);
-    let pg_name = f.process_group.and_then(|x| x.index(0)).and_then(|x| x.as_str()).unwrap_or("");
-    let pg_desc = f.process_group.and_then(|x| x.index(1)).and_then(|x| x.as_str()).unwrap_or("");
-    let (pg_name, pg_desc) =
-        (bounded("process_group", pg_name)?, bounded("process_group", pg_desc)?);
+fn entry(f: &Fields<'_>, intern: &mut Interner, cache: &mut NodeCache) -> Result<Entry, String> {
+    let name = f.profiling_name.ok_or("entry without `profiling_name`")?;
+    let op = cache.op(name, bounded("profiling_name", name.as_str().unwrap_or(""))?, intern);
+    // Group name and description: the `process_group` tuple's first two strings, "" without.
+    let mut group_str = |i| match f.process_group.and_then(|x| x.index(i)) {
+        Some(v) if v.as_str().is_some() => cache.str("process_group", v, intern),
+        _ => Ok(intern.str("")),
+    };
+    let (pg_name, pg_desc) = (group_str(0)?, group_str(1)?);
     let state = f.state.map(|s| bounded("state", s)).transpose()?;
     let stack = f.frames.filter(|frames| !frames.is_empty()).map(|list| cache.stack(list, intern));
+    let mut dtypes = |list: Option<Value<'_>>| match list {
+        Some(list) => cache.dtypes(list, intern),
+        None => Ok(intern.dtypes(Vec::new())),
+    };
+    let (input_dtypes, output_dtypes) = (dtypes(f.input_dtypes)?, dtypes(f.output_dtypes)?);
     let call = Call {
         pg_id: f.pg_id.unwrap_or(-1),
-        pg_name: intern.str(pg_name),
-        pg_desc: intern.str(pg_desc),
+        pg_name,
+        pg_desc,
         is_p2p: f.is_p2p.unwrap_or(op.p2p.is_some()),
         op,
         input_sizes: sizes(f.input_sizes, intern),
         output_sizes: sizes(f.output_sizes, intern),
-        input_dtypes: dtypes(f.input_dtypes, intern)?,
-        output_dtypes: dtypes(f.output_dtypes, intern)?,
+        input_dtypes,
+        output_dtypes,
         timeout_ms: f.timeout_ms.and_then(|t| t.try_into().ok()),
         stack,
     };
@@ -267,7 +318,8 @@ struct Fields<'p> {
     collective_seq_id: Option<i64>,
     p2p_seq_id: Option<i64>,
     op_id: Option<i64>,
-    profiling_name: Option<&'p str>,
+    /// A string node.
+    profiling_name: Option<Value<'p>>,
     time_created_ns: Option<i64>,
     duration_ms: Option<f64>,
     input_sizes: Option<Value<'p>>,
@@ -308,13 +360,4 @@ impl Fields<'_> {
 fn sizes(value: Option<Value<'_>>, intern: &mut Interner) -> Sizes {
     let Some(list) = value else { return intern.sizes(std::iter::empty::<[i64; 0]>()) };
     intern.sizes(list.iter().map(|shape| shape.iter().filter_map(|d| d.as_i64())))
-}
-
-fn dtypes(value: Option<Value<'_>>, intern: &mut Interner) -> Result<Dtypes, String> {
-    let Some(list) = value else { return Ok(intern.dtypes(Vec::new())) };
-    let mut names = Vec::with_capacity(list.len());
-    for name in list.iter().filter_map(|d| d.as_str()) {
-        names.push(intern.str(bounded("dtypes", name)?));
-    }
-    Ok(intern.dtypes(names))
 }

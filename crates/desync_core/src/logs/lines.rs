@@ -106,8 +106,14 @@ fn strip_source_prefixes(mut s: &str) -> &str {
     s
 }
 
-/// `[default3]:` then `[rank3]:`, each optional: (global rank, local rank, rest).
+/// `[default3]:` then `[rank3]:`, each optional: (global rank, local rank, rest). A launcher
+/// given its own line-prefix template (torchrun's `--log-line-prefix-template`, a cluster
+/// launcher's `[host|rank]:`) writes `[<name>|<rank>]:`: the number after the last `|` is the
+/// rank the launcher started the process as.
 fn launcher_prefixes(s: &str) -> (Option<u32>, Option<u32>, &str) {
+    if let Some((n, rest)) = templated_prefix(s) {
+        return (Some(n), None, rest);
+    }
     let (local, s) = match bracketed_number(s, "[default") {
         Some((n, rest)) => (Some(n), rest),
         None => (None, s),
@@ -116,6 +122,16 @@ fn launcher_prefixes(s: &str) -> (Option<u32>, Option<u32>, &str) {
         Some((n, rest)) => (Some(n), local, rest),
         None => (None, local, s),
     }
+}
+
+/// `[<name>|N]:` at the start of `s` (no blank inside the brackets): (N, rest).
+fn templated_prefix(s: &str) -> Option<(u32, &str)> {
+    let inside = s.strip_prefix('[')?;
+    let close = inside.find("]:")?;
+    let (name, number) = inside[..close].rsplit_once('|')?;
+    let plain = !name.is_empty() && !name.contains([' ', '\t', '[', ']']);
+    (plain && number.bytes().all(|b| b.is_ascii_digit()) && !number.is_empty())
+        .then(|| Some((number.parse().ok()?, &inside[close + 2..])))?
 }
 
 /// `<open>N]:` at the start of `s`: (N, rest).
@@ -170,6 +186,19 @@ mod tests {
         assert_eq!((r.rank, r.prefixed, r.body.as_str()), (Some(6), true, "ValueError: bad shard"));
         let r = one("[default1]:  File \"a.py\", line 3, in f");
         assert_eq!((r.rank, r.body.as_str()), (Some(1), " File \"a.py\", line 3, in f"));
+    }
+
+    #[test]
+    fn a_templated_host_and_rank_prefix() {
+        let r = one("[node-b7|12]:RuntimeError: Connection closed by peer");
+        assert_eq!(
+            (r.rank, r.prefixed, r.body.as_str()),
+            (Some(12), true, "RuntimeError: Connection closed by peer")
+        );
+        // Not a prefix: blanks inside, no number after the bar, or no colon after the bracket.
+        assert!(!one("[a b|3]: x").prefixed);
+        assert!(!one("[host|x]: x").prefixed);
+        assert!(!one("[host|3] x").prefixed);
     }
 
     #[test]

@@ -28,6 +28,12 @@ use super::{Cite, LogAnalysis};
 use crate::diagnose::{Category, Diagnosis};
 use crate::model::{Frame, RankSet, RankStacks, StacksOrigin, ThreadStack, Trace};
 
+/// Claims of crashed ranks the upgraded headline quotes; the rest are counted.
+const HEADLINE_CLAIMS: usize = 3;
+/// Cites (in `log.upgrade.evidence`) and claim lines (in the verdict's evidence) an upgrade
+/// keeps; every claim stays in `log.claims`.
+const UPGRADE_CITES: usize = 16;
+
 /// A log found beside the dumps larger than this is not read (name it with `--log`).
 pub const MAX_BESIDE_BYTES: u64 = 32 << 20;
 
@@ -39,10 +45,12 @@ pub struct Upgrade {
     /// The headline the dumps alone gave.
     pub from_headline: String,
     /// The culprit ranks the log shows raised (now the verdict's culprits).
+    #[serde(flatten, serialize_with = "crate::report::serialize_culprit_ranks")]
     pub culprit_ranks: Vec<u32>,
     /// Culprits of the dumps' verdict whose own error is not in the log.
+    #[serde(flatten, serialize_with = "crate::report::serialize_not_in_log")]
     pub not_in_log: Vec<u32>,
-    /// The lines it rests on.
+    /// The lines it rests on (the first `UPGRADE_CITES`).
     pub evidence: Vec<Cite>,
 }
 
@@ -143,7 +151,13 @@ pub fn upgrade(trace: &Trace, d: &mut Diagnosis, log: &LogAnalysis) -> Option<Up
         d.culprit_ranks.as_slice().iter().copied().filter(|r| !ranks.contains(*r)).collect();
     let mut claims: Vec<&Claim> = crashed.iter().map(|(_, c)| *c).collect();
     claims.dedup_by_key(|c| std::ptr::from_ref(*c));
-    let what: Vec<String> = claims.iter().map(|c| c.text.clone()).collect();
+    // A whole world can crash (an OOM on every rank): the headline quotes a few claims and
+    // counts the rest, so it stays a sentence at any world size.
+    let mut what: Vec<String> =
+        claims.iter().take(HEADLINE_CLAIMS).map(|c| c.text.clone()).collect();
+    if claims.len() > HEADLINE_CLAIMS {
+        what.push(format!("and {} more rank(s) did too", claims.len() - HEADLINE_CLAIMS));
+    }
     let waiting = d
         .groups
         .iter()
@@ -159,7 +173,7 @@ pub fn upgrade(trace: &Trace, d: &mut Diagnosis, log: &LogAnalysis) -> Option<Up
     if !not_in_log.is_empty() {
         headline.push_str(&format!(
             "; rank(s) {} also stopped short, and the log shows no error of theirs",
-            crate::model::format_ranks(&not_in_log)
+            RankSet::new(not_in_log.clone()).brief()
         ));
     }
     let upgrade = Upgrade {
@@ -167,13 +181,17 @@ pub fn upgrade(trace: &Trace, d: &mut Diagnosis, log: &LogAnalysis) -> Option<Up
         from_headline: d.headline.clone(),
         culprit_ranks: ranks.as_slice().to_vec(),
         not_in_log,
-        evidence: claims.iter().flat_map(|c| c.evidence.iter().cloned()).collect(),
+        evidence: claims
+            .iter()
+            .flat_map(|c| c.evidence.iter().cloned())
+            .take(UPGRADE_CITES)
+            .collect(),
     };
     d.evidence.push(format!(
         "the dumps alone read {}: {} — a dump records no Python exception",
         upgrade.from, upgrade.from_headline
     ));
-    for c in &claims {
+    for c in claims.iter().take(UPGRADE_CITES) {
         let at =
             c.evidence.first().map(|e| format!(" ({}:{})", e.file, e.line)).unwrap_or_default();
         d.evidence.push(format!("the log: {}{at}", c.text));

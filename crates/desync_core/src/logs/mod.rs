@@ -13,6 +13,7 @@
 
 pub mod launcher;
 pub mod lines;
+pub mod logged;
 pub mod merge;
 pub mod nccl;
 pub mod report;
@@ -49,6 +50,8 @@ pub struct LogEvidence {
     pub ranks_seen: Vec<u32>,
     pub nccl: nccl::NcclLines,
     pub tracebacks: Vec<traceback::Traceback>,
+    /// Error-level records of the ranks' own loggers ([`logged`]).
+    pub logged_errors: Vec<logged::LoggedError>,
     pub failures: launcher::FailureTable,
 }
 
@@ -111,6 +114,7 @@ pub fn parse(texts: &[(PathBuf, String)]) -> LogEvidence {
     };
     let nccl = nccl::read(&records, cite);
     let tracebacks = traceback::read(&records, cite);
+    let logged_errors = logged::read(&records, cite);
     let failures = launcher::read(&records, cite);
     let mut ranks_seen: Vec<u32> = records
         .iter()
@@ -125,6 +129,7 @@ pub fn parse(texts: &[(PathBuf, String)]) -> LogEvidence {
         ranks_seen,
         nccl,
         tracebacks,
+        logged_errors,
         failures,
     }
 }
@@ -179,6 +184,38 @@ mod tests {
         assert!(!looks_like_log(b"desync-summary 1\n"));
         assert!(!looks_like_log(b"text\0with a NUL"));
         assert!(!looks_like_log(b""));
+    }
+
+    /// A rank that logs an error and calls `sys.exit` leaves no traceback: the record is its
+    /// own error when its peers failed on a closed connection; not when nobody saw an exit.
+    #[test]
+    fn a_logged_error_then_exit_is_the_ranks_own() {
+        let waiter = "step 10: holdout accuracy 0.91\nTraceback (most recent call last):\n  \
+                      File \"/job/eval.py\", line 14, in holdout\n    dist.all_reduce(stats)\n\
+                      RuntimeError: [../gloo/transport/tcp/pair.cc:547] Connection closed by peer [10.0.0.2]:4120\n";
+        let exiting = "INFO:shop:step 10 ok\nERROR:shop:fatal: window 2 has 1 invalid labels\n";
+        let logs = |second: &str| {
+            let texts: Vec<(PathBuf, String)> = [waiter, second, waiter]
+                .iter()
+                .enumerate()
+                .map(|(r, t)| (PathBuf::from(format!("logs/worker_rank{r}.log")), (*t).to_owned()))
+                .collect();
+            verdict::decide(&parse(&texts))
+        };
+        let v = logs(exiting);
+        assert_eq!(v.category, crate::diagnose::Category::Crash);
+        assert_eq!(v.culprit_ranks, vec![1]);
+        assert!(v.headline.contains("window 2 has 1 invalid labels"), "{}", v.headline);
+
+        // The same error record, but the peers only timed out: nobody saw a process end.
+        let timed_out =
+            waiter.replace("Connection closed by peer", "Timed out waiting 5000ms for recv");
+        let texts: Vec<(PathBuf, String)> = [timed_out.as_str(), exiting, timed_out.as_str()]
+            .iter()
+            .enumerate()
+            .map(|(r, t)| (PathBuf::from(format!("logs/worker_rank{r}.log")), (*t).to_owned()))
+            .collect();
+        assert_ne!(verdict::decide(&parse(&texts)).category, crate::diagnose::Category::Crash);
     }
 
     #[test]

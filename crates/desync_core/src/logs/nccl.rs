@@ -123,7 +123,7 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> NcclLines {
         }
     }
     // A WorkNCCL line names no group; the same rank's progress line at the same seq does.
-    for t in &mut out.timeouts {
+    for t in out.timeouts.iter_mut().filter(|t| t.group.is_none()) {
         let mut groups = out
             .progress
             .iter()
@@ -144,7 +144,12 @@ fn timed_out(body: &str) -> Option<TimedOut> {
     if !reported {
         return None;
     }
-    let work = &body[body.find("WorkNCCL(")?..];
+    let at = body.find("WorkNCCL(")?;
+    let work = &body[at..];
+    // `[PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog
+    // caught ... WorkNCCL(...)` (the watchdog's own exception, printed by `what():` or the
+    // watchdog's error line): the group bracket in front of the work is the work's group.
+    let group = pg_bracket(&body[..at]).map(|(g, _)| g);
     Some(TimedOut {
         rank: None,
         seq: number_after(work, "SeqNum=")?,
@@ -153,7 +158,7 @@ fn timed_out(body: &str) -> Option<TimedOut> {
         numel_in: number_after(work, "NumelIn=").filter(|&n| n != u64::MAX),
         numel_out: number_after(work, "NumelOut=").filter(|&n| n != u64::MAX),
         timeout_ms: number_after(work, "Timeout(ms)="),
-        group: None,
+        group,
         cite: Cite::default(),
     })
 }
@@ -321,5 +326,22 @@ mod tests {
         );
         assert!(n.watchdog_errors.is_empty());
         assert_eq!(n.timeouts.len(), 1);
+    }
+
+    #[test]
+    fn a_timeout_inside_the_watchdogs_exception_keeps_the_group_in_front_of_it() {
+        // std::terminate's `what():` line: no launcher prefix, the group bracket before the
+        // embedded `[Rank N] Watchdog caught ...` (shape of our own: group 4, rank 2, seq 61).
+        let n = read_text(
+            "  what():  [PG 4 Rank 2] Process group watchdog thread terminated with exception: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=61, OpType=BROADCAST, NumelIn=8, NumelOut=8, Timeout(ms)=100) ran for 101 milliseconds before timing out.\n",
+        );
+        let t = &n.timeouts[0];
+        assert_eq!((t.rank, t.seq), (Some(2), 61));
+        assert_eq!(t.group.as_ref().map(|g| g.label.as_str()), Some("PG 4"));
+        // A plain `[Rank N] Watchdog caught` line still names no group by itself.
+        let n = read_text(
+            "[rank1]:[E1 x] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 9 milliseconds before timing out.\n",
+        );
+        assert!(n.timeouts[0].group.is_none());
     }
 }

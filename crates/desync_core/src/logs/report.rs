@@ -8,49 +8,78 @@ use serde::Serialize;
 use super::verdict::{Claim, ClaimKind, GroupRef};
 use super::{Cite, LogAnalysis, LogEvidence};
 use crate::diagnose::Category;
-use crate::model::format_ranks;
+use crate::model::RankSet;
 use crate::next_steps::NextStep;
-use crate::report::escape_controls;
+use crate::report::{RankFields, escape_controls};
 
 #[derive(Serialize)]
 struct LogReport<'a> {
     schema_version: u32,
     desync_version: &'static str,
-    input: Input,
+    input: Input<'a>,
     verdict: Verdict<'a>,
     claims: &'a [Claim],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claims_total: Option<usize>,
     log: LogView<'a>,
     next_steps: Vec<NextStep>,
 }
 
 #[derive(Serialize)]
-struct Input {
+struct Input<'a> {
     kind: &'static str,
     files: Vec<String>,
     lines: usize,
-    ranks_seen: Vec<u32>,
+    #[serde(flatten)]
+    ranks_seen: RankFields<'a>,
 }
 
 #[derive(Serialize)]
 struct Verdict<'a> {
     category: &'static str,
-    culprit_ranks: &'a [u32],
+    #[serde(flatten)]
+    culprit_ranks: RankFields<'a>,
     process_group: Option<&'a GroupRef>,
     collective_seq_id: Option<u64>,
     headline: &'a str,
 }
 
-/// Everything parsed from the log (JSON `log`), also in a dump report's `log`.
+/// Everything parsed from the log (JSON `log`), also in a dump report's `log`. A log of a
+/// world-sized job has a line per rank: rank sets are [`RankFields`] and each list keeps its
+/// first [`LOG_LIST_LIMIT`] items, with `NAME_total` beside it when it was cut.
 #[derive(Serialize)]
 pub struct LogView<'a> {
     files: Vec<String>,
-    ranks_seen: &'a [u32],
+    #[serde(flatten)]
+    ranks_seen: RankFields<'a>,
     timeouts: Vec<TimeoutView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeouts_total: Option<usize>,
     progress: Vec<ProgressView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    progress_total: Option<usize>,
     tracebacks: Vec<TracebackView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tracebacks_total: Option<usize>,
     exits: Vec<ExitView<'a>>,
-    desync_report_ranks: Vec<u32>,
-    first_to_time_out: Vec<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exits_total: Option<usize>,
+    #[serde(flatten)]
+    desync_report_ranks: RankFields<'a>,
+    #[serde(flatten)]
+    first_to_time_out: RankFields<'a>,
+}
+
+/// Items of each list in a log's JSON view (timeouts, progress, tracebacks, exits, claims).
+pub const LOG_LIST_LIMIT: usize = 64;
+
+/// The first [`LOG_LIST_LIMIT`] items, and the whole count when that cut the list.
+fn capped<T>(items: &[T]) -> (&[T], Option<usize>) {
+    if items.len() > LOG_LIST_LIMIT {
+        (&items[..LOG_LIST_LIMIT], Some(items.len()))
+    } else {
+        (items, None)
+    }
 }
 
 #[derive(Serialize)]
@@ -108,6 +137,8 @@ struct ExitView<'a> {
 pub struct LogSection<'a> {
     verdict: Verdict<'a>,
     claims: &'a [Claim],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claims_total: Option<usize>,
     /// Read because it lay in the dump directory (not named with `--log`).
     found_beside: bool,
     /// How the log changed the dumps' verdict, or null.
@@ -117,9 +148,11 @@ pub struct LogSection<'a> {
 }
 
 pub fn log_section(a: &LogAnalysis) -> LogSection<'_> {
+    let (claims, claims_total) = capped(&a.verdict.claims);
     LogSection {
         verdict: verdict_view(&a.verdict),
-        claims: &a.verdict.claims,
+        claims,
+        claims_total,
         found_beside: a.found_beside,
         upgrade: a.upgrade.as_ref(),
         view: log_view(&a.evidence),
@@ -129,7 +162,7 @@ pub fn log_section(a: &LogAnalysis) -> LogSection<'_> {
 fn verdict_view(v: &super::LogVerdict) -> Verdict<'_> {
     Verdict {
         category: v.category.as_str(),
-        culprit_ranks: &v.culprit_ranks,
+        culprit_ranks: RankFields::owned("culprit_ranks", v.culprit_ranks.clone()),
         process_group: v.process_group.as_ref(),
         collective_seq_id: v.collective_seq_id,
         headline: &v.headline,
@@ -137,20 +170,17 @@ fn verdict_view(v: &super::LogVerdict) -> Verdict<'_> {
 }
 
 pub fn log_view(e: &LogEvidence) -> LogView<'_> {
-    let mut firsts: Vec<u32> =
-        e.nccl.dump_signals.iter().filter_map(|d| d.first_to_time_out).collect();
-    firsts.sort_unstable();
-    firsts.dedup();
-    let mut named: Vec<u32> =
+    let firsts: Vec<u32> = e.nccl.dump_signals.iter().filter_map(|d| d.first_to_time_out).collect();
+    let named: Vec<u32> =
         e.nccl.desync_named.iter().flat_map(|d| d.ranks.iter().copied()).collect();
-    named.sort_unstable();
-    named.dedup();
+    let (timeouts, timeouts_total) = capped(&e.nccl.timeouts);
+    let (progress, progress_total) = capped(&e.nccl.progress);
+    let (tracebacks, tracebacks_total) = capped(&e.tracebacks);
+    let (exits, exits_total) = capped(&e.failures.exits);
     LogView {
         files: e.files.iter().map(|p| p.display().to_string()).collect(),
-        ranks_seen: &e.ranks_seen,
-        timeouts: e
-            .nccl
-            .timeouts
+        ranks_seen: RankFields::owned("ranks_seen", e.ranks_seen.clone()),
+        timeouts: timeouts
             .iter()
             .map(|t| TimeoutView {
                 rank: t.rank,
@@ -163,9 +193,8 @@ pub fn log_view(e: &LogEvidence) -> LogView<'_> {
                 line: &t.cite,
             })
             .collect(),
-        progress: e
-            .nccl
-            .progress
+        timeouts_total,
+        progress: progress
             .iter()
             .map(|p| ProgressView {
                 rank: p.rank,
@@ -176,8 +205,8 @@ pub fn log_view(e: &LogEvidence) -> LogView<'_> {
                 line: &p.cite,
             })
             .collect(),
-        tracebacks: e
-            .tracebacks
+        progress_total,
+        tracebacks: tracebacks
             .iter()
             .map(|t| TracebackView {
                 rank: t.rank,
@@ -192,9 +221,8 @@ pub fn log_view(e: &LogEvidence) -> LogView<'_> {
                 line: &t.cite,
             })
             .collect(),
-        exits: e
-            .failures
-            .exits
+        tracebacks_total,
+        exits: exits
             .iter()
             .map(|x| ExitView {
                 rank: x.rank,
@@ -205,8 +233,9 @@ pub fn log_view(e: &LogEvidence) -> LogView<'_> {
                 line: &x.cite,
             })
             .collect(),
-        desync_report_ranks: named,
-        first_to_time_out: firsts,
+        exits_total,
+        desync_report_ranks: RankFields::owned("desync_report_ranks", named),
+        first_to_time_out: RankFields::owned("first_to_time_out", firsts),
     }
 }
 
@@ -227,7 +256,7 @@ pub fn next_steps(a: &LogAnalysis) -> Vec<NextStep> {
             command: None,
             why: format!(
                 "rank {} failed on its own; the other ranks' timeouts and closed connections follow from it",
-                format_ranks(&v.culprit_ranks)
+                RankSet::new(v.culprit_ranks.clone()).brief()
             ),
         }),
         Category::Stall => steps.push(NextStep {
@@ -255,10 +284,11 @@ pub fn write_json(a: &LogAnalysis, out: &mut dyn Write) -> io::Result<()> {
             kind: "log",
             files: e.files.iter().map(|p| p.display().to_string()).collect(),
             lines: e.lines,
-            ranks_seen: e.ranks_seen.clone(),
+            ranks_seen: RankFields::owned("ranks_seen", e.ranks_seen.clone()),
         },
         verdict: verdict_view(v),
-        claims: &v.claims,
+        claims: capped(&v.claims).0,
+        claims_total: capped(&v.claims).1,
         log: log_view(e),
         next_steps: next_steps(a),
     };
@@ -276,7 +306,11 @@ pub fn write_text(a: &LogAnalysis, out: &mut dyn Write) -> io::Result<()> {
         "\nlog: {} ({} lines); ranks with lines of their own: {}",
         escape_controls(&files),
         e.lines,
-        if e.ranks_seen.is_empty() { "none".to_owned() } else { format_ranks(&e.ranks_seen) }
+        if e.ranks_seen.is_empty() {
+            "none".to_owned()
+        } else {
+            RankSet::new(e.ranks_seen.clone()).brief().to_string()
+        }
     )?;
     write_claims(&v.claims, out)?;
     writeln!(out, "\nnext steps:")?;
@@ -305,7 +339,7 @@ pub fn write_text_section(a: &LogAnalysis, out: &mut dyn Write) -> io::Result<()
             out,
             "  the log made the dumps' verdict ({}) a crash of rank(s) {}",
             u.from,
-            format_ranks(&u.culprit_ranks)
+            RankSet::new(u.culprit_ranks.clone()).brief()
         )?;
     }
     write_claims(&a.verdict.claims, out)
@@ -328,6 +362,11 @@ fn write_claims(claims: &[Claim], out: &mut dyn Write) -> io::Result<()> {
     };
     let mut sorted: Vec<&Claim> = claims.iter().collect();
     sorted.sort_by_key(|c| order(c));
+    if sorted.len() > LOG_LIST_LIMIT {
+        let more = sorted.len() - LOG_LIST_LIMIT;
+        sorted.truncate(LOG_LIST_LIMIT);
+        writeln!(out, "  ({more} more claim(s) past the first {LOG_LIST_LIMIT} not shown)")?;
+    }
     for c in sorted {
         writeln!(out, "  - {}", escape_controls(&c.text))?;
         for cite in &c.evidence {

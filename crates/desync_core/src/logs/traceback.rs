@@ -26,6 +26,20 @@ pub const SYMPTOMS: &[(&str, &str)] = &[
     ("ChildFailedError", "torchrun's own summary of its workers' failures"),
 ];
 
+/// Exception texts that say a peer's process is gone (not that it is slow): the rank that
+/// ended is to be found among those that failed on nothing.
+pub const PEER_EXITED: &[&str] = &[
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "Broken pipe",
+    "remote process exited",
+];
+
+/// Whether an exception text says a peer's process exited under this rank.
+pub fn peer_exited(message: &str) -> bool {
+    PEER_EXITED.iter().any(|needle| message.contains(needle))
+}
+
 /// The symptom an exception text shows, if any (its row's reason).
 pub fn symptom_of(message: &str) -> Option<&'static str> {
     SYMPTOMS.iter().find(|(needle, _)| message.contains(needle)).map(|(_, why)| *why)
@@ -92,6 +106,25 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> Vec<Traceback
             continue;
         }
         if state.frames.is_empty() {
+            // A lone exception line, no frames above it: only a rank's own line saying it
+            // waited on its peers (a [`SYMPTOMS`] text, e.g. Gloo's `Timed out waiting ...`
+            // printed by a launcher that keeps the last line) is evidence; any other could be
+            // a message the job logged.
+            if r.rank.is_some()
+                && state.first_line.is_none()
+                && is_exception_line(body)
+                && let Some(symptom) = symptom_of(body)
+            {
+                out.push(Traceback {
+                    rank: r.rank,
+                    exception: body.trim().to_owned(),
+                    user_frame: None,
+                    frames: Vec::new(),
+                    first_line: r.line,
+                    symptom: Some(symptom),
+                    cite: cite(r),
+                });
+            }
             continue;
         }
         if body.starts_with([' ', '\t']) {
@@ -185,6 +218,18 @@ mod tests {
             9,
             "innermost frame outside site-packages"
         );
+    }
+
+    #[test]
+    fn a_lone_symptom_line_of_a_rank_is_a_waiter_and_nothing_else_is() {
+        let t = read_text(
+            "[host7|6]:RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n\
+             [rank2]: ValueError: bad config value\n\
+             RuntimeError: Timed out waiting 5000ms for send\n",
+        );
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].rank, Some(6));
+        assert!(t[0].symptom.is_some() && t[0].frames.is_empty());
     }
 
     #[test]

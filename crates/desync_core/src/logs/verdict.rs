@@ -21,9 +21,10 @@
 use serde::Serialize;
 
 use super::nccl::{GroupName, TimedOut};
+use super::traceback::Traceback;
 use super::{Cite, LogEvidence};
 use crate::diagnose::Category;
-use crate::model::format_ranks;
+use crate::model::RankSet;
 
 /// What a claim is about (JSON `claims[].kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -54,6 +55,7 @@ pub enum ClaimKind {
 #[derive(Debug, Clone, Serialize)]
 pub struct Claim {
     pub kind: ClaimKind,
+    #[serde(flatten, serialize_with = "crate::report::serialize_rank_vec")]
     pub ranks: Vec<u32>,
     /// The group's label (`GUID 1`, `PG 0`) and description, when the lines name one.
     pub process_group: Option<GroupRef>,
@@ -150,9 +152,21 @@ pub fn decide(e: &LogEvidence) -> LogVerdict {
     v
 }
 
+/// The texts of the claims of `kind`, joined: the first [`HEADLINE_CLAIMS`], then a count
+/// (a whole world can raise, one claim per rank).
 fn headline_from(claims: &[Claim], kind: ClaimKind) -> String {
-    claims.iter().filter(|c| c.kind == kind).map(|c| c.text.as_str()).collect::<Vec<_>>().join("; ")
+    let of_kind: Vec<&str> =
+        claims.iter().filter(|c| c.kind == kind).map(|c| c.text.as_str()).collect();
+    let mut parts: Vec<String> =
+        of_kind.iter().take(HEADLINE_CLAIMS).map(|t| (*t).to_owned()).collect();
+    if of_kind.len() > HEADLINE_CLAIMS {
+        parts.push(format!("and {} more like these", of_kind.len() - HEADLINE_CLAIMS));
+    }
+    parts.join("; ")
 }
+
+/// Claims a headline quotes before it counts the rest.
+const HEADLINE_CLAIMS: usize = 3;
 
 fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
     let timed_out: Vec<u32> = ranks_of(claims, ClaimKind::TimedOut);
@@ -182,10 +196,10 @@ fn inconclusive_headline(e: &LogEvidence, claims: &[Claim]) -> String {
     }
 }
 
-/// `rank 2` / `ranks 0-3`.
+/// `rank 2` / `ranks 0-3`; a long set briefly (`12500 ranks: 0,8,16,…`).
 fn rank_words(ranks: &[u32]) -> String {
     let s = if ranks.len() == 1 { "" } else { "s" };
-    format!("rank{s} {}", format_ranks(ranks))
+    format!("rank{s} {}", RankSet::new(ranks.to_vec()).brief())
 }
 
 fn ranks_of(claims: &[Claim], kind: ClaimKind) -> Vec<u32> {
@@ -218,6 +232,7 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
             evidence: vec![t.cite.clone()],
         });
     }
+    logged_exit_claims(e, &mut ranks, claims);
     for w in &e.nccl.watchdog_errors {
         let Some(rank) = w.rank else { continue };
         if ranks.contains(&rank) {
@@ -257,6 +272,59 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
     }
     ranks.sort_unstable();
     ranks
+}
+
+/// A rank that logged an error and ended leaves no traceback (`log.error(...)` then
+/// `sys.exit(2)`). Its last error record is its own error when its peers failed because a
+/// peer's process exited under them, and the rank itself neither failed on a peer nor timed
+/// out: the exit the peers saw is the one that logged rank's. Without that exit, an error
+/// record is only a line (a job logs errors and carries on).
+fn logged_exit_claims(e: &LogEvidence, ranks: &mut Vec<u32>, claims: &mut Vec<Claim>) {
+    let exit_seen: Vec<&Traceback> = e
+        .tracebacks
+        .iter()
+        .filter(|t| t.symptom.is_some() && super::traceback::peer_exited(&t.exception))
+        .collect();
+    if exit_seen.is_empty() {
+        return;
+    }
+    let waiters: Vec<u32> = e
+        .tracebacks
+        .iter()
+        .filter(|t| t.symptom.is_some())
+        .filter_map(|t| t.rank)
+        .chain(e.nccl.timeouts.iter().filter_map(|t| t.rank))
+        .collect();
+    let mut logged: Vec<&super::logged::LoggedError> = Vec::new();
+    for l in e.logged_errors.iter().rev() {
+        let Some(rank) = l.rank else { continue };
+        if ranks.contains(&rank)
+            || waiters.contains(&rank)
+            || logged.iter().any(|k| k.rank == l.rank)
+        {
+            continue;
+        }
+        logged.push(l);
+    }
+    for l in logged {
+        let rank = l.rank.unwrap_or_default();
+        ranks.push(rank);
+        let seen: Vec<u32> = exit_seen.iter().filter_map(|t| t.rank).collect();
+        claims.push(Claim {
+            kind: ClaimKind::Raised,
+            ranks: vec![rank],
+            process_group: None,
+            collective_seq_id: None,
+            text: format!(
+                "rank {rank} logged `{}` and ended: {} failed on a peer's exit, and rank {rank} failed on no peer",
+                short(&l.message),
+                rank_words(&seen)
+            ),
+            evidence: std::iter::once(l.cite.clone())
+                .chain(exit_seen.iter().take(CITES_PER_CLAIM - 1).map(|t| t.cite.clone()))
+                .collect(),
+        });
+    }
 }
 
 /// Signals that end a process by a fault of its own (a segfault in an extension, a bus error
@@ -523,7 +591,7 @@ fn exit_claims(e: &LogEvidence, claims: &mut Vec<Claim>) {
             ranks: aborted.clone(),
             process_group: None,
             collective_seq_id: None,
-            text: format!("every rank in torchrun's table ({}) was aborted by SIGABRT, what the watchdog does to each waiter: no exit stands out as the cause", format_ranks(&aborted)),
+            text: format!("every rank in torchrun's table ({}) was aborted by SIGABRT, what the watchdog does to each waiter: no exit stands out as the cause", RankSet::new(aborted.clone()).brief()),
             evidence: exits.iter().take(CITES_PER_CLAIM).map(|x| x.cite.clone()).collect(),
         });
     }

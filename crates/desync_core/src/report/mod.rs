@@ -102,6 +102,25 @@ impl serde::Serialize for RankFields<'_> {
     }
 }
 
+/// A `Vec<u32>` field (any order) as [`RankFields`] named `ranks`: use with
+/// `#[serde(flatten, serialize_with = "...")]`. Below: the same for other field names.
+pub fn serialize_rank_vec<S: serde::Serializer>(ranks: &[u32], s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&RankFields::owned("ranks", ranks.to_vec()), s)
+}
+
+/// See [`serialize_rank_vec`]: named `culprit_ranks`.
+pub fn serialize_culprit_ranks<S: serde::Serializer>(
+    ranks: &[u32],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&RankFields::owned("culprit_ranks", ranks.to_vec()), s)
+}
+
+/// See [`serialize_rank_vec`]: named `not_in_log`.
+pub fn serialize_not_in_log<S: serde::Serializer>(ranks: &[u32], s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&RankFields::owned("not_in_log", ranks.to_vec()), s)
+}
+
 /// A [`RankSet`] field as [`RankFields`] named `ranks`: use with `#[serde(flatten)]`.
 pub fn serialize_ranks<S: serde::Serializer>(ranks: &RankSet, s: S) -> Result<S::Ok, S::Error> {
     serde::Serialize::serialize(&RankFields::new("ranks", ranks.as_slice()), s)

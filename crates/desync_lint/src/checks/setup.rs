@@ -10,6 +10,8 @@
 //!     model.register_comm_hook(None, fp16_compress_hook)
 //! ```
 //!
+//! A setting a `with` block holds reaches only the collectives issued inside the block.
+//!
 //! The same data the bridge reads to explain such a hang (`Analysis::setup_calls`).
 
 use desync_python::{Conditional, Dependence};
@@ -28,6 +30,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             _ => continue,
         };
         let function = ctx.module.function_at(setup.line).map(|f| f.def_line);
+        if reaches_no_collective(ctx, function, setup) {
+            continue;
+        }
         let Some((cond, clause)) = super::paths::innermost_clause(ctx, function, setup.line) else {
             continue;
         };
@@ -55,6 +60,19 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
         });
     }
     out
+}
+
+/// Whether the setting is one a `with` block holds (`with torch.autocast(...):`) and nothing
+/// in that block issues a collective, directly or through a call the analysis follows: the
+/// setting ends with the block, so no collective carries another dtype. A block that yields
+/// (a context manager written as a generator) applies it to its caller's block instead.
+fn reaches_no_collective(
+    ctx: &Context<'_>,
+    function: Option<u32>,
+    setup: &desync_python::SetupCall,
+) -> bool {
+    let Some(block) = setup.block else { return false };
+    !block.yields && ctx.sites_in(function, block.first, block.last).next().is_none()
 }
 
 /// Whether every other clause of `cond` (a missing `else` calls nothing) makes a call of the

@@ -91,3 +91,88 @@ fn function_never_returns(eval: &mut Eval<'_, '_>, def: &StmtFunctionDef, depth:
 fn yields(module: &Module, def: &StmtFunctionDef) -> bool {
     module.text(def.range()).contains("yield")
 }
+
+/// A way out of a function before a line ([`Analysis::exits_before`]).
+#[derive(Debug, Clone)]
+pub struct ExitBefore {
+    /// The module the exit is in; `None`: the module asked about.
+    pub module: Option<std::sync::Arc<Module>>,
+    /// The line of the `return`/`raise`, or of the call that ends the process.
+    pub line: u32,
+    /// `return`, `raise`, or the exiting call as written (`sys.exit`, `abort`).
+    pub how: String,
+    /// Project calls followed from the function asked about to reach it (0: in it).
+    pub depth: usize,
+}
+
+impl Analysis<'_> {
+    /// How a rank leaves the function around `line` without reaching `line`: the `return`s
+    /// and `raise`s nested in the function's compound statements above it, and the calls
+    /// above it that end the process (`sys.exit`, `os._exit`, a project helper that never
+    /// returns), there or inside the project functions called above it (followed
+    /// [`MAX_EXIT_DEPTH`] calls deep, where only process exits count: a callee's `return`
+    /// comes back). A rank that is not where its peers wait at `line` and issued nothing
+    /// after took one of these, or never got this far. Source order, the function's own first.
+    pub fn exits_before(&self, module: &Module, line: u32) -> Vec<ExitBefore> {
+        let Some(def) = module.path(line).and_then(|p| p.innermost_function(module)) else {
+            return Vec::new();
+        };
+        let mut eval = Eval::new(self, module, Scope::of(module, Some(def)), 0);
+        let mut out = Vec::new();
+        exits_in(&mut eval, &def.body, Some(line), None, 0, &mut out);
+        out
+    }
+}
+
+fn exits_in(
+    eval: &mut Eval<'_, '_>,
+    suite: &[Stmt],
+    before: Option<u32>,
+    module: Option<&std::sync::Arc<Module>>,
+    depth: usize,
+    out: &mut Vec<ExitBefore>,
+) {
+    let here = eval.module;
+    let mut calls: Vec<&ExprCall> = Vec::new();
+    tree::walk_scope(suite, &mut |stmt, frames| {
+        let at = here.line_of(stmt.start());
+        if before.is_some_and(|b| at >= b) {
+            return;
+        }
+        let jump = match stmt {
+            Stmt::Return(_) => Some("return"),
+            Stmt::Raise(_) => Some("raise"),
+            _ => None,
+        };
+        // A jump at the function's top level leaves every rank alike; one nested in a
+        // compound statement is decided by its condition.
+        if let Some(how) = jump.filter(|_| depth == 0 && !frames.is_empty()) {
+            out.push(ExitBefore { module: module.cloned(), line: at, how: how.into(), depth });
+        }
+        for e in tree::header_exprs(stmt) {
+            crate::syntax::expr::walk(e, &mut |x| {
+                if let ruff_python_ast::Expr::Call(c) = x {
+                    calls.push(c);
+                }
+            });
+        }
+    });
+    for c in calls {
+        let at = here.line_of(c.start());
+        let name = crate::syntax::expr::dotted(&c.func);
+        if name.as_deref().is_some_and(crate::control::outline::is_process_exit)
+            || never_returns(eval, c, 0)
+        {
+            let how = name.unwrap_or_else(|| here.text(c.func.range()).to_owned());
+            out.push(ExitBefore { module: module.cloned(), line: at, how, depth });
+            continue;
+        }
+        if depth + 1 >= MAX_EXIT_DEPTH {
+            continue;
+        }
+        let Sym::Function(f) = eval.resolve(&c.func, c.start()) else { continue };
+        let callee_module = f.module.clone();
+        let inner = callee_module.as_ref().or(module);
+        eval.in_function(&f, |there, def| exits_in(there, &def.body, None, inner, depth + 1, out));
+    }
+}

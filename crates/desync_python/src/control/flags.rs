@@ -69,6 +69,40 @@ impl Analysis<'_> {
         out
     }
 
+    /// The lines of `module` that take the function or method `name` as a value, not calling
+    /// it: `bus.subscribe("step_end", writer.on_step_end)`, `hooks.append(on_step_end)`,
+    /// `callbacks = [flush]`. That is how a function gets registered with a dispatcher that
+    /// calls it later through a variable; whether it runs on a rank is decided there.
+    pub fn value_references(&self, module: &Module, name: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        crate::syntax::tree::walk_all(module.body(), &mut |stmt| {
+            if matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
+                return;
+            }
+            for e in crate::syntax::tree::header_exprs(stmt) {
+                let mut called = Vec::new();
+                let mut named = Vec::new();
+                crate::syntax::expr::walk(e, &mut |x| match x {
+                    Expr::Call(c) => called.push(c.func.range()),
+                    Expr::Attribute(a) if a.attr.id.as_str() == name && a.ctx.is_load() => {
+                        named.push(x.range());
+                    }
+                    Expr::Name(n) if n.id.as_str() == name && n.ctx.is_load() => {
+                        named.push(x.range());
+                    }
+                    _ => {}
+                });
+                for range in named.into_iter().filter(|r| !called.contains(r)) {
+                    let line = module.line_of(range.start());
+                    if !out.contains(&line) {
+                        out.push(line);
+                    }
+                }
+            }
+        });
+        out
+    }
+
     /// Every assignment in `module` of a table `stop` flag to anything but a literal false
     /// (`False`, `None`, `0`): clearing a flag stops nothing.
     pub fn stop_flag_writes(&self, module: &Module) -> Vec<FlagWrite> {

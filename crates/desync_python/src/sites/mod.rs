@@ -41,7 +41,7 @@ use ruff_text_size::{Ranged, TextSize};
 
 pub use callers::{Argument, ArgumentElsewhere, RankOnly};
 use facts::Facts;
-pub use setup::SetupCall;
+pub use setup::{SetupBlock, SetupCall};
 
 use crate::names::bindings::{self, Scope, Source};
 use crate::names::knowledge::{Role, knowledge};

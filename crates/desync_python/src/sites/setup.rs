@@ -1,8 +1,8 @@
 //! Collective sites a line issues directly, and the calls that change what later collectives
 //! carry (the table's `payload` rows): questions the bridge asks of one line or one file.
 
-use ruff_python_ast::Expr;
-use ruff_text_size::Ranged;
+use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::{Ranged, TextSize};
 
 use crate::names::bindings::Scope;
 use crate::syntax::module::Module;
@@ -53,7 +53,23 @@ impl Analysis<'_> {
             _ => true,
         };
         let mut calls: Vec<&ruff_python_ast::ExprCall> = Vec::new();
+        // The blocks of `with <call>:` statements, by the call's position.
+        let mut blocks: Vec<(TextSize, SetupBlock)> = Vec::new();
         crate::syntax::tree::walk_all(module.body(), &mut |stmt| {
+            if let Stmt::With(w) = stmt
+                && let (Some(first), Some(last)) = (w.body.first(), w.body.last())
+            {
+                let block = SetupBlock {
+                    first: module.line_of(first.start()),
+                    last: module.line_of(last.end()),
+                    yields: yields_in(&w.body),
+                };
+                for item in &w.items {
+                    if let Expr::Call(c) = &item.context_expr {
+                        blocks.push((c.start(), block));
+                    }
+                }
+            }
             for e in crate::syntax::tree::header_exprs(stmt) {
                 crate::syntax::expr::walk(e, &mut |x| {
                     if let Expr::Call(c) = x
@@ -94,6 +110,7 @@ impl Analysis<'_> {
                     affects: api.affects.clone().unwrap_or_default(),
                     source: module.text(c.range()).to_owned(),
                     arguments: Finding::from_deps(&arguments),
+                    block: blocks.iter().find(|(at, _)| *at == c.start()).map(|(_, b)| *b),
                 });
             }
         }
@@ -113,4 +130,29 @@ pub struct SetupCall {
     pub source: String,
     /// What its arguments depend on.
     pub arguments: Finding,
+    /// The block of the `with` statement the call opens (`with torch.autocast(...):`), whose
+    /// setting holds inside it only; `None` for a call made as a statement.
+    pub block: Option<SetupBlock>,
+}
+
+/// The lines of a `with` statement's block, and whether it yields: a context manager written
+/// as a generator applies its block's setting to whatever its caller runs at the `yield`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetupBlock {
+    pub first: u32,
+    pub last: u32,
+    pub yields: bool,
+}
+
+/// Whether `body` yields (nested scopes aside).
+fn yields_in(body: &[Stmt]) -> bool {
+    let mut found = false;
+    crate::syntax::tree::walk_scope(body, &mut |stmt, _| {
+        for e in crate::syntax::tree::header_exprs(stmt) {
+            crate::syntax::expr::walk(e, &mut |x| {
+                found |= matches!(x, Expr::Yield(_) | Expr::YieldFrom(_));
+            });
+        }
+    });
+    found
 }

@@ -878,3 +878,40 @@ def local(width):
     assert_eq!(rank_indirect("total.item()"), Some(false));
     assert_eq!(rank_indirect("agreed"), None);
 }
+
+/// The ways out of a function above a line: its own guarded `return`/`raise`, and a process
+/// exit reached through the project's helpers in another module (a validation helper calling
+/// a logger that exits). A top-level `return` and a callee's plain `return` are not exits.
+#[test]
+fn exits_before_a_line_follow_calls_into_helpers_that_end_the_process() {
+    let dir = tempfile_dir().join("exits");
+    std::fs::create_dir_all(&dir).unwrap();
+    let checks = "import sys\n\ndef die(msg):\n    print(msg)\n    sys.exit(3)\n\ndef validate(rows):\n    if rows.min() < 0:\n        die('negative')\n    return rows\n";
+    std::fs::write(dir.join("checks.py"), checks).unwrap();
+    let main = "import torch.distributed as dist\nfrom checks import validate\n\ndef report(rows, rank):\n    if rank in SKIP:\n        return None\n    rows = validate(rows)\n    dist.all_reduce(rows)\n    return rows\n";
+    std::fs::write(dir.join("report.py"), main).unwrap();
+    let project = FileProject::new([dir.clone()]);
+    let m = Module::parse_file(main, &dir.join("report.py"));
+    let cx = Analysis::new(Some(&project));
+    let exits = cx.exits_before(&m, line(main, "dist.all_reduce"));
+    let found: Vec<(String, u32, usize, bool)> =
+        exits.iter().map(|e| (e.how.clone(), e.line, e.depth, e.module.is_some())).collect();
+    assert_eq!(
+        found,
+        [
+            ("return".to_owned(), 6, 0, false),
+            ("die".to_owned(), line(checks, "die('negative')"), 1, true)
+        ]
+    );
+    // Below the line nothing counts; a function with no way out has none.
+    assert!(cx.exits_before(&m, line(main, "if rank in SKIP")).is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A function taken as a value is registered somewhere; a call of it is no registration.
+#[test]
+fn value_references_are_registrations_not_calls() {
+    let src = "bus = Bus()\nif rank == 0:\n    bus.subscribe('end', writer.on_end)\nhooks = [on_end]\nwriter.on_end(3)\nself.on_end = None\n";
+    let m = Module::parse(src);
+    assert_eq!(Analysis::default().value_references(&m, "on_end"), [3, 4]);
+}

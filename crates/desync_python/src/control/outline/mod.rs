@@ -24,6 +24,11 @@ use crate::syntax::types::Construct;
 /// Calls that end the process from an `except` body: the error does not go unnoticed.
 const PROCESS_EXITS: &[&str] = &["sys.exit", "exit", "quit", "os._exit", "os.abort"];
 
+/// Whether a dotted callee (`sys.exit`) ends the process.
+pub(crate) fn is_process_exit(name: &str) -> bool {
+    PROCESS_EXITS.contains(&name)
+}
+
 /// The outline of `module`; with `calls_at`, only the calls at those (line, column) positions
 /// are recorded (each one costs the text of its callee and arguments).
 pub(crate) fn build(module: &Module, calls_at: Option<&HashSet<(u32, u32)>>) -> Outline {

@@ -39,6 +39,13 @@ impl<'a, 'm> Eval<'a, 'm> {
         // apart: what one of them depends on reaches this one only indirectly.
         let base = self.value_at(&a.value, at, depth + 1);
         let held = matches!(&*a.value, Expr::Attribute(_));
+        if let Some(d) = base.field(a.attr.id.as_str()) {
+            return d;
+        }
+        if !held && let Some(d) = self.field_the_class_sets(&a.value, a.attr.id.as_str(), &base, at)
+        {
+            return d;
+        }
         base.field(a.attr.id.as_str()).unwrap_or_else(|| {
             if held {
                 return base.whole.through(via::OBJECT);
@@ -54,6 +61,55 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
             d
         })
+    }
+
+    /// `obj.attr` of an object one of the project's classes built in view (`obj = Schedule(rank,
+    /// epochs)`): what the class's methods assign to `self.attr`, with the constructor's
+    /// parameters read from what the call passed. The object's other arguments do not reach
+    /// that field: `schedule.total = epochs + warmup` does not depend on the rank the object
+    /// was also given. A parameter of another method (`def resume(self, saved): self.first =
+    /// saved[...]`) is whatever that method's calls pass, which the constructor call does not
+    /// decide. `None` when the class assigns no such field (a field the table or a base class
+    /// knows, a dynamic one): the whole object, as before.
+    fn field_the_class_sets(
+        &mut self,
+        obj: &Expr,
+        attr: &str,
+        base: &Value,
+        at: TextSize,
+    ) -> Option<Deps> {
+        if self.call_depth >= crate::values::MAX_CALL_DEPTH || base.fields.is_none() {
+            return None;
+        }
+        let Sym::Instance(class) = self.resolve(obj, at) else { return None };
+        let local = class.local?;
+        let module = class.module.clone();
+        let target: &Module = module.as_deref().unwrap_or(self.module);
+        let classdef = crate::values::resolve::class_at(target, local)?;
+        let mut there = Eval::new(self.cx, target, Scope::module(target), self.call_depth + 1);
+        if !there.class_bases(classdef).is_empty() {
+            // A framework base class may set the field itself (`self.trainer`).
+            return None;
+        }
+        let (mut d, found) = there.attribute_of_class(classdef, attr, false);
+        if !found || d.opaque.is_some() {
+            return None;
+        }
+        let ctor = std::mem::take(&mut d.ctor_fields);
+        d.params.clear();
+        d.valued_params.clear();
+        d.read_params.clear();
+        d.field_params.clear();
+        d.keyed_params.clear();
+        d.keys.clear();
+        d.members.clear();
+        for p in ctor {
+            if let Some(passed) = base.field(&p) {
+                let hop = format!("the `{p}` {} was built with", self.quoted(obj));
+                d.merge(passed.hop(&hop));
+            }
+        }
+        Some(d)
     }
 
     /// What `arg.attribute` is here: a callee read that attribute of the parameter `arg` was

@@ -245,8 +245,19 @@ impl<'a, 'm> Eval<'a, 'm> {
         }
         let sized = |sym: Sym, this: &mut Self| match sym {
             Sym::Path(p) => knowledge().counts_group_members(&p),
+            // A project helper every return of which is a group's size, or 1: the size of a
+            // world without peers (`if not dist.is_initialized(): return 1`), as in a
+            // conditional expression below. One return at least must count members.
             Sym::Function(f) => {
-                this.every_return(&f, &|there, r, at| there.counts_group_members(r, at, depth + 1))
+                let counted = std::cell::Cell::new(false);
+                this.every_return(&f, &|there, r, at| {
+                    if crate::syntax::expr::int_literal(r) == Some(1) {
+                        return true;
+                    }
+                    let counts = there.counts_group_members(r, at, depth + 1);
+                    counted.set(counted.get() || counts);
+                    counts
+                }) && counted.get()
             }
             _ => false,
         };
