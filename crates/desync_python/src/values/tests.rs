@@ -1,4 +1,7 @@
 //! The data-flow dependence analysis on the shapes real training code has.
+//!
+//! Length: tests only, one small Python sample per mechanism; they read alike and are found by
+//! name, so they stay in one file.
 
 use super::{Analysis, Finding};
 use crate::Module;
