@@ -9,7 +9,7 @@ What it covers (each run from the repository root, so that paths in the output a
 - `analyze --format json` and the text report for every dump set: tests/scenarios/*,
   tests/frameworks/*, and ../shared/external-cases/cases/* (or $DESYNC_EXTERNAL_CASES) when that
   folder exists. A set's `src/` is passed as --source-root, and its truth.json `frames_prefix`
-  as --path-map PREFIX=src, as /work/tools/compare.sh does;
+  as --path-map PREFIX=src, as scripts/score_frameworks.py and the external scorer do;
 - `lint --format json` (default and --include-indirect) and the text output over every Python
   tree held for lint: crates/desync_lint/tests/{fire,quiet}, each real_bugs/* bug, and each dump
   set's src/; plus any --lint-extra DIR (a local tree such as torch/distributed of a venv).
