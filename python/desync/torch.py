@@ -276,9 +276,12 @@ def _recorder_bytes(backend: str, *, stacks: bool) -> bytes:
         dump_fn = c10d._dump_fr_trace
         if _per_backend(dump_fn):
             # torch 2.15 keeps one recorder per backend ("gloo" by default); dump the one this
-            # group records into.
-            name = _backend_name(backend)
-            return _as_bytes(dump_fn(includeStackTraces=stacks, backend=name))
+            # group records into. The docstring is how the call is told apart; should a torch
+            # name a backend there without taking the keyword, the plain call below still dumps.
+            try:
+                return _as_bytes(dump_fn(includeStackTraces=stacks, backend=_backend_name(backend)))
+            except TypeError:
+                pass
     else:
         raise RuntimeError(f"this torch ({torch.__version__}) cannot dump a {backend} recorder")
     try:
