@@ -427,6 +427,20 @@ mod tests {
     const FIT: &str = "/venv/lib/python3.12/site-packages/lightning/pytorch/trainer/trainer.py";
     const C10D: &str = "/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py";
 
+    /// Runs `f` against a workspace whose frames under `/job` are read from `dir`.
+    fn in_workspace<T>(dir: &std::path::Path, f: impl FnOnce(&Workspace<'_>) -> T) -> T {
+        let options = SourceOptions {
+            path_maps: vec![("/job".to_owned(), dir.to_path_buf())],
+            source_root: None,
+            fallback_root: None,
+            refused_fallback: None,
+        };
+        let resolver = Resolver::new(&options);
+        let project = FileProject::new([dir.to_path_buf()]);
+        let cx = Analysis::new(Some(&project));
+        f(&Workspace { resolver: &resolver, project: &project, cx: &cx })
+    }
+
     /// Both sides under `trainer.fit(...)`: the rank that stopped left a per-step hook early.
     /// The hook's guard with a data dependence is the candidate; an unguarded hook, a guard the
     /// data does not show to differ, and a method the framework never calls per step are not.
@@ -479,17 +493,7 @@ if __name__ == '__main__':
             ("fit", FIT, 540),
             ("broadcast", C10D, 2700),
         ]);
-        let options = SourceOptions {
-            path_maps: vec![("/job".to_owned(), dir.clone())],
-            source_root: None,
-            fallback_root: None,
-            refused_fallback: None,
-        };
-        let resolver = Resolver::new(&options);
-        let project = FileProject::new([dir.clone()]);
-        let cx = Analysis::new(Some(&project));
-        let ws = Workspace { resolver: &resolver, project: &project, cx: &cx };
-        let found = hook_exits(&ws, &[&waiting, &stopped]);
+        let found = in_workspace(&dir, |ws| hook_exits(ws, &[&waiting, &stopped]));
         let lines: Vec<u32> = found.iter().map(|r| r.branch.line).collect();
         assert_eq!(lines, [8], "{:?}", found.iter().map(|r| &r.note).collect::<Vec<_>>());
         let note = found[0].note.as_deref().unwrap_or_default();
@@ -499,7 +503,7 @@ if __name__ == '__main__':
         assert!(ends.contains("`raise` at line 9"), "{ends}");
         // Outside a call of the entry point, nothing is proposed.
         let elsewhere = entry(&[("run", run, 5), ("all_reduce", C10D, 2800)]);
-        assert!(hook_exits(&ws, &[&elsewhere]).is_empty());
+        assert!(in_workspace(&dir, |ws| hook_exits(ws, &[&elsewhere]).is_empty()));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -554,17 +558,7 @@ def main(cfg):
             ("all_reduce", C10D, 2800),
         ]);
         let waiting = entry(&[("main", "/job/run.py", 14), ("barrier", C10D, 4000)]);
-        let options = SourceOptions {
-            path_maps: vec![("/job".to_owned(), dir.clone())],
-            source_root: None,
-            fallback_root: None,
-            refused_fallback: None,
-        };
-        let resolver = Resolver::new(&options);
-        let project = FileProject::new([dir.clone()]);
-        let cx = Analysis::new(Some(&project));
-        let ws = Workspace { resolver: &resolver, project: &project, cx: &cx };
-        let found = registrations(&ws, &[&departed, &waiting]);
+        let found = in_workspace(&dir, |ws| registrations(ws, &[&departed, &waiting]));
         let lines: Vec<u32> = found.iter().map(|r| r.branch.line).collect();
         assert_eq!(lines, [8], "{:?}", found.iter().map(|r| &r.note).collect::<Vec<_>>());
         let note = found[0].note.as_deref().unwrap_or_default();
@@ -574,7 +568,7 @@ def main(cfg):
         );
         // Called by name, a function is no registration's business.
         let direct = entry(&[("main", "/job/run.py", 14), ("barrier", C10D, 4000)]);
-        assert!(registrations(&ws, &[&direct]).is_empty());
+        assert!(in_workspace(&dir, |ws| registrations(ws, &[&direct]).is_empty()));
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
