@@ -6,7 +6,7 @@
 //! (basicConfig's default), `ERROR name: msg`, `[ERROR] msg`, `2024-.. - name - ERROR - msg`,
 //! `| ERROR | msg` (loguru). Glog's `E1128 ...` lines are torch's C++ logging, mostly a
 //! waiter's symptoms, and are not read here. Whether such a record ended the rank is the
-//! verdict's call (`verdict::raised_claims`): on its own, an error record is only a line.
+//! verdict's call (`verdict::logged_exit_claims`): on its own, an error record is only a line.
 
 use super::Cite;
 use super::lines::Record;
