@@ -14,6 +14,7 @@ the user to py-spy a process that `run` already stopped.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -75,3 +76,35 @@ def test_run_and_analyze_name_the_line_the_stuck_rank_waits_on(
     commands = " ".join(s["command"] or "" for s in analysis["next_steps"])
     assert "py-spy" not in commands and "rank_1.stacks" in commands, analysis["next_steps"]
     assert elapsed < 30, f"{elapsed:.1f} s\n{log}"
+
+
+def test_run_keeps_the_jobs_output_and_names_the_crashing_ranks_line(tmp_path: Path) -> None:
+    """`--wait crash`: rank 1 dies of a FileNotFoundError in `read_manifest` (its traceback is
+    only in the job's output); torchrun stops ranks 0 and 2, which wait in the all_reduce.
+    Designed answer: a crash of rank 1 at `read_manifest`'s `open` line, from the job's own
+    log, which `run` keeps beside the dumps (`dumps/job.log`) so that `analyze` on the dumps
+    says the same; no py-spy for the dead rank."""
+    run_dir = tmp_path / "run"
+    job = [*_torchrun(3), str(SCRIPT), "--wait", "crash", "--wait-rank", "1",
+           "--marker", str(tmp_path / "never")]
+    proc = _desync_run(run_dir, job, "--interval", "0.5", "--lag", "30", "--grace", "3",
+                       "--source-root", str(JOBS), timeout=120)
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode != 0, log
+    # The job's output still reaches the terminal, and is kept.
+    assert "FileNotFoundError" in proc.stderr, log
+    kept = run_dir / "dumps" / "job.log"
+    assert kept.is_file(), log
+    assert "FileNotFoundError" in kept.read_text(errors="replace"), log
+    open_line = _line_of("    with open(path) as f:")
+    assert "CRASH" in proc.stdout.upper() and "culprit rank(s) 1" in proc.stdout, log
+    assert f"waiting_rank.py:{open_line}" in proc.stdout, log
+    assert "py-spy" not in proc.stdout, log
+
+    code, analysis, _ = run_desync(run_dir / "dumps", source_root=JOBS)
+    assert code == 1
+    assert not _errors(analysis), _errors(analysis)
+    verdict = analysis["verdict"]
+    assert verdict["category"] == "crash", verdict
+    assert verdict["culprit_ranks"] == [1], verdict
+    assert f"waiting_rank.py:{open_line}" in json.dumps(analysis), analysis.get("log")

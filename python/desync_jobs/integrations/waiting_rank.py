@@ -6,7 +6,9 @@ collective (``desync run`` tests of the stacks beside the dumps).
 ``--wait file``: the rank waits for a "checkpoint done" marker that never appears (a polling
 ``while not os.path.exists``). ``--wait lock``: it waits for a lock that a background
 checkpoint-writer thread took and never gives back. Either way it never reaches the step's
-all_reduce, and its peers wait there until the process group's timeout.
+all_reduce, and its peers wait there until the process group's timeout. ``--wait crash``: the
+rank reads a resume manifest that is not there and dies of the ``FileNotFoundError``; torchrun
+then stops its peers, which are waiting in the all_reduce.
 """
 
 import argparse
@@ -37,11 +39,16 @@ def save_state(step):
         return step
 
 
+def read_manifest(path):
+    with open(path) as f:
+        return f.read().split()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--wait-rank", type=int, default=1)
     p.add_argument("--wait-step", type=int, default=3)
-    p.add_argument("--wait", choices=["file", "lock"], default="file")
+    p.add_argument("--wait", choices=["file", "lock", "crash"], default="file")
     p.add_argument("--marker", default="checkpoint.done")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--pg-timeout", type=float, default=600.0)
@@ -55,6 +62,8 @@ def main():
         if rank == args.wait_rank and step == args.wait_step:
             if args.wait == "file":
                 wait_for_checkpoint(args.marker)
+            elif args.wait == "crash":
+                read_manifest(args.marker)
             else:
                 save_state(step)
         dist.all_reduce(grad)
