@@ -90,6 +90,10 @@ pub struct RunArgs {
     /// desync.torch.enable() itself (Gloo never dumps otherwise; NCCL dumps on its timeout).
     #[arg(long)]
     pub no_inject: bool,
+    /// Let the job write to the terminal itself: its output is not kept in DIR/dumps/job.log
+    /// (where the report reads a crashing rank's traceback), and its stdout stays a terminal.
+    #[arg(long)]
+    pub no_output_log: bool,
     #[command(flatten)]
     pub sources: SourceArgs,
     #[command(flatten)]

@@ -34,6 +34,7 @@ use rustix::process::{Pid, Signal, kill_process};
 use tree::Tree;
 
 mod guard;
+mod output;
 mod tree;
 
 use crate::watch::{Event, Flow, WatchOptions};
@@ -69,6 +70,10 @@ pub struct JobOptions {
     /// The command that starts the job's guard ([`guard_job`] behind it): the process that
     /// stops the job if this one dies without stopping it. `None`: no guard.
     pub guard: Option<Vec<OsString>>,
+    /// Where to keep the job's stdout and stderr (which still reach desync's own): the only
+    /// record of a crashing rank's traceback (`output.rs`). `None`: the job writes to the
+    /// terminal directly.
+    pub output_log: Option<PathBuf>,
 }
 
 /// Why desync stepped in.
@@ -112,6 +117,10 @@ pub enum JobEvent<'a> {
     /// The guard could not be started: the job runs, but if desync is killed it is left
     /// running.
     Unguarded(&'a std::io::Error),
+    /// The job's output could not be kept in `output_log` (it still reached the terminal).
+    OutputNotKept(&'a std::io::Error),
+    /// The job's output is kept here.
+    OutputKept(&'a std::path::Path),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -149,15 +158,17 @@ pub fn run_job(
         }
         None => None,
     };
-    let child = Command::new(program)
-        .args(args)
-        .envs(options.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0)
-        .spawn()
-        .map_err(|source| JobError::Spawn {
-            program: program.to_string_lossy().into_owned(),
-            source,
-        })?;
+    let mut command = Command::new(program);
+    command.args(args).envs(options.env.iter().map(|(k, v)| (k, v))).process_group(0);
+    if options.output_log.is_some() {
+        command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    }
+    let mut child = command.spawn().map_err(|source| JobError::Spawn {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    let capture =
+        options.output_log.as_deref().map(|path| output::Capture::start(&mut child, path));
     let pid = child.id();
     // From here on, any way out of this function stops the tree (`Job`'s drop).
     let mut tree = Tree::new(pid);
@@ -169,6 +180,14 @@ pub fn run_job(
     }
     let mut job = Job { tree, child, finished: false, guard };
     on_event(JobEvent::Started { pid });
+    let capture = match capture {
+        Some(Ok(capture)) => Some(capture),
+        Some(Err(e)) => {
+            on_event(JobEvent::OutputNotKept(&e));
+            None
+        }
+        None => None,
+    };
 
     let mut source = Directory::new(options.dump_dir.clone(), options.load.clone());
     let watch_options = WatchOptions {
@@ -227,6 +246,7 @@ pub fn run_job(
         }
         job.finished = true;
         job.release_guard();
+        keep_output(capture, on_event);
         return Ok(Ending::Exited(status));
     }
     // The loop only stops for an exit, a cause or an error: a cause it is.
@@ -236,8 +256,18 @@ pub fn run_job(
     request_final_dumps(options)?;
     let status = job.stop(options.grace, on_event).map_err(JobError::Wait)?;
     job.release_guard();
+    keep_output(capture, on_event);
     settle(&options.dump_dir, Duration::from_secs(2));
     Ok(Ending::Stopped { cause, status })
+}
+
+/// The job's output, once its processes are gone: the copies drained and the log written.
+fn keep_output(capture: Option<output::Capture>, on_event: &mut dyn FnMut(JobEvent<'_>)) {
+    let Some(capture) = capture else { return };
+    match capture.finish(Duration::from_secs(2)) {
+        Ok(path) => on_event(JobEvent::OutputKept(&path)),
+        Err(e) => on_event(JobEvent::OutputNotKept(&e)),
+    }
 }
 
 /// The exit code a shell would report for `status` (128 + signal for a killed process).
@@ -564,7 +594,41 @@ mod tests {
             hang_after: Duration::from_mins(1),
             grace,
             guard: None,
+            output_log: None,
         }
+    }
+
+    #[test]
+    fn the_jobs_output_is_kept_line_by_line_from_both_streams() {
+        let _turn = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let script = "echo '[rank0]: step 1'; echo '[rank1]: Traceback (most recent call last):' >&2; \
+                      printf '[rank1]: ValueError: no newline at the end' >&2; exit 3";
+        let mut options = test_job(&["sh", "-c", script], dir.path(), Duration::from_secs(1));
+        let log = dir.path().join("dumps").join("job.log");
+        options.output_log = Some(log.clone());
+        let mut kept_at = None;
+        let ending = run_job(&options, &AtomicBool::new(false), &mut |event| {
+            if let JobEvent::OutputKept(path) = event {
+                kept_at = Some(path.to_path_buf());
+            }
+        })
+        .expect("the job runs");
+        let Ending::Exited(status) = ending else { panic!("{ending:?}") };
+        assert_eq!(exit_code(status), 3);
+        assert_eq!(kept_at.as_deref(), Some(log.as_path()));
+        let text = std::fs::read_to_string(&log).expect("the log is written");
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            [
+                "[rank0]: step 1",
+                "[rank1]: Traceback (most recent call last):",
+                "[rank1]: ValueError: no newline at the end"
+            ]
+        );
+        assert!(text.ends_with('\n'), "the last line is closed: {text:?}");
     }
 
     /// Every child of this process counts as the running job's: the job tests take turns.

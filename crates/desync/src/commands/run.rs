@@ -25,6 +25,10 @@ use crate::cli::{JobGuardArgs, RunArgs};
 /// `TORCH_FR_DUMP_TEMP_FILE`, and the one `desync.torch` uses).
 const PREFIX: &str = "rank_";
 
+/// The job's stdout and stderr, kept beside the dumps: `analyze` reads a log there, so the
+/// replay (`desync analyze DIR/dumps`) says what `run` said.
+const OUTPUT_LOG: &str = "job.log";
+
 /// The Python side, written under `DIR/python/` for the job's PYTHONPATH.
 const PYTHON_FILES: &[(&str, &str)] = &[
     ("desync/__init__.py", include_str!("../../../../python/desync/__init__.py")),
@@ -65,6 +69,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     };
     let interval = seconds("--interval", args.interval)?.max(Duration::from_millis(200));
     let mut env = job_env(&dumps, &pipes, interval);
+    if !args.no_output_log && std::env::var_os("PYTHONUNBUFFERED").is_none() {
+        // Through a pipe Python buffers stdout in blocks: a hung rank's last lines would sit
+        // in its buffer, and die with it when the job is stopped.
+        env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+    }
     env.push(("DESYNC_DUMP_TRIGGER".into(), dir.join("dump-now").into()));
     if !args.no_inject {
         let python = dir.join("python");
@@ -93,6 +102,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         hang_after: seconds("--hang-after", args.hang_after)?,
         grace: seconds("--grace", args.grace)?,
         guard: guard_command(args.grace),
+        output_log: (!args.no_output_log).then(|| dumps.join(OUTPUT_LOG)),
     };
 
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -324,12 +334,20 @@ fn report(
              NCCL ranks on a watchdog timeout)",
             dumps.display()
         );
+        let log = dumps.join(OUTPUT_LOG);
+        if log.is_file() {
+            eprintln!(
+                "desync run: the job's output is in {0}; what its lines show: desync analyze {0}",
+                log.display()
+            );
+        }
         return Ok(());
     }
     let config = desync_core::Config {
         input: dumps.to_path_buf(),
         load: load.clone(),
         sources: sources.clone(),
+        logs_beside: true,
         ..Default::default()
     };
     let analysis = desync_core::analyze(&config, &desync_core::NoProgress)?;
@@ -404,6 +422,11 @@ impl Log {
             JobEvent::Unguarded(e) => format!(
                 "could not start the job's guard ({e}): if desync is killed, the job keeps running"
             ),
+            JobEvent::OutputNotKept(e) => {
+                format!("the job's output could not be kept ({e}); the report has no log")
+            }
+            // Said with the report's paths.
+            JobEvent::OutputKept(_) => return,
             JobEvent::Unkillable(pids) => format!(
                 "{} still running after SIGKILL, stuck in the kernel ({})",
                 processes(pids.len()),
