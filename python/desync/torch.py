@@ -187,12 +187,9 @@ def arm() -> bool:
     with _lock:
         if _settings is None or _state.get("armed"):
             return bool(_state.get("armed"))
-        dist = _distributed()
-        if dist is None or not dist.is_initialized():
+        if not _claim_group():
             return False
-        rank = dist.get_rank()
-        backend = str(dist.get_backend())
-        _state.update(armed=True, rank=rank, world=dist.get_world_size(), backend=backend)
+        rank = _state["rank"]
     if _settings.failure_dumps:
         if _store_address() is not None:
             _start_worker(_watch_peer_signal, "desync-dump-signal")
@@ -205,6 +202,20 @@ def arm() -> bool:
         _start_worker(_rewrite_periodically, "desync-live-dump", float(every))
     if _settings.debug_server:
         _start_debug_server(rank)
+    return True
+
+
+def _claim_group() -> bool:
+    """Records the process group's rank, size and backend (armed); False when there is none.
+    Called with `_lock` held."""
+    dist = _distributed()
+    try:
+        if dist is None or not dist.is_initialized():
+            return False
+        _state.update(armed=True, rank=dist.get_rank(), world=dist.get_world_size(),
+                      backend=str(dist.get_backend()))
+    except Exception:  # a group being torn down
+        return False
     return True
 
 
@@ -467,8 +478,12 @@ def _rewrite_periodically(every_s: float) -> None:
 # --- failure: dump here, tell the peers, give them time ------------------------------------
 
 def _on_failure(reason: str, tb: TracebackType | None = None) -> None:
-    if not _state.get("armed"):
-        return
+    # A rank can fail before the arming thread's next look (it polls every 0.2-2 s): one that
+    # raises right after init_process_group must still dump. Only the group is claimed here;
+    # the workers arm() starts are of no use to a dying rank.
+    with _lock:
+        if _settings is None or (not _state.get("armed") and not _claim_group()):
+            return
     signalled = _signal_peers(reason)
     _final_dump(reason, tb)
     if signalled is not None:
@@ -493,7 +508,10 @@ def _install_failure_hooks() -> None:
 def on_exception(exc: BaseException) -> None:
     """A framework caught ``exc`` and is about to end the run: dump every rank now."""
     first = str(exc).splitlines()[0] if str(exc) else ""
-    _on_failure(f"{type(exc).__name__}: {first}"[:300], exc.__traceback__)
+    # "uncaught", as the excepthook says it: the run ends on it, and desync reads the stacks
+    # file's first line as this rank's own failure (an interrupt is the user's, not one).
+    kind = "" if isinstance(exc, KeyboardInterrupt) else "uncaught "
+    _on_failure(f"{kind}{type(exc).__name__}: {first}"[:300], exc.__traceback__)
 
 
 # Gloo aborts the whole process from its transport thread on a size mismatch

@@ -108,3 +108,14 @@ def test_run_keeps_the_jobs_output_and_names_the_crashing_ranks_line(tmp_path: P
     assert verdict["category"] == "crash", verdict
     assert verdict["culprit_ranks"] == [1], verdict
     assert f"waiting_rank.py:{open_line}" in json.dumps(analysis), analysis.get("log")
+
+    # Without the job's output, rank 1's own stacks file says what it died of (its first line,
+    # written by desync's Python side): the same crash, cited there.
+    kept.unlink()
+    code, analysis, _ = run_desync(run_dir / "dumps", source_root=JOBS)
+    assert code == 1
+    verdict = analysis["verdict"]
+    assert (verdict["category"], verdict["culprit_ranks"]) == ("crash", [1]), verdict
+    assert "FileNotFoundError" in verdict["headline"], verdict
+    assert "rank_1.stacks" in json.dumps(analysis["log"]), analysis["log"]
+    assert "py-spy" not in json.dumps(analysis["next_steps"]), analysis["next_steps"]

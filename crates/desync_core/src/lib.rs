@@ -116,8 +116,9 @@ pub fn analyze_trace_with_log(
     input: &Path,
     mut trace: model::Trace,
     sources: &bridge::SourceOptions,
-    mut log: Option<logs::LogAnalysis>,
+    log: Option<logs::LogAnalysis>,
 ) -> Analysis {
+    let mut log = logs::merge::with_stack_failures(&trace, log);
     if let Some(log) = &log {
         logs::merge::attach_tracebacks(&mut trace, log);
     }

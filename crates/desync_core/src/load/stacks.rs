@@ -87,7 +87,18 @@ pub fn rank_stacks(
 ) -> Option<RankStacks> {
     let (threads, main_id) = parse(text);
     let main = main_thread(&threads, main_id)?;
-    Some(RankStacks { rank, path, threads, main, origin })
+    let failure = own_failure(text);
+    Some(RankStacks { rank, path, threads, main, origin, failure })
+}
+
+/// The rank's own uncaught exception, from the first line desync's Python side writes
+/// (`# desync stacks of rank 1 (pid 9): uncaught ValueError: bad shard`). The other reasons it
+/// writes there (a peer's signal, a requested dump, SIGABRT) are no exception of this rank's.
+fn own_failure(text: &str) -> Option<String> {
+    let header = text.lines().next()?.strip_prefix("# desync stacks of rank ")?;
+    let (_, reason) = header.split_once("): ")?;
+    let exception = reason.strip_prefix("uncaught ")?.trim();
+    (!exception.is_empty()).then(|| exception.to_owned())
 }
 
 /// The threads of the newest snapshot in `text` and the main thread's id when the file says
@@ -176,6 +187,26 @@ File \"/srv/proj/main.py\", line 20 in <module>\n";
         assert_eq!(main, 1);
         let user = threads[main].innermost_user().unwrap();
         assert_eq!((&*user.function, user.line), ("await_marker", 88));
+    }
+
+    #[test]
+    fn only_the_ranks_own_uncaught_exception_is_its_failure() {
+        let with =
+            |reason: &str| format!("# desync stacks of rank 2 (pid 77): {reason}\n{TWO_THREADS}");
+        let read = |text: &str| {
+            rank_stacks(2, PathBuf::from("rank_2.stacks"), text, StacksOrigin::File)
+                .unwrap()
+                .failure
+        };
+        assert_eq!(
+            read(&with("uncaught KeyError: 'shard_17'")).as_deref(),
+            Some("KeyError: 'shard_17'")
+        );
+        // A peer's failure, a requested dump, an abort, or no header: no exception of its own.
+        assert_eq!(read(&with("signal from rank 1: uncaught KeyError: 'shard_17'")), None);
+        assert_eq!(read(&with("requested through /run/dump-now")), None);
+        assert_eq!(read(&with("SIGABRT")), None);
+        assert_eq!(read(TWO_THREADS), None);
     }
 
     #[test]

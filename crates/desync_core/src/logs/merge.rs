@@ -23,10 +23,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::traceback::{Frame as TracebackFrame, Traceback, symptom_of};
 use super::verdict::{Claim, ClaimKind};
-use super::{Cite, LogAnalysis};
+use super::{Cite, LogAnalysis, LogEvidence};
 use crate::diagnose::{Category, Diagnosis};
-use crate::model::{Frame, RankSet, RankStacks, StacksOrigin, ThreadStack, Trace};
+use crate::model::{Frame, RankSet, RankStacks, StacksOrigin, ThreadStack, Trace, is_library_file};
 
 /// Claims of crashed ranks the upgraded headline quotes; the rest are counted.
 const HEADLINE_CLAIMS: usize = 3;
@@ -77,6 +78,67 @@ pub fn beside(trace: &Trace) -> Option<LogAnalysis> {
     Some(LogAnalysis { evidence, verdict, found_beside: true, upgrade: None })
 }
 
+/// The log with the failures the ranks' stacks files record: a rank that died of an uncaught
+/// exception wrote it in its stacks file's first line, with the main thread's frames at the
+/// raise. That is the same evidence as its traceback in the job's log, so it is read as one
+/// (the log's own traceback of the rank, when there is one, comes first and is the one
+/// cited). Without a log, these alone make one, found beside the dumps.
+pub fn with_stack_failures(trace: &Trace, log: Option<LogAnalysis>) -> Option<LogAnalysis> {
+    let failures: Vec<Traceback> = trace.stacks.iter().filter_map(stack_failure).collect();
+    if failures.is_empty() {
+        return log;
+    }
+    let mut log = log.unwrap_or_else(|| {
+        let evidence = LogEvidence::default();
+        let verdict = super::verdict::decide(&evidence);
+        LogAnalysis { evidence, verdict, found_beside: true, upgrade: None }
+    });
+    for t in failures {
+        let Some(rank) = t.rank else { continue };
+        if !log.evidence.ranks_seen.contains(&rank) {
+            log.evidence.ranks_seen.push(rank);
+        }
+        let path = PathBuf::from(&t.cite.file);
+        if !log.evidence.files.contains(&path) {
+            log.evidence.files.push(path);
+        }
+        log.evidence.lines += 1;
+        log.evidence.tracebacks.push(t);
+    }
+    log.evidence.ranks_seen.sort_unstable();
+    log.verdict = super::verdict::decide(&log.evidence);
+    Some(log)
+}
+
+/// A stacks file's uncaught exception as a traceback: the main thread's frames (outermost
+/// first, as Python prints them), cited at the file's first line.
+fn stack_failure(stacks: &RankStacks) -> Option<Traceback> {
+    let exception = stacks.failure.clone()?;
+    let main = stacks.threads.get(stacks.main)?;
+    let frames: Vec<TracebackFrame> = main
+        .frames
+        .iter()
+        .rev()
+        .map(|f| TracebackFrame {
+            file: f.file.to_string(),
+            line: f.line,
+            function: f.function.to_string(),
+            source: None,
+        })
+        .collect();
+    let user_frame = frames.iter().rev().find(|f| !is_library_file(&f.file)).cloned();
+    let file = stacks.path.display().to_string();
+    Some(Traceback {
+        rank: Some(stacks.rank),
+        symptom: symptom_of(&exception),
+        cite: Cite { file, line: 1, text: super::clip(&format!("uncaught {exception}")) },
+        exception,
+        user_frame,
+        frames,
+        first_line: 1,
+    })
+}
+
 /// The ranks whose own error the log shows (the verdict's `raised` claims), each with its
 /// claim.
 fn raised(log: &LogAnalysis) -> Vec<(u32, &Claim)> {
@@ -120,6 +182,7 @@ pub fn attach_tracebacks(trace: &mut Trace, log: &LogAnalysis) {
                 first_line: t.first_line,
                 exception_line: t.cite.line,
             },
+            failure: None,
         });
     }
     trace.stacks.extend(added);

@@ -163,7 +163,7 @@ fn per_rank_file(path: &Path) -> Option<u32> {
         .then(|| stem[digits_start..].parse().ok())?
 }
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     match s.char_indices().nth(CITE_CHARS) {
         Some((at, _)) => format!("{}…", &s[..at]),
         None => s.to_owned(),

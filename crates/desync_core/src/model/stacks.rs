@@ -20,6 +20,10 @@ pub struct RankStacks {
     /// Where the stack was read from: a stacks file, or the traceback of an error the rank
     /// raised, from the job's log.
     pub origin: StacksOrigin,
+    /// The rank's own uncaught exception (`ValueError: bad shard`), as desync's Python side
+    /// writes it in a stacks file's first line when the rank dies of one; `None` for stacks
+    /// taken on request, on a peer's signal, or read from a log.
+    pub failure: Option<String>,
 }
 
 /// What a rank's stack was read from.
