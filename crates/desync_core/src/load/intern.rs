@@ -26,26 +26,15 @@ use crate::model::{Call, Dtypes, Entry, Frame, Head, Op, Sizes, Stack, State};
 pub struct Streams {
     calls: Mutex<FxHashSet<Arc<Call>>>,
     heads: [Mutex<FxHashMap<HeadKey, Arc<Head>>>; HEAD_SHARDS],
-    /// The heads of a few files decoded last, each by entry position: a file's guesses (see
-    /// [`Interner::entry`]).
-    recent: Mutex<Vec<Vec<Option<Arc<Head>>>>>,
 }
 
 impl Default for Streams {
     fn default() -> Self {
-        Self {
-            calls: Mutex::default(),
-            heads: std::array::from_fn(|_| Mutex::default()),
-            recent: Mutex::default(),
-        }
+        Self { calls: Mutex::default(), heads: std::array::from_fn(|_| Mutex::default()) }
     }
 }
 
 const HEAD_SHARDS: usize = 64;
-
-/// How many decoded files' heads [`Streams`] keeps as guesses: one per decoding thread is
-/// enough, a few more cost nothing (a pointer per entry).
-const RECENT_FILES: usize = 8;
 
 /// A [`Head`] by its values and its call's address (calls are shared, so the address is the
 /// call).
@@ -92,30 +81,6 @@ impl Streams {
             })
             .clone()
     }
-
-    /// The heads of a file decoded earlier, to guess this file's from (empty when none).
-    fn guesses(&self) -> Vec<Option<Arc<Head>>> {
-        self.recent.lock().unwrap_or_else(PoisonError::into_inner).pop().unwrap_or_default()
-    }
-
-    fn remember(&self, heads: Vec<Option<Arc<Head>>>) {
-        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        if recent.len() < RECENT_FILES && !heads.is_empty() {
-            recent.push(heads);
-        }
-    }
-}
-
-impl HeadKey {
-    fn matches(&self, head: &Head) -> bool {
-        self.record_id == head.record_id
-            && self.collective_seq_id == head.collective_seq_id
-            && self.p2p_seq_id == head.p2p_seq_id
-            && self.op_id == head.op_id
-            && self.call == Arc::as_ptr(&head.call) as usize
-            && self.state == head.state
-            && self.retired == head.retired
-    }
 }
 
 /// An entry's values as a decoder reads them, before the shared parts are looked up.
@@ -143,9 +108,6 @@ pub struct Interner<'s> {
     stacks: FxHashMap<Vec<Frame>, Stack>,
     /// Per file, by the addresses of its parts: the load's shared copy.
     calls: FxHashMap<CallKey, Arc<Call>>,
-    /// Another file's heads by entry position, and this file's as they are found.
-    guesses: Vec<Option<Arc<Head>>>,
-    found: Vec<Option<Arc<Head>>>,
 }
 
 /// A [`Call`] by the addresses of its interned parts plus its plain values.
@@ -192,8 +154,6 @@ impl<'s> Interner<'s> {
             dtypes: FxHashMap::default(),
             stacks: FxHashMap::default(),
             calls: FxHashMap::default(),
-            guesses: streams.guesses(),
-            found: Vec::new(),
         }
     }
 
@@ -264,24 +224,16 @@ impl<'s> Interner<'s> {
 
     /// `call`'s parts must come from this interner (see the module invariant). The result is
     /// the load's shared copy.
-    fn call_ref<'c>(
-        calls: &'c mut FxHashMap<CallKey, Arc<Call>>,
-        streams: &Streams,
-        call: Call,
-    ) -> &'c Arc<Call> {
-        calls.entry(CallKey::of(&call)).or_insert_with(|| streams.call(call))
+    fn call_ref(&mut self, call: Call) -> &Arc<Call> {
+        let streams = self.streams;
+        self.calls.entry(CallKey::of(&call)).or_insert_with(|| streams.call(call))
     }
 
     /// One entry, its head shared with every rank of the load that has the same one. `call`'s
-    /// parts must come from this interner; `position` is the entry's index in its file.
-    ///
-    /// Ranks of one stream class hold the same head at the same position, so the head another
-    /// file had there is checked first: equal keys are the same head of the load's map (every
-    /// guess came from it), so a right guess gives the same `Arc` as the map, without hashing
-    /// the key or taking a lock. A wrong or missing guess falls back to the map.
-    pub fn entry(&mut self, position: usize, call: Call, f: EntryFields) -> Entry {
+    /// parts must come from this interner.
+    pub fn entry(&mut self, call: Call, f: EntryFields) -> Entry {
         let streams = self.streams;
-        let call = Self::call_ref(&mut self.calls, streams, call);
+        let call = self.call_ref(call);
         let key = HeadKey {
             record_id: f.record_id,
             collective_seq_id: f.collective_seq_id,
@@ -291,89 +243,12 @@ impl<'s> Interner<'s> {
             state: f.state,
             retired: f.retired,
         };
-        let head = match self.guesses.get(position) {
-            Some(Some(guess)) if key.matches(guess) => guess.clone(),
-            _ => streams.head(key, call),
-        };
-        if self.found.len() <= position {
-            self.found.resize(position + 1, None);
-        }
-        self.found[position] = Some(head.clone());
         Entry {
-            head,
+            head: streams.head(key, call),
             time_created_ns: f.time_created_ns,
             time_started_ns: f.time_started_ns,
             time_completed_ns: f.time_completed_ns,
             duration_ms: f.duration_ms,
         }
-    }
-}
-
-impl Drop for Interner<'_> {
-    /// This file's heads become the guesses of a later file.
-    fn drop(&mut self) {
-        self.streams.remember(std::mem::take(&mut self.found));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One file's entries: `(record_id, state)` at each position.
-    fn decode(streams: &Streams, entries: &[(u64, State)]) -> Vec<Arc<Head>> {
-        let mut intern = Interner::new(streams);
-        let mut heads = Vec::new();
-        for (position, &(record_id, state)) in entries.iter().enumerate() {
-            let op = intern.op("nccl:all_reduce");
-            let call = Call {
-                is_p2p: op.p2p.is_some(),
-                op,
-                pg_id: 0,
-                pg_name: intern.str("0"),
-                pg_desc: intern.str("default_pg"),
-                input_sizes: intern.sizes([[4i64]]),
-                output_sizes: intern.sizes([[4i64]]),
-                input_dtypes: intern.dtypes(vec![intern.str("Float")]),
-                output_dtypes: intern.dtypes(vec![intern.str("Float")]),
-                timeout_ms: None,
-                stack: None,
-            };
-            let fields = EntryFields {
-                record_id,
-                collective_seq_id: record_id + 1,
-                p2p_seq_id: 0,
-                op_id: record_id + 1,
-                state,
-                retired: false,
-                time_created_ns: 1,
-                time_started_ns: None,
-                time_completed_ns: None,
-                duration_ms: None,
-            };
-            heads.push(intern.entry(position, call, fields).head);
-        }
-        heads
-    }
-
-    /// A head guessed from another file's position is used only when it says the same: a
-    /// different state, or the same entries shifted by one, still get the load's own head.
-    #[test]
-    fn guessed_heads_are_the_loads_heads() {
-        use State::{Completed, Started};
-        let streams = Streams::default();
-        let first = decode(&streams, &[(0, Completed), (1, Completed), (2, Started)]);
-        let same = decode(&streams, &[(0, Completed), (1, Completed), (2, Started)]);
-        assert!(first.iter().zip(&same).all(|(a, b)| Arc::ptr_eq(a, b)));
-
-        let other_state = decode(&streams, &[(0, Completed), (1, Started), (2, Started)]);
-        assert!(Arc::ptr_eq(&other_state[0], &first[0]));
-        assert!(!Arc::ptr_eq(&other_state[1], &first[1]));
-        assert_eq!(other_state[1].state, Started);
-        assert!(Arc::ptr_eq(&other_state[2], &first[2]));
-
-        let shifted = decode(&streams, &[(1, Completed), (2, Started)]);
-        assert!(Arc::ptr_eq(&shifted[0], &first[1]) && Arc::ptr_eq(&shifted[1], &first[2]));
-        assert_eq!(shifted[0].record_id, 1);
     }
 }

@@ -141,7 +141,7 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<D
     for (i, raw) in dump.entries.iter().enumerate().skip(first) {
         let parsed = serde_json::from_str::<EntryJson<'_>>(raw.get())
             .map_err(|e| format!("entry {i}: {}", DumpError::from(e)))
-            .and_then(|raw| entry(i - first, &raw, &mut intern));
+            .and_then(|raw| entry(&raw, &mut intern));
         match parsed {
             Ok(e) => entries.push(e),
             Err(why) => notes.bad_entry(why),
@@ -203,8 +203,7 @@ fn check_strings(raw: &EntryJson<'_>) -> Result<(), String> {
     }
 }
 
-/// `position` is the entry's index among the file's kept entries.
-fn entry(position: usize, raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
+fn entry(raw: &EntryJson<'_>, intern: &mut Interner) -> Result<Entry, String> {
     check_strings(raw)?;
     let profiling_name = raw.profiling_name.as_deref().ok_or("entry without `profiling_name`")?;
     let op = intern.op(profiling_name);
@@ -252,5 +251,5 @@ fn entry(position: usize, raw: &EntryJson<'_>, intern: &mut Interner) -> Result<
         duration_ms: super::duration(raw.duration_ms),
         retired: raw.retired.unwrap_or(false),
     };
-    Ok(intern.entry(position, call, fields))
+    Ok(intern.entry(call, fields))
 }

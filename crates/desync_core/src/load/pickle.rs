@@ -51,7 +51,7 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<D
         entries.reserve(n.min(limits::MAX_ENTRIES));
         let mut reasons = Vec::new();
         for i in (0..n).rev() {
-            let found = list.index(i).map(|e| frames.fields(e));
+            let found = list.index(i).map(fields);
             let over = n - i > limits::MAX_ENTRIES
                 || found.as_ref().is_none_or(|f| {
                     spent += f.expanded_size();
@@ -66,9 +66,7 @@ pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<D
                 ));
                 break;
             };
-            // Counted from the newest (under the entry limit): ranks of one stream class
-            // hold the same entry at the same count.
-            match entry(n - 1 - i, &found, &mut intern, &mut frames) {
+            match entry(&found, &mut intern, &mut frames) {
                 Ok(e) => entries.push(e),
                 Err(why) => reasons.push(why),
             }
@@ -161,16 +159,9 @@ struct NodeCache {
     frames: FxHashMap<NodeId, Option<Frame>>,
     stacks: FxHashMap<Box<[NodeId]>, Stack>,
     dtypes: FxHashMap<Box<[NodeId]>, Dtypes>,
-    /// Entry dict keys: the field a key node names (the pickler memoizes the keys, so each
-    /// file has one node per key and this is small; past [`MAX_KEY_NODES`] it stops growing).
-    keys: FxHashMap<NodeId, Option<Field>>,
     /// The current list's node ids, reused across entries.
     ids: Vec<NodeId>,
 }
-
-/// Key nodes remembered per file: an entry has ~25 keys, a pickle that memoizes them has one
-/// node each, one that does not gets the text comparison for every key past this.
-const MAX_KEY_NODES: usize = 256;
 
 impl NodeCache {
     /// The interned text of a string node, checked against the limit first.
@@ -238,113 +229,40 @@ impl NodeCache {
     }
 }
 
-impl NodeCache {
-    /// The field a key node names, by its id when seen before.
-    fn field(&mut self, key: Value<'_>) -> Option<Field> {
-        if let Some(&found) = self.keys.get(&key.id()) {
-            return found;
+/// One pass over the entry dict: a lookup per field would scan its ~25 keys each time
+/// (the profile's top cost at 4,096 ranks).
+fn fields(v: Value<'_>) -> Fields<'_> {
+    let mut f = Fields { pairs: v.len(), ..Fields::default() };
+    for (key, value) in v.items() {
+        let Some(key) = key.as_str() else { continue };
+        match key {
+            "record_id" => f.record_id = value.as_i64(),
+            "pg_id" => f.pg_id = value.as_i64(),
+            "process_group" => f.process_group = Some(value),
+            "collective_seq_id" => f.collective_seq_id = value.as_i64(),
+            "p2p_seq_id" => f.p2p_seq_id = value.as_i64(),
+            "op_id" => f.op_id = value.as_i64(),
+            "profiling_name" => f.profiling_name = Some(value).filter(|v| v.as_str().is_some()),
+            "time_created_ns" => f.time_created_ns = value.as_i64(),
+            "duration_ms" => f.duration_ms = value.as_f64(),
+            "input_sizes" => f.input_sizes = Some(value),
+            "output_sizes" => f.output_sizes = Some(value),
+            "input_dtypes" => f.input_dtypes = Some(value),
+            "output_dtypes" => f.output_dtypes = Some(value),
+            "state" => f.state = value.as_str(),
+            "time_discovered_started_ns" => f.started = value.as_i64(),
+            "time_discovered_completed_ns" => f.completed = value.as_i64(),
+            "retired" => f.retired = value.as_bool(),
+            "timeout_ms" => f.timeout_ms = value.as_i64(),
+            "is_p2p" => f.is_p2p = value.as_bool(),
+            "frames" => f.frames = Some(value),
+            _ => {}
         }
-        let field = Field::named(key.as_str()?);
-        if self.keys.len() < MAX_KEY_NODES {
-            self.keys.insert(key.id(), field);
-        }
-        field
     }
-
-    /// One pass over the entry dict: a lookup per field would scan its ~25 keys each time
-    /// (the profile's top cost at 4,096 ranks).
-    fn fields<'p>(&mut self, v: Value<'p>) -> Fields<'p> {
-        let mut f = Fields { pairs: v.len(), ..Fields::default() };
-        for (key, value) in v.items() {
-            let Some(field) = self.field(key) else { continue };
-            match field {
-                Field::RecordId => f.record_id = value.as_i64(),
-                Field::PgId => f.pg_id = value.as_i64(),
-                Field::ProcessGroup => f.process_group = Some(value),
-                Field::CollectiveSeqId => f.collective_seq_id = value.as_i64(),
-                Field::P2pSeqId => f.p2p_seq_id = value.as_i64(),
-                Field::OpId => f.op_id = value.as_i64(),
-                Field::ProfilingName => {
-                    f.profiling_name = Some(value).filter(|v| v.as_str().is_some());
-                }
-                Field::TimeCreated => f.time_created_ns = value.as_i64(),
-                Field::Duration => f.duration_ms = value.as_f64(),
-                Field::InputSizes => f.input_sizes = Some(value),
-                Field::OutputSizes => f.output_sizes = Some(value),
-                Field::InputDtypes => f.input_dtypes = Some(value),
-                Field::OutputDtypes => f.output_dtypes = Some(value),
-                Field::State => f.state = value.as_str(),
-                Field::Started => f.started = value.as_i64(),
-                Field::Completed => f.completed = value.as_i64(),
-                Field::Retired => f.retired = value.as_bool(),
-                Field::Timeout => f.timeout_ms = value.as_i64(),
-                Field::IsP2p => f.is_p2p = value.as_bool(),
-                Field::Frames => f.frames = Some(value),
-            }
-        }
-        f
-    }
+    f
 }
 
-/// The entry keys desync reads.
-#[derive(Clone, Copy)]
-enum Field {
-    RecordId,
-    PgId,
-    ProcessGroup,
-    CollectiveSeqId,
-    P2pSeqId,
-    OpId,
-    ProfilingName,
-    TimeCreated,
-    Duration,
-    InputSizes,
-    OutputSizes,
-    InputDtypes,
-    OutputDtypes,
-    State,
-    Started,
-    Completed,
-    Retired,
-    Timeout,
-    IsP2p,
-    Frames,
-}
-
-impl Field {
-    fn named(key: &str) -> Option<Self> {
-        Some(match key {
-            "record_id" => Self::RecordId,
-            "pg_id" => Self::PgId,
-            "process_group" => Self::ProcessGroup,
-            "collective_seq_id" => Self::CollectiveSeqId,
-            "p2p_seq_id" => Self::P2pSeqId,
-            "op_id" => Self::OpId,
-            "profiling_name" => Self::ProfilingName,
-            "time_created_ns" => Self::TimeCreated,
-            "duration_ms" => Self::Duration,
-            "input_sizes" => Self::InputSizes,
-            "output_sizes" => Self::OutputSizes,
-            "input_dtypes" => Self::InputDtypes,
-            "output_dtypes" => Self::OutputDtypes,
-            "state" => Self::State,
-            "time_discovered_started_ns" => Self::Started,
-            "time_discovered_completed_ns" => Self::Completed,
-            "retired" => Self::Retired,
-            "timeout_ms" => Self::Timeout,
-            "is_p2p" => Self::IsP2p,
-            "frames" => Self::Frames,
-            _ => return None,
-        })
-    }
-}
-
-fn entry(
-    position: usize,
-    f: &Fields<'_>,
-    intern: &mut Interner,
-    cache: &mut NodeCache,
-) -> Result<Entry, String> {
+fn entry(f: &Fields<'_>, intern: &mut Interner, cache: &mut NodeCache) -> Result<Entry, String> {
     let name = f.profiling_name.ok_or("entry without `profiling_name`")?;
     let op = cache.op(name, bounded("profiling_name", name.as_str().unwrap_or(""))?, intern);
     // Group name and description: the `process_group` tuple's first two strings, "" without.
@@ -386,7 +304,7 @@ fn entry(
         duration_ms: super::duration(f.duration_ms),
         retired: f.retired.unwrap_or(false),
     };
-    Ok(intern.entry(position, call, fields))
+    Ok(intern.entry(call, fields))
 }
 
 /// The fields of one entry as found, before validation.

@@ -216,13 +216,7 @@ impl Resolved {
     }
 
     /// One record back as an entry; its shared part is interned like the loaders do.
-    /// `position` is the record's index in its file.
-    pub fn entry(
-        &self,
-        position: usize,
-        r: &Record,
-        intern: &mut Interner,
-    ) -> Result<Entry, String> {
+    pub fn entry(&self, r: &Record, intern: &mut Interner) -> Result<Entry, String> {
         let (pg_id, pg_name, pg_desc) = at(&self.pgs, r.pg, "process group")?;
         let call = Call {
             op: at(&self.ops, r.op, "op")?,
@@ -255,6 +249,6 @@ impl Resolved {
             duration_ms: r.duration_ms.map(|d| d as f32),
             retired: r.retired,
         };
-        Ok(intern.entry(position, call, fields))
+        Ok(intern.entry(call, fields))
     }
 }

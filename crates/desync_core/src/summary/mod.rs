@@ -122,11 +122,8 @@ pub(crate) fn read(bytes: &[u8], shared: &Shared) -> Result<Summary, SummaryErro
     let corrupt = |what: String| SummaryError::Corrupt { offset: tables_at, what };
     let mut intern = Interner::new(&shared.streams);
     let resolved = Resolved::new(&tables, &mut intern).map_err(corrupt)?;
-    let entries = records
-        .iter()
-        .enumerate()
-        .map(|(i, rec)| resolved.entry(i, rec, &mut intern))
-        .collect::<Result<_, _>>();
+    let entries =
+        records.iter().map(|rec| resolved.entry(rec, &mut intern)).collect::<Result<_, _>>();
     let dump = RankDump {
         rank: origin.rank.unwrap_or(0),
         path: origin.path.clone(),
