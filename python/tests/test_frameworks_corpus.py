@@ -124,6 +124,10 @@ def test_project_imports_what_its_name_says(case):
         assert "all_to_all_single" in source
     elif kind == "hier":
         assert "new_group" in source
+    elif kind == "hsdp":
+        assert "fully_shard" in source and "init_device_mesh" in source
+    elif kind == "retrieval":
+        assert "reduce_scatter_tensor" in source
     else:
         assert "DistributedDataParallel" in source
     assert "desync_jobs" not in source, "the projects must not know about the harness"

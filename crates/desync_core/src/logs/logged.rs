@@ -30,12 +30,45 @@ pub struct LoggedError {
 /// Error-level records that are not a waiter's symptom (a timeout or a closed socket logged
 /// at ERROR is still a waiter's).
 pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> Vec<LoggedError> {
-    records
-        .iter()
-        .filter(|r| is_error_record(&r.body) && symptom_of(&r.body).is_none())
-        .map(|r| LoggedError { rank: r.rank, message: r.body.trim().to_owned(), cite: cite(r) })
-        .collect()
+    let mut found = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let message = if is_error_record(&r.body) {
+            r.body.trim().to_owned()
+        } else if let Some(ended) = terminated(records, i) {
+            ended
+        } else {
+            continue;
+        };
+        if symptom_of(&message).is_none() {
+            found.push(LoggedError { rank: r.rank, message, cite: cite(r) });
+        }
+    }
+    found
 }
+
+/// The C++ runtime's last words for a process an uncaught exception ended
+/// (`terminate called after throwing an instance of 'gloo::EnforceNotMet'`), with the
+/// exception's `what():` text from the same rank's next line: Gloo aborts a rank this way
+/// when a peer's message is larger than the receive it posted (a size its peer disagrees on).
+fn terminated(records: &[Record], i: usize) -> Option<String> {
+    let r = &records[i];
+    let head = r.body.trim();
+    if !head.starts_with(TERMINATE) {
+        return None;
+    }
+    let what = records[i + 1..]
+        .iter()
+        .find(|n| n.rank == r.rank)
+        .map(|n| n.body.trim())
+        .filter(|n| n.starts_with("what():"));
+    Some(match what {
+        Some(what) => format!("{head}: {what}"),
+        None => head.to_owned(),
+    })
+}
+
+/// How the C++ runtime announces `std::terminate` on an uncaught exception.
+const TERMINATE: &str = "terminate called after throwing";
 
 fn is_error_record(body: &str) -> bool {
     let head = body.trim_start();
@@ -58,6 +91,24 @@ fn is_error_record(body: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rank the C++ runtime ended on an uncaught exception counts as its own error, with
+    /// the exception's text; a watchdog's timeout ending the same way stays a waiter's.
+    #[test]
+    fn a_terminate_on_an_uncaught_exception_is_the_ranks_own_error() {
+        let text = "\
+[rank5]: step 3 done
+[rank5]: terminate called after throwing an instance of 'gloo::EnforceNotMet'
+[rank5]:   what():  [enforce fail at gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 96 vs 8. Received data size doesn't match expected size.
+[rank6]: terminate called after throwing an instance of 'c10::DistBackendError'
+[rank6]:   what():  [PG 0 Rank 6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9)
+";
+        let records = crate::logs::lines::records(0, text);
+        let found = read(&records, |_| Cite::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rank, Some(5));
+        assert!(found[0].message.contains("Received data size"), "{}", found[0].message);
+    }
 
     #[test]
     fn logging_formats_at_error_severity() {

@@ -62,6 +62,15 @@ const SAME_SIZE_AS_ARGUMENT: &[&str] = &[
     "torch.randn_like",
     "torch.randint_like",
 ];
+/// Tensor factories (torch 2.11) whose positional arguments are the result's size: following a
+/// size, `torch.zeros(rows, width)` only allocates what `rows` decided.
+const SIZE_FROM_ARGUMENTS: &[&str] =
+    &["torch.empty", "torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.arange"];
+/// Tensor methods (torch 2.11) whose positional arguments are the new tensor's size.
+const SIZE_FROM_ARGUMENTS_METHODS: &[&str] = &["new_empty", "new_zeros", "new_ones"];
+/// Reads of a value's size: `x.numel()`, `x.size(0)`; with `x.shape[...]` and `len(x)`
+/// (see [`sized_value`]) the size is what `x`'s was.
+const SIZE_READ_METHODS: &[&str] = &["numel", "size", "dim"];
 /// Tensor methods that cast to a fixed dtype: the dtype is decided here, alike on every rank.
 const FIXED_CASTS: &[&str] = &["half", "float", "bfloat16", "double", "long", "int", "bool"];
 /// Tensor methods whose dtype argument decides the result's dtype.
@@ -132,7 +141,15 @@ impl Analysis<'_> {
     pub fn value_origin(&self, frames: &[OriginFrame], carried: Carried) -> Option<ValueOrigin> {
         let OriginFrame { module, line, .. } = frames.first()?;
         let places = stack_places(self, frames);
-        let mut walk = Walk { cx: self, places, carried, steps: 0, path: Vec::new() };
+        let mut walk = Walk {
+            cx: self,
+            places,
+            carried,
+            steps: 0,
+            path: Vec::new(),
+            element: None,
+            helpers: Vec::new(),
+        };
         let call = crate::syntax::module::call_at(module, *line)?;
         // The dtype setting keyword and the split sizes come last in the call but decide what
         // is carried; every argument is tried, keywords first.
@@ -259,6 +276,13 @@ struct Walk<'c, 'p> {
     carried: Carried,
     steps: usize,
     path: Vec<String>,
+    /// The walk follows element `i` of the value it is about to enter (`seen, rows =
+    /// pool.plan(keys)` follows `rows`): a project function's `return a, b` gives that element.
+    element: Option<usize>,
+    /// Places the walk entered through a call of one of the project's functions (not the
+    /// stack's frames): a computation there that differs only through its parameters carries
+    /// its caller's arguments, it decides nothing itself.
+    helpers: Vec<usize>,
 }
 
 impl Walk<'_, '_> {
@@ -471,6 +495,12 @@ impl Walk<'_, '_> {
             }
             _ if self.carried == Carried::Size => {
                 let dependence = self.differs(place, e, at, 0)?;
+                if let Some(found) = self.through_size_reads(place, e, at) {
+                    return Some(found);
+                }
+                if let Some(found) = self.through_helper_parameters(place, module.as_ref(), e, at) {
+                    return Some(found);
+                }
                 Some(self.origin(place, e.range(), dependence, false))
             }
             _ => {
@@ -504,7 +534,16 @@ impl Walk<'_, '_> {
         match binding.source {
             Source::Value(v) | Source::Element(v, _) => {
                 self.path.push(Self::hop(module, name, binding.at, module.text(v.range())));
+                let (v, element) = match (binding.source, v) {
+                    (Source::Element(_, i), Expr::Tuple(t)) if i < t.elts.len() => {
+                        (&t.elts[i], None)
+                    }
+                    (Source::Element(_, i), Expr::Call(_)) => (v, Some(i)),
+                    _ => (v, None),
+                };
+                self.element = element;
                 let found = self.value(here, v, binding.at);
+                self.element = None;
                 if found.is_none() {
                     self.path.pop();
                 }
@@ -603,14 +642,25 @@ impl Walk<'_, '_> {
         c: &ExprCall,
         at: TextSize,
     ) -> Option<ValueOrigin> {
+        let element = self.element.take();
         let scope = self.scope(place, module);
         let resolved = Eval::new(self.cx, module, scope, 0).resolve(&c.func, at);
         match resolved {
-            Sym::Function(f) => return self.project_call(place, module, &f, c),
+            Sym::Function(f) => return self.project_call(place, module, &f, c, element),
             Sym::Path(p)
                 if self.carried == Carried::Size && SAME_SIZE_AS_ARGUMENT.contains(&p.as_str()) =>
             {
                 return self.follow_if_differs(place, c.arguments.args.first()?, at);
+            }
+            Sym::Path(p)
+                if self.carried == Carried::Size && SIZE_FROM_ARGUMENTS.contains(&p.as_str()) =>
+            {
+                return self.through_size_arguments(place, c, at);
+            }
+            Sym::Unknown => {
+                if let Some(f) = self.method_of_given_object(place, module, c) {
+                    return self.project_call(place, module, &f, c, element);
+                }
             }
             _ => {}
         }
@@ -618,6 +668,12 @@ impl Walk<'_, '_> {
             Expr::Attribute(m) => Some((m.attr.id.as_str(), &*m.value)),
             _ => None,
         };
+        if self.carried == Carried::Size
+            && let Some((name, _)) = method
+            && SIZE_FROM_ARGUMENTS_METHODS.contains(&name)
+        {
+            return self.through_size_arguments(place, c, at);
+        }
         match self.carried {
             Carried::Dtype => {
                 let keyword = c
@@ -655,6 +711,125 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// A factory's size arguments (`torch.zeros(rows, width)`): the first that differs is
+    /// followed; the factory only allocates what it was given.
+    fn through_size_arguments(
+        &mut self,
+        place: usize,
+        c: &ExprCall,
+        at: TextSize,
+    ) -> Option<ValueOrigin> {
+        c.arguments.args.iter().find_map(|arg| self.follow_if_differs(place, arg, at))
+    }
+
+    /// `buf.shape[0] // world`, `len(rows) * 2`: where every part that differs is a read of
+    /// another value's size, that value's size was decided elsewhere; follow it.
+    fn through_size_reads(&mut self, place: usize, e: &Expr, at: TextSize) -> Option<ValueOrigin> {
+        let mut sized = Vec::new();
+        let mut others = Vec::new();
+        split_size_reads(e, &mut sized, &mut others);
+        if sized.is_empty() || others.iter().any(|o| self.differs(place, o, at, 0).is_some()) {
+            return None;
+        }
+        sized.into_iter().find_map(|v| self.follow_if_differs(place, v, at))
+    }
+
+    /// A computation inside a helper the walk entered (`return -(-k // step) * step`) that
+    /// differs only through the helper's parameters: the helper carries what its caller passed,
+    /// so the caller's argument is followed.
+    fn through_helper_parameters(
+        &mut self,
+        place: usize,
+        module: &Module,
+        e: &Expr,
+        at: TextSize,
+    ) -> Option<ValueOrigin> {
+        if !self.helpers.contains(&place) {
+            return None;
+        }
+        let def = def_at(module, self.places[place].def?)?;
+        let params = parameter_names(def);
+        let mut leaves = Vec::new();
+        leaves_of(e, &mut leaves);
+        let mut differing = Vec::new();
+        for leaf in leaves {
+            if self.differs(place, leaf, at, 0).is_none() {
+                continue;
+            }
+            match leaf {
+                Expr::Name(n) if params.iter().any(|p| p == n.id.as_str()) => {
+                    differing.push(n.id.to_string());
+                }
+                _ => return None,
+            }
+        }
+        differing.into_iter().find_map(|p| {
+            self.path.push(format!("`{p}`, a parameter of `{}`", def.name.id));
+            let found =
+                self.with_argument(place, &p, &mut |w, outer, arg, at| w.value(outer, arg, at));
+            if found.is_none() {
+                self.path.pop();
+            }
+            found
+        })
+    }
+
+    /// The project method a call `self.<field>.<method>(...)` runs when `__init__` stored a
+    /// parameter in `self.<field>` and the constructor call that built `self` passed an
+    /// instance of one of the project's classes for it (`Scorer(6, Sizer(world))`).
+    fn method_of_given_object(
+        &mut self,
+        place: usize,
+        module: &Module,
+        c: &ExprCall,
+    ) -> Option<super::resolve::FnRef> {
+        let Expr::Attribute(m) = &*c.func else { return None };
+        let Expr::Attribute(field) = &*m.value else { return None };
+        let Expr::Name(owner) = &*field.value else { return None };
+        let def = def_at(module, self.places[place].def?)?;
+        if crate::syntax::tree::first_parameter(def) != Some(owner.id.as_str()) {
+            return None;
+        }
+        let class = class_of(module, def)?;
+        let init = super::resolve::method(class, "__init__")?;
+        let init_self = crate::syntax::tree::first_parameter(init)?;
+        let init_params = parameter_names(init);
+        let mut stored = None;
+        crate::syntax::tree::walk_scope(&init.body, &mut |s, _| {
+            let Stmt::Assign(assign) = s else { return };
+            let Expr::Name(value) = &*assign.value else { return };
+            for t in &assign.targets {
+                if let Expr::Attribute(ta) = t
+                    && ta.attr.id == field.attr.id
+                    && matches!(&*ta.value, Expr::Name(n) if n.id.as_str() == init_self)
+                    && init_params.iter().any(|p| p == value.id.as_str())
+                {
+                    stored = Some(value.id.to_string());
+                }
+            }
+        });
+        let stored = stored?;
+        let wanted = m.attr.id.to_string();
+        let cx = self.cx;
+        self.with_constructor_argument(place, &stored, &mut |w, outer, arg, at| {
+            let Expr::Call(built) = arg else { return None };
+            let outer_module = w.places[outer].module.clone();
+            let scope = w.scope(outer, &outer_module);
+            let Sym::Class(r) = Eval::new(cx, &outer_module, scope, 0).resolve(&built.func, at)
+            else {
+                return None;
+            };
+            let home = r.module.clone().unwrap_or_else(|| outer_module.clone());
+            let class = super::resolve::class_at(&home, r.local?)?;
+            let method = super::resolve::method(class, &wanted)?;
+            Some(super::resolve::FnRef {
+                module: Some(home.clone()),
+                def: method.start(),
+                is_method: true,
+            })
+        })
+    }
+
     fn follow_if_differs(&mut self, place: usize, e: &Expr, at: TextSize) -> Option<ValueOrigin> {
         self.differs(place, e, at, 0)?;
         self.value(place, e, at)
@@ -668,6 +843,7 @@ impl Walk<'_, '_> {
         module: &Arc<Module>,
         f: &super::resolve::FnRef,
         c: &ExprCall,
+        element: Option<usize>,
     ) -> Option<ValueOrigin> {
         let home = f.module.clone().unwrap_or_else(|| module.clone());
         let def = def_at(&home, f.def)?;
@@ -675,6 +851,9 @@ impl Walk<'_, '_> {
         let caller =
             Caller { place, call: c.start(), receiver_first: f.is_method, through_instance };
         let inside = self.place_at(&home, Some(f.def), Some(caller));
+        if !self.helpers.contains(&inside) {
+            self.helpers.push(inside);
+        }
         let mut returns: Vec<(&Expr, TextSize)> = Vec::new();
         crate::syntax::tree::walk_scope(&def.body, &mut |s, _| {
             if let Stmt::Return(r) = s
@@ -684,6 +863,10 @@ impl Walk<'_, '_> {
             }
         });
         for (v, at) in returns {
+            let v = match (element, v) {
+                (Some(i), Expr::Tuple(t)) if i < t.elts.len() => &t.elts[i],
+                _ => v,
+            };
             if self.differs(inside, v, at, 0).is_none() {
                 continue;
             }
@@ -699,6 +882,63 @@ impl Walk<'_, '_> {
             self.path.pop();
         }
         None
+    }
+}
+
+/// Splits `e` into the values whose size it reads (`x` of `x.shape[0]`, `len(x)`, `x.numel()`,
+/// `x.size(1)`) and its other leaves (names, calls) outside those reads.
+fn split_size_reads<'e>(e: &'e Expr, sized: &mut Vec<&'e Expr>, others: &mut Vec<&'e Expr>) {
+    if let Some(v) = sized_value(e) {
+        sized.push(v);
+        return;
+    }
+    match e {
+        Expr::Name(_) | Expr::Call(_) | Expr::Attribute(_) => others.push(e),
+        Expr::Subscript(s) => {
+            split_size_reads(&s.value, sized, others);
+            split_size_reads(&s.slice, sized, others);
+        }
+        Expr::BinOp(b) => {
+            split_size_reads(&b.left, sized, others);
+            split_size_reads(&b.right, sized, others);
+        }
+        Expr::UnaryOp(u) => split_size_reads(&u.operand, sized, others),
+        Expr::Starred(st) => split_size_reads(&st.value, sized, others),
+        Expr::Tuple(t) => t.elts.iter().for_each(|x| split_size_reads(x, sized, others)),
+        Expr::Slice(sl) => {
+            for part in [&sl.lower, &sl.upper, &sl.step].into_iter().flatten() {
+                split_size_reads(part, sized, others);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The names, attributes and calls `e` computes with (not looking inside them).
+fn leaves_of<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_) => out.push(e),
+        _ => crate::syntax::expr::children(e).into_iter().for_each(|c| leaves_of(c, out)),
+    }
+}
+
+/// The value whose size `e` reads: `x.shape` (and its items), `len(x)`, `x.numel()`,
+/// `x.size(...)`.
+fn sized_value(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Attribute(a) if a.attr.id.as_str() == "shape" => Some(&a.value),
+        Expr::Subscript(s) => match &*s.value {
+            Expr::Attribute(a) if a.attr.id.as_str() == "shape" => Some(&a.value),
+            _ => None,
+        },
+        Expr::Call(c) => match &*c.func {
+            Expr::Name(n) if n.id.as_str() == "len" && c.arguments.args.len() == 1 => {
+                Some(&c.arguments.args[0])
+            }
+            Expr::Attribute(m) if SIZE_READ_METHODS.contains(&m.attr.id.as_str()) => Some(&m.value),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -1028,6 +1268,81 @@ def run(dataset, params):
         assert_eq!(found.line, 7, "{found:?}");
         assert!(found.choice);
         assert_eq!(found.dependence[0].kind, DependenceKind::LocalData, "{found:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A buffer's height counted from the rank's own data two calls and a module away: the
+    /// collective's own function only reads it off the buffer (`buf.shape[0] // n`), the
+    /// buffer is allocated with that height by a factory, and the height is element 1 of what a
+    /// method of an object the constructor was given returns. The origin is the count.
+    #[test]
+    fn a_buffer_height_is_followed_through_a_factory_and_an_injected_objects_method() {
+        let wire = "\
+import torch
+import torch.distributed as dist
+
+def spread(buf):
+    n = dist.get_world_size()
+    part = torch.empty(buf.shape[0] // n, *buf.shape[1:])
+    dist.reduce_scatter_tensor(part, buf)
+    return part
+";
+        let sizing = "\
+import torch
+
+def pad_to(k, step):
+    return -(-k // step) * step
+
+class Sizer:
+    def __init__(self, step):
+        self.step = step
+
+    def plan(self, keys):
+        seen = torch.unique(keys)
+        height = pad_to(seen.numel(), self.step)
+        return seen, height
+";
+        let scorer = "\
+import torch
+from wire import spread
+
+class Scorer:
+    def __init__(self, width, sizer):
+        self.width = width
+        self.sizer = sizer
+
+    def score(self, keys):
+        seen, height = self.sizer.plan(keys)
+        grid = torch.zeros(height, self.width)
+        grid[: seen.numel()] = seen.float().unsqueeze(-1)
+        return spread(grid.detach())
+";
+        let main = "\
+import torch
+import torch.distributed as dist
+from scorer import Scorer
+from sizing import Sizer
+
+def run():
+    rank = dist.get_rank()
+    scorer = Scorer(6, Sizer(dist.get_world_size()))
+    for i in range(4):
+        keys = torch.randint(0, 50, (8,), generator=torch.Generator().manual_seed(rank + i))
+        scorer.score(keys)
+";
+        let dir = project(&[
+            ("wire.py", wire),
+            ("sizing.py", sizing),
+            ("scorer.py", scorer),
+            ("height_main.py", main),
+        ]);
+        let project = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&project));
+        let stack = frames(&cx, &dir, &[("wire.py", 7), ("scorer.py", 13), ("height_main.py", 11)]);
+        let found = cx.value_origin(&stack, Carried::Size).expect("an origin");
+        assert_eq!(found.module.file_path(), Some(dir.join("sizing.py").as_path()), "{found:?}");
+        assert_eq!(found.line, 12, "{found:?}");
+        assert!(!found.choice);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
