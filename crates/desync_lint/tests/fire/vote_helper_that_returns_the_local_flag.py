@@ -1,4 +1,4 @@
-# expect: DSY001 at line 19
+# expect: DSY001 at line 20
 """The same helper shape, but its answer is the rank's own flag: the all_reduce result is
 computed and dropped, so each rank still decides on its own local file probe."""
 import os
