@@ -96,7 +96,7 @@ fn skipped_inside<'c>(
     // dist.all_reduce(flag)`): what the handler catches there is the collective's own failure,
     // which every rank of its group meets, so no rank skips it alone.
     let own_failure = |s: &Site<'_>| {
-        matches!(s.site.via, SiteVia::Table(_))
+        matches!(&s.site.via, SiteVia::Table(q) if knowledge().issues_one_collective(q))
             && ctx.analysis().nothing_raises_before(ctx.module, s.line())
     };
     if catches_collective_failures(handler) {

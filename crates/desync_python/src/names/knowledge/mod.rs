@@ -310,6 +310,8 @@ struct Raw {
     #[serde(default)]
     builds_from_arguments: Option<NameList>,
     #[serde(default)]
+    one_collective_modules: Option<NameList>,
+    #[serde(default)]
     group_sizes: Option<NameList>,
     #[serde(default)]
     source_collectives: Option<NameList>,
@@ -448,6 +450,8 @@ pub struct Knowledge {
     value_errors: HashSet<String>,
     /// Library calls that build a value from their arguments alone (`torch.zeros`).
     builds_from_arguments: HashSet<String>,
+    /// Modules whose collective functions each issue one collective (`torch.distributed`).
+    one_collective_modules: HashSet<String>,
     group_sizes: HashSet<String>,
     source_collectives: HashSet<String>,
     /// Methods that register a callback the module runs on this rank's own activations
@@ -580,6 +584,10 @@ impl Knowledge {
                 .unwrap_or_default(),
             builds_from_arguments: raw
                 .builds_from_arguments
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            one_collective_modules: raw
+                .one_collective_modules
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
@@ -760,6 +768,13 @@ impl Knowledge {
     /// rank or on none given the same arguments (`torch.tensor`, `torch.zeros`).
     pub fn builds_from_arguments(&self, name: &str) -> bool {
         self.builds_from_arguments.contains(name)
+    }
+
+    /// Whether `name` (qualified) is a function of a module whose collectives each issue one
+    /// collective and raise only its failure (`torch.distributed.all_reduce`).
+    pub fn issues_one_collective(&self, name: &str) -> bool {
+        name.rsplit_once('.')
+            .is_some_and(|(module, _)| self.one_collective_modules.contains(module))
     }
 
     /// Whether `name` (qualified) answers how many ranks a process group holds
