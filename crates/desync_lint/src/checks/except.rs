@@ -91,14 +91,22 @@ fn skipped_inside<'c>(
         let first = first?;
         return sites.find(|s| (s.line(), s.site.column) >= first);
     }
+    // A collective that nothing before it in the `try` can fail ahead of on some ranks only
+    // (the body only builds its payload from arguments: `flag = torch.tensor([int(ok)]);
+    // dist.all_reduce(flag)`): what the handler catches there is the collective's own failure,
+    // which every rank of its group meets, so no rank skips it alone.
+    let own_failure = |s: &Site<'_>| {
+        matches!(&s.site.via, SiteVia::Table(q) if knowledge().issues_one_collective(q))
+            && ctx.analysis().nothing_raises_before(ctx.module, s.line())
+    };
     if catches_collective_failures(handler) {
-        return sites.next();
+        return sites.find(|s| !own_failure(s));
     }
     let runs_first = |s: &Site<'_>| {
         s.line() == block.body.first
             && matches!(s.site.via, SiteVia::Table(_) | SiteVia::Helper { leads: true, .. })
     };
-    sites.find(|s| !runs_first(s))
+    sites.find(|s| !runs_first(s) && !own_failure(s))
 }
 
 /// Whether the handler can catch what a failing collective raises: a bare `except`, or any

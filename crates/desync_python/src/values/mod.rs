@@ -741,6 +741,34 @@ impl<'p> Analysis<'p> {
         value::Eval::new(self, module, Scope::at(module, line), 0).probes_environment(&t.body)
     }
 
+    /// Whether the statement `stmt` of `module` is a call that leaves `name` identical on every
+    /// rank in place (`dist.broadcast_object_list(name, src=0)`, a project helper that agrees
+    /// its first argument): what `name` held before it no longer decides anything.
+    pub fn agrees_in_place(&self, module: &Module, stmt: &Stmt, name: &str) -> bool {
+        let Stmt::Expr(s) = stmt else { return false };
+        let Expr::Call(c) = crate::names::bindings::awaited(&s.value) else { return false };
+        let line = module.line_of(stmt.start());
+        let mut eval = value::Eval::new(self, module, Scope::at(module, line), 0);
+        let forwarded = eval.forwarded(c);
+        let c = forwarded.as_ref().unwrap_or(c);
+        eval.call_agrees(c, name)
+    }
+
+    /// Whether, in the innermost `try` whose body holds `line` of `module` (a collective's
+    /// line), nothing before that line can raise on some ranks only
+    /// ([`value::Eval::nothing_raises_before`]): what its handlers catch there is the
+    /// collective's own failure. False when no `try` body holds the line.
+    pub fn nothing_raises_before(&self, module: &Module, line: u32) -> bool {
+        let Some(path) = module.path(line) else { return false };
+        let Some(level) = path.levels.iter().rev().find(|l| {
+            l.slot == crate::syntax::tree::Slot::Body && matches!(l.owner, Some(Stmt::Try(_)))
+        }) else {
+            return false;
+        };
+        value::Eval::new(self, module, Scope::at(module, line), 0)
+            .nothing_raises_before(level.suite, line)
+    }
+
     /// Why the *structure* of `expr_source` at `line` (whether it is `None`, its type) can
     /// differ across ranks: only through a choice between assignments or returns, or the
     /// environment (see `condition::structure`). What a caller passes for a parameter tested

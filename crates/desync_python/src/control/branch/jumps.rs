@@ -76,65 +76,182 @@ pub(super) fn skipping<'a>(
     skipped: &Path<'a>,
     other: Option<&Path<'a>>,
 ) -> Vec<Candidate<'a>> {
-    let around: Vec<&Stmt> = skipped
+    let around = loops_around(skipped);
+    let mut ranked: Vec<_> =
+        sites.iter().filter_map(|site| ranked(site, skipped, other, &around)).collect();
+    ranked.sort_by_key(|(key, _)| *key);
+    ranked.into_iter().map(|(_, c)| c).collect()
+}
+
+/// The loops whose body holds the skipped line, outermost first.
+fn loops_around<'a>(skipped: &Path<'a>) -> Vec<&'a Stmt> {
+    skipped
         .levels
         .iter()
         .filter(|l| l.slot == Slot::Body && l.owner.is_some_and(is_loop))
         .filter_map(|l| l.owner)
-        .collect();
+        .collect()
+}
+
+/// Sort key: landing fits loosely, the jump comes after the line, distance.
+type Rank = (bool, bool, u32);
+
+/// Whether `site` can make the ranks at `skipped` skip it, and how well it fits.
+fn ranked<'a>(
+    site: &Site<'a>,
+    skipped: &Path<'a>,
+    other: Option<&Path<'a>>,
+    around: &[&Stmt],
+) -> Option<(Rank, Candidate<'a>)> {
     let encloses = |lp: &Stmt| around.iter().any(|s| std::ptr::eq(*s, lp));
     // A line on a loop's own header runs again on the next pass: leaving the loop skips it.
     let header = Some(skipped.leaf()).filter(|s| is_loop(s));
     let exits = |lp: &Stmt| encloses(lp) || header.is_some_and(|h| std::ptr::eq(h, lp));
-    let mut ranked = Vec::new();
-    for site in sites {
-        let Some(guard) = site.guard else { continue };
-        if site.line == skipped.line {
-            continue;
-        }
-        let before = site.line < skipped.line;
-        let innermost = site.loops.last().copied();
-        let mut indirect = false;
-        let weak = match site.construct {
-            Construct::Continue => {
-                let Some(lp) = innermost.filter(|lp| encloses(lp) && before) else { continue };
-                match other {
-                    None => true,
-                    Some(o) if in_loop_body(o, lp) => false,
-                    // The other group is past the loop: a skipped pass explains that only if it
-                    // shifted this group's collectives (the loop ran as often everywhere).
-                    Some(_) => {
-                        indirect = true;
-                        true
-                    }
-                }
-            }
-            Construct::Break => {
-                let Some(lp) = innermost.filter(|lp| exits(lp)) else { continue };
-                if other.is_some_and(|o| in_loop_body(o, lp)) {
-                    continue;
-                }
-                false
-            }
-            _ => {
-                // After the line, a return only skips it on a later iteration of a shared loop.
-                if !before && !site.loops.iter().any(|lp| exits(lp)) {
-                    continue;
-                }
-                false
-            }
-        };
-        if in_sibling_clause(site, skipped) {
-            continue;
-        }
-        let distance = site.line.abs_diff(skipped.line);
-        let target = Target { stmt: site.stmt, line: site.line, construct: site.construct, guard };
-        let mut candidate = Candidate::jump(target, skipped.line);
-        candidate.indirect = indirect;
-        ranked.push(((weak, !before, distance), candidate));
+    let guard = site.guard?;
+    if site.line == skipped.line {
+        return None;
     }
-    ranked.sort_by_key(|(key, _)| *key);
-    ranked.into_iter().map(|(_, c)| c).collect()
+    let before = site.line < skipped.line;
+    let innermost = site.loops.last().copied();
+    let mut indirect = false;
+    let weak = match site.construct {
+        Construct::Continue => {
+            let lp = innermost.filter(|lp| encloses(lp) && before)?;
+            match other {
+                None => true,
+                Some(o) if in_loop_body(o, lp) => false,
+                // The other group is past the loop: a skipped pass explains that only if it
+                // shifted this group's collectives (the loop ran as often everywhere).
+                Some(_) => {
+                    indirect = true;
+                    true
+                }
+            }
+        }
+        Construct::Break => {
+            let lp = innermost.filter(|lp| exits(lp))?;
+            if other.is_some_and(|o| in_loop_body(o, lp)) {
+                return None;
+            }
+            false
+        }
+        _ => {
+            // After the line, a return only skips it on a later iteration of a shared loop.
+            if !before && !site.loops.iter().any(|lp| exits(lp)) {
+                return None;
+            }
+            false
+        }
+    };
+    if in_sibling_clause(site, skipped) || runs_on_the_way_out(site, skipped) {
+        return None;
+    }
+    let distance = site.line.abs_diff(skipped.line);
+    let target = Target { stmt: site.stmt, line: site.line, construct: site.construct, guard };
+    let mut candidate = Candidate::jump(target, skipped.line);
+    candidate.indirect = indirect;
+    Some(((weak, !before, distance), candidate))
+}
+
+/// The skipped line is in the `finally` of a `try` the jump leaves: the rank runs it on its
+/// way out (`try: if rank != 0: return; save() finally: barrier()`). A `return`/`raise`
+/// leaves every `try` around it; a `continue`/`break` only those inside its innermost loop.
+fn runs_on_the_way_out(site: &Site<'_>, skipped: &Path<'_>) -> bool {
+    let left = match site.construct {
+        Construct::Return | Construct::Raise => 0,
+        _ => match site.frames.iter().rposition(|f| is_loop(f.owner) && f.slot == Slot::Body) {
+            Some(i) => i + 1,
+            None => 0,
+        },
+    };
+    site.frames[left..].iter().any(|frame| {
+        matches!(frame.owner, Stmt::Try(_))
+            && frame.slot != Slot::Finally
+            && skipped.levels.iter().any(|l| {
+                l.slot == Slot::Finally && l.owner.is_some_and(|o| std::ptr::eq(o, frame.owner))
+            })
+    })
+}
+
+/// The guarded jumps of one function, by line, for many questions in a row
+/// ([`GuardFinder`](super::GuardFinder)): a question visits only the jumps before the line and
+/// those after it inside a loop around it, and never again a jump whose reported line the
+/// asker refused (the asker must keep refusing a line it refused once). A function with
+/// thousands of guarded exits, each before a collective, is then linear, not quadratic.
+pub(super) struct SiteIndex<'a> {
+    /// Guarded jumps only (an unguarded one is taken by every rank), in source order.
+    sites: Vec<Site<'a>>,
+    /// The line each site's guard is reported at (the `except` line for a handler's jump).
+    reported: Vec<u32>,
+    /// `next[i]`: the first site at or after `i` not refused yet (`sites.len()` past the end),
+    /// path-compressed.
+    next: Vec<usize>,
+}
+
+impl<'a> SiteIndex<'a> {
+    pub(super) fn new(module: &Module, sites: Vec<Site<'a>>) -> Self {
+        let mut sites: Vec<Site<'a>> = sites.into_iter().filter(|s| s.guard.is_some()).collect();
+        sites.sort_by_key(|s| s.line);
+        let reported = sites
+            .iter()
+            .map(|s| match s.guard {
+                Some(Guard::Handler { stmt, index }) => match stmt.handlers.get(index) {
+                    Some(ExceptHandler::ExceptHandler(h)) => module.line_of(h.start()),
+                    None => module.line_of(stmt.start()),
+                },
+                _ => s.line,
+            })
+            .collect();
+        let next = (0..=sites.len()).collect();
+        SiteIndex { sites, reported, next }
+    }
+
+    fn unrefused_from(&mut self, i: usize) -> usize {
+        let mut root = i;
+        while self.next[root] != root {
+            root = self.next[root];
+        }
+        let mut at = i;
+        while self.next[at] != root {
+            let up = self.next[at];
+            self.next[at] = root;
+            at = up;
+        }
+        root
+    }
+
+    /// [`skipping`] with no other group, among the jumps whose reported line `wanted` accepts.
+    pub(super) fn skipping(
+        &mut self,
+        module: &Module,
+        skipped: &Path<'a>,
+        wanted: &mut dyn FnMut(u32) -> bool,
+    ) -> Vec<Candidate<'a>> {
+        let around = loops_around(skipped);
+        // Past the line, only a jump inside a loop around it (or whose header it is) counts.
+        let outermost = around.first().copied().or(Some(skipped.leaf()).filter(|s| is_loop(s)));
+        let last = outermost.map_or(skipped.line, |lp| module.line_of(lp.end()));
+        let before = self.sites.partition_point(|s| s.line < skipped.line);
+        let after = self.sites.partition_point(|s| s.line <= skipped.line);
+        let end = self.sites.partition_point(|s| s.line <= last);
+        let mut ranked_sites = Vec::new();
+        for (from, to) in [(0, before), (after, end)] {
+            let mut i = self.unrefused_from(from);
+            while i < to {
+                if wanted(self.reported[i]) {
+                    if let Some(r) = ranked(&self.sites[i], skipped, None, &around) {
+                        ranked_sites.push(r);
+                    }
+                    i = self.unrefused_from(i + 1);
+                } else {
+                    self.next[i] = i + 1;
+                    i = self.unrefused_from(i + 1);
+                }
+            }
+        }
+        ranked_sites.sort_by_key(|(key, _)| *key);
+        ranked_sites.into_iter().map(|(_, c)| c).collect()
+    }
 }
 
 /// A `continue` or `return` in one clause of an `if` and the line in another clause of the

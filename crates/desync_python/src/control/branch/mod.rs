@@ -155,7 +155,7 @@ pub(crate) fn guards(cx: &Analysis<'_>, module: &Module, line: u32) -> Vec<Branc
 pub struct GuardFinder<'m> {
     module: &'m Module,
     /// The jump statements of each function body (or the module's), by the suite's address.
-    sites: HashMap<*const Stmt, Vec<jumps::Site<'m>>>,
+    sites: HashMap<*const Stmt, jumps::SiteIndex<'m>>,
 }
 
 impl<'m> GuardFinder<'m> {
@@ -163,7 +163,9 @@ impl<'m> GuardFinder<'m> {
         GuardFinder { module, sites: HashMap::default() }
     }
 
-    /// The guards of `line` ([`Module::guards_with`]) whose line `wanted` accepts.
+    /// The guards of `line` ([`Module::guards_with`]) whose line `wanted` accepts. A line
+    /// `wanted` refused once must stay refused for this finder (the lint's set of jumps already
+    /// judged only grows for them): those jumps are not visited again.
     pub fn guards_where(
         &mut self,
         cx: &Analysis<'_>,
@@ -173,8 +175,12 @@ impl<'m> GuardFinder<'m> {
         let module = self.module;
         let Some(path) = module.path(line) else { return Vec::new() };
         let suite = scope_suite(module, &path);
-        let sites = self.sites.entry(suite.as_ptr()).or_insert_with(|| jumps::sites(module, suite));
-        jumps::skipping(sites, &path, None)
+        let sites = self
+            .sites
+            .entry(suite.as_ptr())
+            .or_insert_with(|| jumps::SiteIndex::new(module, jumps::sites(module, suite)));
+        sites
+            .skipping(module, &path, wanted)
             .into_iter()
             .chain(structure::enclosing(module, &path))
             .filter(|c| wanted(describe::line(module, c)))

@@ -72,7 +72,10 @@ pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Bran
             decisions.push(Decision::Expression { test: &e.test, stmt: lp });
         }
         if let Some(name) = iterable_root(&f.iter) {
-            decisions.extend(reorderings(function, name, lp.range()));
+            let found = reorderings(function, name, lp.range());
+            decisions.extend(
+                found.into_iter().filter(|d| !reset_before(cx, module, scope, d, lp, name)),
+            );
         }
     }
     // No loop: names swapped together under a condition (`first, second = second, first`).
@@ -92,6 +95,48 @@ pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Bran
         first.get_or_insert(branch);
     }
     first
+}
+
+/// Whether, after the reordering `decision` and before the loop `lp`, a statement every rank
+/// runs on its way to the loop makes `name` the same list everywhere again: an assignment
+/// (`spec = received[0]` after rank 0 built its own `spec`) or a call that agrees it in place
+/// (`dist.broadcast_object_list(spec, src=0)` into the list the receivers rebuilt). What the
+/// `if` chose is then overwritten on every rank alike.
+fn reset_before(
+    cx: &Analysis<'_>,
+    module: &Module,
+    scope: &[tree::Level<'_>],
+    decision: &Decision<'_>,
+    lp: &Stmt,
+    name: &str,
+) -> bool {
+    let decided = match decision {
+        Decision::Clause { stmt, .. } => stmt.end(),
+        Decision::Expression { stmt, .. } => stmt.end(),
+    };
+    for level in scope {
+        let resets = level.suite[..level.index].iter().any(|stmt| {
+            stmt.start() >= decided
+                && match stmt {
+                    Stmt::Assign(a) => a
+                        .targets
+                        .iter()
+                        .any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name)),
+                    Stmt::AnnAssign(a) => {
+                        a.value.is_some()
+                            && matches!(&*a.target, Expr::Name(n) if n.id.as_str() == name)
+                    }
+                    _ => cx.agrees_in_place(module, stmt, name),
+                }
+        });
+        if resets {
+            return true;
+        }
+        if std::ptr::eq(level.stmt(), lp) {
+            break;
+        }
+    }
+    false
 }
 
 /// Arguments that name a process group: `group=`, `process_group=`, `pg=` keywords, and

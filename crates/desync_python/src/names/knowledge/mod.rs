@@ -308,6 +308,10 @@ struct Raw {
     #[serde(default)]
     value_errors: Option<NameList>,
     #[serde(default)]
+    builds_from_arguments: Option<NameList>,
+    #[serde(default)]
+    one_collective_modules: Option<NameList>,
+    #[serde(default)]
     group_sizes: Option<NameList>,
     #[serde(default)]
     source_collectives: Option<NameList>,
@@ -444,6 +448,10 @@ pub struct Knowledge {
     not_collective_failures: HashSet<String>,
     /// Built-in exception classes raised from the values an operation works on (`KeyError`).
     value_errors: HashSet<String>,
+    /// Library calls that build a value from their arguments alone (`torch.zeros`).
+    builds_from_arguments: HashSet<String>,
+    /// Modules whose collective functions each issue one collective (`torch.distributed`).
+    one_collective_modules: HashSet<String>,
     group_sizes: HashSet<String>,
     source_collectives: HashSet<String>,
     /// Methods that register a callback the module runs on this rank's own activations
@@ -572,6 +580,14 @@ impl Knowledge {
                 .unwrap_or_default(),
             value_errors: raw
                 .value_errors
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            builds_from_arguments: raw
+                .builds_from_arguments
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            one_collective_modules: raw
+                .one_collective_modules
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
@@ -746,6 +762,19 @@ impl Knowledge {
     /// works on (`ValueError`, `KeyError`): ranks that work on the same values raise it alike.
     pub fn is_raised_from_values(&self, name: &str) -> bool {
         self.value_errors.contains(name)
+    }
+
+    /// Whether `name` (qualified) builds its value from its arguments alone, raising on every
+    /// rank or on none given the same arguments (`torch.tensor`, `torch.zeros`).
+    pub fn builds_from_arguments(&self, name: &str) -> bool {
+        self.builds_from_arguments.contains(name)
+    }
+
+    /// Whether `name` (qualified) is a function of a module whose collectives each issue one
+    /// collective and raise only its failure (`torch.distributed.all_reduce`).
+    pub fn issues_one_collective(&self, name: &str) -> bool {
+        name.rsplit_once('.')
+            .is_some_and(|(module, _)| self.one_collective_modules.contains(module))
     }
 
     /// Whether `name` (qualified) answers how many ranks a process group holds

@@ -45,19 +45,7 @@ impl<'a, 'm> Eval<'a, 'm> {
             // `await asyncio.to_thread(dist.broadcast_object_list, objs, src=0)`.
             let forwarded = self.forwarded(c);
             let c = forwarded.as_ref().unwrap_or(c);
-            let is_name =
-                |e: Option<&Expr>| matches!(e, Some(Expr::Name(n)) if n.id.as_str() == name);
-            // Passed first, or by the keyword of that parameter (`broadcast(tensor=t, src=0)`).
-            let agrees = match self.resolve(&c.func, c.start()) {
-                Sym::Path(p) => knowledge().api(&p).is_some_and(|a| is_name(a.agreed_argument(c))),
-                Sym::Function(f) => self.summary(&f).is_some_and(|s| {
-                    s.agrees_params.contains(&0)
-                        && s.parameters.first().is_some_and(|first| {
-                            is_name(argument_for(&s.parameters, false, c, first))
-                        })
-                }),
-                _ => false,
-            };
+            let agrees = self.call_agrees(c, name);
             if agrees {
                 return Some(format!(
                     "`{name}` agreed by `{}` at line {}",
@@ -67,5 +55,23 @@ impl<'a, 'm> Eval<'a, 'm> {
             }
         }
         None
+    }
+
+    /// Whether the call `c` leaves `name`, passed first (or by the keyword of that parameter),
+    /// identical on every rank in place: a table collective that agrees its first argument
+    /// (`broadcast_object_list(objs, src=0)`), or a project function whose summary agrees its
+    /// first parameter.
+    pub(crate) fn call_agrees(&mut self, c: &ExprCall, name: &str) -> bool {
+        let is_name = |e: Option<&Expr>| matches!(e, Some(Expr::Name(n)) if n.id.as_str() == name);
+        match self.resolve(&c.func, c.start()) {
+            Sym::Path(p) => knowledge().api(&p).is_some_and(|a| is_name(a.agreed_argument(c))),
+            Sym::Function(f) => self.summary(&f).is_some_and(|s| {
+                s.agrees_params.contains(&0)
+                    && s.parameters
+                        .first()
+                        .is_some_and(|first| is_name(argument_for(&s.parameters, false, c, first)))
+            }),
+            _ => false,
+        }
     }
 }

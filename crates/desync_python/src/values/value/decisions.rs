@@ -156,6 +156,110 @@ impl<'a, 'm> Eval<'a, 'm> {
             })
     }
 
+    /// Whether nothing the `try` body `body` runs before the statement at `line` can raise on
+    /// some ranks only, nor can that statement before its call: imports (one software image),
+    /// `pass`, docstrings, assignments to names and `if`s (their exits included) made of
+    /// literals, names, attribute reads, operators and calls of the table's
+    /// `builds_from_arguments` (`torch.tensor([int(flag)], device=device)`). A failure the
+    /// handler catches is then the collective's own, met by every rank of its group.
+    pub(crate) fn nothing_raises_before(&mut self, body: &[Stmt], line: u32) -> bool {
+        for stmt in body {
+            let first = self.line_of(stmt.start());
+            let last = self.line_of(stmt.end());
+            if first > line {
+                return true;
+            }
+            if (first..=last).contains(&line) {
+                return match stmt {
+                    Stmt::Expr(e) => self.call_of_built_arguments(&e.value),
+                    Stmt::Assign(a) => {
+                        a.targets.iter().all(Expr::is_name_expr)
+                            && self.call_of_built_arguments(&a.value)
+                    }
+                    Stmt::If(s) => {
+                        self.built_from_arguments(&s.test)
+                            && std::iter::once(&s.body[..])
+                                .chain(s.elif_else_clauses.iter().map(|c| &c.body[..]))
+                                .zip(
+                                    std::iter::once(None)
+                                        .chain(s.elif_else_clauses.iter().map(|c| c.test.as_ref())),
+                                )
+                                .all(|(suite, test)| {
+                                    test.is_none_or(|t| self.built_from_arguments(t))
+                                        && self.nothing_raises_before(suite, line)
+                                })
+                    }
+                    _ => false,
+                };
+            }
+            let harmless = match stmt {
+                Stmt::Import(_) | Stmt::ImportFrom(_) | Stmt::Pass(_) => true,
+                Stmt::Expr(e) => {
+                    e.value.is_string_literal_expr() || self.built_from_arguments(&e.value)
+                }
+                Stmt::Assign(a) => {
+                    a.targets.iter().all(Expr::is_name_expr) && self.built_from_arguments(&a.value)
+                }
+                Stmt::Return(r) => r.value.as_deref().is_none_or(|v| self.built_from_arguments(v)),
+                Stmt::If(s) => {
+                    self.built_from_arguments(&s.test)
+                        && s.elif_else_clauses
+                            .iter()
+                            .all(|c| c.test.as_ref().is_none_or(|t| self.built_from_arguments(t)))
+                        && std::iter::once(&s.body[..])
+                            .chain(s.elif_else_clauses.iter().map(|c| &c.body[..]))
+                            .all(|suite| self.nothing_raises_before(suite, u32::MAX))
+                }
+                _ => false,
+            };
+            if !harmless {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A call (the collective) whose arguments are [`Eval::built_from_arguments`].
+    fn call_of_built_arguments(&mut self, e: &Expr) -> bool {
+        let Expr::Call(c) = crate::names::bindings::awaited(e) else { return false };
+        c.arguments.args.iter().all(|x| self.built_from_arguments(x))
+            && c.arguments.keywords.iter().all(|k| self.built_from_arguments(&k.value))
+    }
+
+    /// Whether evaluating `e` can only raise alike on every rank given the same code: see
+    /// [`Eval::nothing_raises_before`]. An item lookup (`shards[rank]`) is left out.
+    fn built_from_arguments(&mut self, e: &Expr) -> bool {
+        match e {
+            Expr::NumberLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::BytesLiteral(_)
+            | Expr::BooleanLiteral(_)
+            | Expr::NoneLiteral(_)
+            | Expr::EllipsisLiteral(_)
+            | Expr::Name(_) => true,
+            Expr::Attribute(a) => self.built_from_arguments(&a.value),
+            Expr::List(l) => l.elts.iter().all(|x| self.built_from_arguments(x)),
+            Expr::Tuple(t) => t.elts.iter().all(|x| self.built_from_arguments(x)),
+            Expr::UnaryOp(u) => self.built_from_arguments(&u.operand),
+            Expr::BoolOp(b) => b.values.iter().all(|x| self.built_from_arguments(x)),
+            Expr::Compare(c) => {
+                self.built_from_arguments(&c.left)
+                    && c.comparators.iter().all(|x| self.built_from_arguments(x))
+            }
+            Expr::If(i) => {
+                self.built_from_arguments(&i.test)
+                    && self.built_from_arguments(&i.body)
+                    && self.built_from_arguments(&i.orelse)
+            }
+            Expr::Call(c) => {
+                matches!(self.resolve(&c.func, c.start()), Sym::Path(p) if knowledge().builds_from_arguments(&p))
+                    && c.arguments.args.iter().all(|x| self.built_from_arguments(x))
+                    && c.arguments.keywords.iter().all(|k| self.built_from_arguments(&k.value))
+            }
+            _ => false,
+        }
+    }
+
     /// Ranks taking turns at the same call: `binding` assigns `name = f(...)` directly in one
     /// block of an `if` whose test compares the rank (`rank == 0`), and the complementary block
     /// (its `else`, or a neighbouring `if` with the negated test, `rank != 0`) assigns
