@@ -241,7 +241,7 @@ pub fn find_code(
                 if category == Category::Crash
                     && let Some(waiting) = reference
                 {
-                    let exits = exits::before_waiting(&ws, waiting, 0, true, &raws);
+                    let exits = exits::before_waiting(&ws, waiting, 0, true, &mut raws);
                     raws.extend(exits);
                 }
                 candidates::rank(raws, &counts)
