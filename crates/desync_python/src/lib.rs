@@ -88,6 +88,7 @@ pub use control::outline::{
     Outline, TryBlock,
 };
 pub use control::placement::{DecisionSite, InsertionPoint, LoopSite};
+pub use control::reducer::{ForwardSkip, ReducerWrap};
 pub use names::knowledge;
 pub use names::project::{FileProject, MAX_FILE_BYTES, Project};
 pub use sites::probe::{FileProbe, file_probe_spellings};

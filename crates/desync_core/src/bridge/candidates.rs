@@ -135,6 +135,7 @@ impl Origin {
 pub(crate) fn between(ws: &Workspace<'_>, departed: &Entry, reference: &Entry) -> Vec<Raw> {
     let (d, r) = (UserStack::of(departed), UserStack::of(reference));
     let mut out = Vec::new();
+    let mut exits_from = None;
     let extension_from = match super::stacks::part(&d, &r) {
         Parting::Lines { index, departed_line, reference_line } => {
             let frame = d.frames[index];
@@ -145,10 +146,9 @@ pub(crate) fn between(ws: &Workspace<'_>, departed: &Entry, reference: &Entry) -
                 }
             }
             // The departed ranks are past the call the others are still inside: they came
-            // out of it early.
+            // out of it early (the exits are looked for once every other candidate is in).
             if departed_line > reference_line {
-                let exits = super::exits::before_waiting(ws, reference, index + 1, false, &out);
-                out.extend(exits);
+                exits_from = Some(index + 1);
             }
             index + 1
         }
@@ -156,6 +156,10 @@ pub(crate) fn between(ws: &Workspace<'_>, departed: &Entry, reference: &Entry) -
     };
     out.extend(extension(ws, &d, extension_from, Origin::DepartedOnly));
     out.extend(extension(ws, &r, extension_from, Origin::ReferenceOnly));
+    if let Some(from) = exits_from {
+        let exits = super::exits::before_waiting(ws, reference, from, false, &mut out);
+        out.extend(exits);
+    }
     dedup(out)
 }
 

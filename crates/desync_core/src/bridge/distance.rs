@@ -318,7 +318,7 @@ fn attributes_read(condition: &str, receiver: &str) -> Vec<String> {
     out
 }
 
-fn raw(
+pub(super) fn raw(
     branch: desync_python::Branch,
     file: &str,
     local: &std::path::Path,
@@ -363,7 +363,7 @@ fn dedup(mut raws: Vec<Raw>) -> Vec<Raw> {
 
 /// The modules of the user's frames and those they import from the project, transitively, as
 /// (file as the training host names it, local path, module).
-fn project_modules(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<ProjectModule> {
+pub(super) fn project_modules(ws: &Workspace<'_>, sides: &[&Entry]) -> Vec<ProjectModule> {
     let mut out: Vec<ProjectModule> = Vec::new();
     // (module, the frame file and local path it was reached from)
     let mut queue: Vec<(Arc<Module>, String, std::path::PathBuf)> = Vec::new();

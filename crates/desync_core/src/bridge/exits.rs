@@ -17,13 +17,15 @@ use crate::model::Entry;
 
 /// Exits above the lines of `waiting`'s user frames from `from` inward (outermost first);
 /// `only_ending`: raises and process exits only (a `return` ends no rank). An exit `known`
-/// already proposes (a guarded `return` found where the stacks part) is left to it.
+/// already proposes (a guarded `return` found where the stacks part, or guarding a frame only
+/// one side has) is that candidate, marked as a way out the dumps show taken, not a second
+/// candidate beside it: two candidates for one exit would let its guard outrank the exit.
 pub(crate) fn before_waiting(
     ws: &Workspace<'_>,
     waiting: &Entry,
     from: usize,
     only_ending: bool,
-    known: &[Raw],
+    known: &mut [Raw],
 ) -> Vec<Raw> {
     let stack = UserStack::of(waiting);
     let n = stack.frames.len();
@@ -40,12 +42,13 @@ pub(crate) fn before_waiting(
             let there_local =
                 there.file_path().map_or_else(|| local.clone(), std::path::Path::to_path_buf);
             let file = super::distance::host_name(&frame.file, &local, &there_local);
-            let proposed = known.iter().any(|r| {
+            let proposed = known.iter_mut().find(|r| {
                 r.local == there_local
                     && (r.branch.line == exit.line
                         || r.branch.jump.as_ref().is_some_and(|j| j.line == exit.line))
             });
-            if proposed {
+            if let Some(candidate) = proposed {
+                candidate.leaves_early = true;
                 continue;
             }
             let ends = exit.how != "return";

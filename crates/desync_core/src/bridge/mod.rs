@@ -15,6 +15,7 @@ mod distance;
 mod exits;
 mod place;
 mod probes;
+mod reducer;
 mod setup;
 mod sources;
 mod stacks;
@@ -179,6 +180,7 @@ pub fn find_code(
             if raws.is_empty() || same_user_stacks(dep, reference) {
                 raws.extend(distance::candidates(&ws, &[dep, reference]));
                 raws.extend(distance::hook_exits(&ws, &[dep, reference]));
+                raws.extend(reducer::forward_skips(&ws, &[dep, reference]));
             }
             let flags = distance::loop_flags(&ws, &raws, &[dep, reference]);
             raws.extend(flags);
@@ -231,12 +233,15 @@ pub fn find_code(
             let mut found = if matches!(category, Category::Stall | Category::Crash) {
                 let entries: Vec<&Entry> = [reference, dep].into_iter().flatten().collect();
                 let mut raws = distance::hook_exits(&ws, &entries);
+                // The waiters' collective came from a reducer's backward: the rank that did
+                // not issue it skipped a parameter in its forward, off every stack.
+                raws.extend(reducer::forward_skips(&ws, &entries));
                 // The culprits ended: by a raise or a process exit above the line the others
                 // wait at, in code of theirs the stacks no longer show.
                 if category == Category::Crash
                     && let Some(waiting) = reference
                 {
-                    let exits = exits::before_waiting(&ws, waiting, 0, true, &raws);
+                    let exits = exits::before_waiting(&ws, waiting, 0, true, &mut raws);
                     raws.extend(exits);
                 }
                 candidates::rank(raws, &counts)

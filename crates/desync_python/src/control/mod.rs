@@ -10,6 +10,7 @@ pub(crate) mod flags;
 pub(crate) mod hooks;
 pub(crate) mod outline;
 pub(crate) mod placement;
+pub(crate) mod reducer;
 
 use crate::syntax::module::Module;
 use crate::syntax::types::Branch;

@@ -222,6 +222,28 @@ pub struct Forward {
     pub source: String,
 }
 
+/// Wrappers whose gradient collectives a reducer issues from inside the backward pass, bucket
+/// by bucket as every parameter of a bucket has its gradient: which parameters a rank's forward
+/// used decides what its backward issues (`[[reducer]]` rows; `control/reducer.rs`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reducer {
+    pub names: Vec<String>,
+    /// What Flight Recorder records for a bucket.
+    pub op: String,
+    /// The model's method the wrapper runs each step, whose parameter use decides.
+    pub method: String,
+    /// Library frames ("path/ending.py:function") on the stack of a collective the backward
+    /// pass issued: the autograd engine running the reducer's hooks.
+    pub backward_frames: Vec<String>,
+    /// The text of the error the wrapper raises on a rank whose previous backward left a bucket
+    /// unready (the next forward).
+    pub unused_error: String,
+    /// The wrapper's keyword that makes the reducer mark unused parameters ready.
+    pub tolerates_keyword: String,
+    pub source: String,
+}
+
 /// Functions that start one process per rank and call a target function in each, passing the
 /// process index (`torch.multiprocessing.spawn(fn, ...)` calls `fn(i, *args)`).
 #[derive(Debug, Clone, Deserialize)]
@@ -291,6 +313,8 @@ struct Raw {
     shape: Vec<Shape>,
     #[serde(default)]
     forward: Vec<Forward>,
+    #[serde(default)]
+    reducer: Vec<Reducer>,
     #[serde(default)]
     launcher: Vec<Launcher>,
     #[serde(default)]
@@ -435,6 +459,7 @@ pub struct Knowledge {
     hooks: Vec<Hook>,
     shapes: HashMap<String, Shape>,
     forwards: HashMap<String, String>,
+    reducers: Vec<Reducer>,
     launchers: HashMap<String, Launcher>,
     rank_arguments: HashMap<String, RankArgument>,
     joins: Vec<String>,
@@ -564,6 +589,7 @@ impl Knowledge {
             hooks: raw.hook,
             shapes,
             forwards,
+            reducers: raw.reducer,
             launchers,
             rank_arguments,
             joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
@@ -729,6 +755,28 @@ impl Knowledge {
     }
 
     /// The launcher row of `qualified`, when it starts one process per rank.
+    /// The `[[reducer]]` row of a wrapper (qualified), if it has one.
+    pub fn reducer(&self, wrapper: &str) -> Option<&Reducer> {
+        self.reducers.iter().find(|r| r.names.iter().any(|n| n == wrapper))
+    }
+
+    /// The reducer whose backward pass a library frame belongs to (`file` as recorded).
+    pub fn reducer_of_backward_frame(&self, file: &str, function: &str) -> Option<&Reducer> {
+        let file = file.replace('\\', "/");
+        self.reducers.iter().find(|r| {
+            r.backward_frames.iter().any(|f| {
+                f.rsplit_once(':').is_some_and(|(end, name)| {
+                    name == function && (file == end || file.ends_with(&format!("/{end}")))
+                })
+            })
+        })
+    }
+
+    /// Every `[[reducer]]` row.
+    pub fn reducers(&self) -> &[Reducer] {
+        &self.reducers
+    }
+
     pub fn launcher(&self, qualified: &str) -> Option<&Launcher> {
         self.launchers.get(qualified)
     }
