@@ -117,5 +117,6 @@ def test_run_keeps_the_jobs_output_and_names_the_crashing_ranks_line(tmp_path: P
     verdict = analysis["verdict"]
     assert (verdict["category"], verdict["culprit_ranks"]) == ("crash", [1]), verdict
     assert "FileNotFoundError" in verdict["headline"], verdict
+    assert "(its stacks file)" in verdict["headline"], verdict
     assert "rank_1.stacks" in json.dumps(analysis["log"]), analysis["log"]
     assert "py-spy" not in json.dumps(analysis["next_steps"]), analysis["next_steps"]

@@ -18,7 +18,13 @@ fn case() -> PathBuf {
 /// (the frames' line numbers stay those the dumps recorded).
 fn project(tolerate_unused: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for file in ["config.py", "engine/__init__.py", "engine/loop.py", "triage/__init__.py", "triage/tickets.py"] {
+    for file in [
+        "config.py",
+        "engine/__init__.py",
+        "engine/loop.py",
+        "triage/__init__.py",
+        "triage/tickets.py",
+    ] {
         let to = dir.path().join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(case().join("src").join(file), to).unwrap();
@@ -61,7 +67,10 @@ class QueueClassifier(nn.Module):
 
 fn analyze(src: &Path) -> Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_desync"));
-    cmd.args(["analyze", "--format", "json"]).arg(case().join("dumps")).arg("--source-root").arg(src);
+    cmd.args(["analyze", "--format", "json"])
+        .arg(case().join("dumps"))
+        .arg("--source-root")
+        .arg(src);
     for r in 0..4 {
         cmd.arg("--log").arg(case().join(format!("logs/rank_{r}.log")));
     }

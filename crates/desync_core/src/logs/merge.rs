@@ -226,7 +226,17 @@ pub fn upgrade(trace: &Trace, d: &mut Diagnosis, log: &LogAnalysis) -> Option<Up
         .iter()
         .find(|g| g.stuck && !g.culprit)
         .map(|g| (g.ranks.brief(), crate::diagnose::describe_wait(trace, g)));
-    let mut headline = format!("{} (the job's log)", what.join("; "));
+    // Said from where the quoted claims come: the job's log, or the ranks' own stacks files.
+    let from_stacks = claims
+        .iter()
+        .take(HEADLINE_CLAIMS)
+        .all(|c| c.evidence.iter().all(|cite| cite.file.ends_with(crate::load::STACKS_EXTENSION)));
+    let source = match (from_stacks, ranks.len()) {
+        (true, 1) => "its stacks file",
+        (true, _) => "their stacks files",
+        (false, _) => "the job's log",
+    };
+    let mut headline = format!("{} ({source})", what.join("; "));
     if let Some((ranks_waiting, at)) = &waiting {
         headline.push_str(&format!(
             "; rank(s) {ranks_waiting} wait for {} in {at}",
