@@ -186,3 +186,45 @@ fn stacks_are_read_only_beside_the_dumps_and_never_through_a_link_out() {
     assert!(warnings.contains("stacks file not read"), "{warnings}");
     assert!(warnings.contains("a symlink to a file outside the dump directory"), "{warnings}");
 }
+
+/// A rank that died of an uncaught exception: desync's Python side wrote the exception into the
+/// first line of its stacks file. `analyze` and `watch --dir` on the same folder both call it a
+/// crash of that rank, cite the stacks file's first line, and ask for no py-spy dump of a
+/// process that is gone.
+#[test]
+fn a_rank_whose_stacks_file_says_it_died_is_a_crash_in_analyze_and_in_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let dumps = job(dir.path());
+    let src = dir.path().join("src");
+    let header = "# desync stacks of rank 2 (pid 4242): uncaught KeyError: 'shard_17'\n";
+    std::fs::write(dumps.join("gloo_trace_rank_2.stacks"), format!("{header}{STACKS}")).unwrap();
+
+    let json = analyze(&dumps, &src);
+    let verdict = &json["verdict"];
+    assert_eq!(verdict["category"], "crash", "{verdict}");
+    assert_eq!(verdict["culprit_ranks"], serde_json::json!([2]), "{verdict}");
+    let headline = verdict["headline"].as_str().unwrap();
+    assert!(headline.contains("KeyError") && headline.contains("(its stacks file)"), "{headline}");
+    assert!(json["log"].to_string().contains("gloo_trace_rank_2.stacks"), "{}", json["log"]);
+    assert_eq!(py_spy_steps(&json), 0, "{}", json["next_steps"]);
+
+    // The watcher sees the same folder: a progress finding, so it alerts once it held `--lag`.
+    let out = Command::new(env!("CARGO_BIN_EXE_desync"))
+        .args(["watch", "--dir"])
+        .arg(&dumps)
+        .args(["--interval", "1", "--lag", "1", "--for", "20", "--exit-on-alert"])
+        .args(["--no-save", "--format", "json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let alert: Value = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|event| event["event"] == "alert")
+        .unwrap_or_else(|| panic!("no alert: {stdout}"));
+    let verdict = &alert["report"]["verdict"];
+    assert_eq!(verdict["category"], "crash", "{verdict}");
+    assert_eq!(verdict["culprit_ranks"], serde_json::json!([2]), "{verdict}");
+    assert!(alert["report"]["log"].to_string().contains("gloo_trace_rank_2.stacks"));
+}
