@@ -31,5 +31,32 @@ export DESYNC_WHEEL="$wheel"
 export DESYNC_BIN="$target/x86_64-unknown-linux-gnu/release/desync"
 # Built by `cargo test` above (its package has integration tests): large generated dump sets.
 export DESYNC_SYNTH="$target/release/desync-synth"
-"$venv/bin/python" -m pytest -q python/tests "$@"
+if [ "$#" -gt 0 ]; then
+  # Arguments (a file, -k, -x): one plain pytest run, as asked.
+  "$venv/bin/python" -m pytest -q python/tests "$@"
+  stamp "all tests done"
+  exit 0
+fi
+# Two shards side by side, then the tests that time a live job alone: most of the suite's wall
+# time is jobs waiting (step sleeps, process-group timeouts), and scripts/pytest_shards.py says
+# how the files are split (python/tests/durations.txt: measured seconds, `serial` marks).
+logs="$(mktemp -d)"
+pids=()
+for shard in 0 1; do
+  mapfile -t files < <("$venv/bin/python" scripts/pytest_shards.py --shard "$shard/2")
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider --basetemp "$logs/tmp$shard" "${files[@]}" \
+    > "$logs/shard$shard.log" 2>&1 &
+  pids+=("$!")
+done
+failed=0
+for shard in 0 1; do
+  wait "${pids[$shard]}" || failed=1
+  echo "--- python tests, shard $shard of 2:"
+  cat "$logs/shard$shard.log"
+done
+stamp "python shards done"
+mapfile -t files < <("$venv/bin/python" scripts/pytest_shards.py --serial)
+echo "--- python tests that time a live job, alone:"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider "${files[@]}" || failed=1
 stamp "all tests done"
+exit "$failed"

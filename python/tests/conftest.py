@@ -75,3 +75,13 @@ def fresh_run(tmp_path_factory):
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+def pytest_runtest_logreport(report):
+    """With DESYNC_TEST_TIMES=FILE, appends each test's wall time as it finishes ("seconds
+    nodeid" per line), so a run cut short still tells where its time went; scripts/test.sh
+    uses it to print the slowest tests and to balance its two shards."""
+    path = os.environ.get("DESYNC_TEST_TIMES")
+    if path and report.when in ("setup", "call", "teardown"):
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{report.duration:.2f} {report.when} {report.nodeid}\n")
