@@ -36,7 +36,6 @@
 
 mod error;
 pub mod op;
-mod record;
 mod text;
 mod vm;
 
@@ -63,23 +62,7 @@ pub const MAX_DEPTH: u16 = 1000;
 /// Decodes one pickle (up to its STOP opcode; trailing bytes are ignored, as
 /// `pickle.loads` ignores them).
 pub fn parse(bytes: &[u8]) -> Result<Pickle<'_>, PickleError> {
-    vm::run(bytes, &[])
-}
-
-/// Decodes one pickle as [`parse`] does, except that a dict whose first key is
-/// one of `keys`, in which none of `keys` repeats, and that the pickle builds in
-/// the torch pickler's shape (`EMPTY_DICT MARK key value ... SETITEMS`) comes back
-/// as a record ([`Kind::Record`]): the values of `keys` are read with
-/// [`Value::field`] by the key's position in `keys` (integers, floats, booleans
-/// and `None` kept in place instead of as nodes); the values of other keys are
-/// dropped, their pairs counted by [`Value::len`]. A Flight Recorder entry is
-/// such a dict, thousands of times per file: reading it this way skips the
-/// stack, a node per number and the key texts. Any dict of another shape, and any
-/// surprise inside one (an opcode the record reader does not take), is decoded by
-/// the generic machine exactly as [`parse`] decodes it, errors included. At most
-/// 255 keys (more: no records).
-pub fn parse_records<'a>(bytes: &'a [u8], keys: &[&str]) -> Result<Pickle<'a>, PickleError> {
-    vm::run(bytes, keys)
+    vm::run(bytes)
 }
 
 /// A decoded pickle: owns the node arena and borrows the input bytes.
@@ -90,10 +73,6 @@ pub struct Pickle<'a> {
     pub(crate) seqs: Vec<Seq>,
     pub(crate) dicts: Vec<DictBody>,
     pub(crate) opaques: Vec<Opaque<'a>>,
-    /// Records (see [`parse_records`]): `slots` holds `record_width` slots per record.
-    pub(crate) records: Vec<record::RecordBody>,
-    pub(crate) slots: Vec<record::Slot>,
-    pub(crate) record_width: usize,
     pub(crate) root: NodeId,
     pub(crate) lossy: usize,
     pub(crate) end: usize,
@@ -116,7 +95,6 @@ pub(crate) enum Node {
     FrozenSet(u32),
     Dict(u32),
     Opaque(u32),
-    Record(u32),
 }
 
 /// How many elements a sequence keeps inline.
@@ -241,10 +219,6 @@ pub enum Kind<'p> {
     Set,
     /// `dict` (also `collections.OrderedDict`).
     Dict,
-    /// A dict read as a record ([`parse_records`] only): read it with
-    /// [`Value::field`]; [`Value::len`] counts its pairs, the other container
-    /// views see it empty.
-    Record,
     /// A global or the result of calling one that the decoder does not
     /// rebuild; see [`Value::opaque_args`] / [`Value::opaque_state`].
     Opaque {
@@ -304,7 +278,6 @@ impl<'p> Value<'p> {
             Node::Tuple(_) => Kind::Tuple,
             Node::Set(_) | Node::FrozenSet(_) => Kind::Set,
             Node::Dict(_) => Kind::Dict,
-            Node::Record(_) => Kind::Record,
             Node::Opaque(i) => {
                 let o = &p.opaques[i as usize];
                 Kind::Opaque { module: &o.module, name: &o.name }
@@ -390,7 +363,6 @@ impl<'p> Value<'p> {
     pub fn len(&self) -> usize {
         match self.node() {
             Node::Dict(_) => self.dict_pairs().len(),
-            Node::Record(i) => self.p.records[i as usize].pairs as usize,
             _ => self.seq_items().len(),
         }
     }
@@ -402,19 +374,6 @@ impl<'p> Value<'p> {
 
     pub fn is_frozenset(&self) -> bool {
         matches!(self.node(), Node::FrozenSet(_))
-    }
-
-    /// For a record ([`Kind::Record`]): the value of the key at position `slot`
-    /// of the keys given to [`parse_records`], `None` when the record lacks it
-    /// (or this is not a record).
-    pub fn field(&self, slot: usize) -> Option<Field<'p>> {
-        let Node::Record(i) = self.node() else { return None };
-        let width = self.p.record_width;
-        let at = (i as usize).checked_mul(width)?.checked_add(slot)?;
-        if slot >= width {
-            return None;
-        }
-        self.p.slots.get(at)?.field(self.p)
     }
 
     /// For an [`Kind::Opaque`] call result: the argument tuple.
@@ -429,56 +388,6 @@ impl<'p> Value<'p> {
     pub fn opaque_state(&self) -> Option<Value<'p>> {
         match self.node() {
             Node::Opaque(i) => self.p.opaques[i as usize].state.map(|a| self.at(a)),
-            _ => None,
-        }
-    }
-}
-
-/// One value of a record: numbers, booleans and `None` as read, anything else
-/// as a node. The `as_*` views answer as [`Value`]'s do for the same value.
-#[derive(Clone, Copy, Debug)]
-pub enum Field<'p> {
-    None,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Value(Value<'p>),
-}
-
-impl<'p> Field<'p> {
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            Field::Int(i) => Some(*i),
-            Field::Value(v) => v.as_i64(),
-            _ => None,
-        }
-    }
-
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Field::Float(x) => Some(*x),
-            Field::Int(i) => Some(*i as f64),
-            Field::Value(v) => v.as_f64(),
-            _ => None,
-        }
-    }
-
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Field::Bool(b) => Some(*b),
-            Field::Value(v) => v.as_bool(),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(&self) -> Option<&'p str> {
-        self.as_value()?.as_str()
-    }
-
-    /// The node, for anything but a number, a boolean or `None`.
-    pub fn as_value(&self) -> Option<Value<'p>> {
-        match self {
-            Field::Value(v) => Some(*v),
             _ => None,
         }
     }
@@ -519,7 +428,6 @@ impl fmt::Debug for DebugAt<'_> {
                 .entries(v.items().map(|(k, x)| (DebugAt(k, depth + 1), DebugAt(x, depth + 1))))
                 .finish(),
             Kind::Opaque { module, name } => write!(f, "<{module}.{name}>"),
-            Kind::Record => write!(f, "<record of {} pairs>", v.len()),
         }
     }
 }

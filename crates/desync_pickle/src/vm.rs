@@ -16,14 +16,12 @@ use std::collections::BTreeMap;
 
 use crate::error::{PickleError, PickleErrorKind as E};
 use crate::op;
-use crate::record::{Reader, Slot};
 use crate::text::{self, TextInt};
 use crate::{DictBody, MAX_DEPTH, Node, NodeId, Opaque, Pickle, Seq};
 
 type Res<T> = Result<T, E>;
 
-/// `keys`: the keys of records ([`crate::parse_records`]); empty for none.
-pub(crate) fn run<'a>(input: &'a [u8], keys: &[&str]) -> Result<Pickle<'a>, PickleError> {
+pub(crate) fn run(input: &[u8]) -> Result<Pickle<'_>, PickleError> {
     // Node ids are u32 and every opcode is at least one byte, so inputs under
     // 4 GiB cannot overflow them.
     if u32::try_from(input.len()).is_err() {
@@ -39,9 +37,6 @@ pub(crate) fn run<'a>(input: &'a [u8], keys: &[&str]) -> Result<Pickle<'a>, Pick
             seqs: Vec::new(),
             dicts: Vec::new(),
             opaques: Vec::new(),
-            records: Vec::new(),
-            slots: Vec::new(),
-            record_width: keys.len(),
             root: 0,
             lossy: 0,
             end: 0,
@@ -50,11 +45,7 @@ pub(crate) fn run<'a>(input: &'a [u8], keys: &[&str]) -> Result<Pickle<'a>, Pick
         marks: Vec::new(),
         memo: Memo::default(),
         depths: Vec::new(),
-        reader: Reader::default(),
     };
-    if keys.len() <= usize::from(u8::MAX) {
-        vm.reader.keys = keys.iter().map(|&k| k.into()).collect();
-    }
     // FR dumps decode to about one node per 7 input bytes (7.5 for a 2,000-entry
     // dump with frames); reserving up front saves the copies and page faults of
     // doubling. Err on the high side: one doubling of a ~1 MB arena per file cost
@@ -89,7 +80,7 @@ enum Flow {
 /// Memo slots. Dense for the usual small consecutive indices; a sparse map
 /// for far-away ones (a protocol-0 `p999999999` must not allocate gigabytes).
 #[derive(Default)]
-pub(crate) struct Memo {
+struct Memo {
     dense: Vec<NodeId>,
     sparse: BTreeMap<u64, NodeId>,
     /// Number of distinct slots set: what MEMOIZE uses as its index.
@@ -99,7 +90,7 @@ pub(crate) struct Memo {
 const UNSET: NodeId = NodeId::MAX;
 
 impl Memo {
-    pub(crate) fn get(&self, idx: u64) -> Option<NodeId> {
+    fn get(&self, idx: u64) -> Option<NodeId> {
         let dense = usize::try_from(idx)
             .ok()
             .and_then(|i| self.dense.get(i))
@@ -108,7 +99,7 @@ impl Memo {
         dense.or_else(|| self.sparse.get(&idx).copied())
     }
 
-    pub(crate) fn put(&mut self, idx: u64, value: NodeId) {
+    fn put(&mut self, idx: u64, value: NodeId) {
         let fresh = self.get(idx).is_none();
         let len = self.dense.len() as u64;
         // Dense growth is allowed only in proportion to the slots actually
@@ -131,18 +122,16 @@ impl Memo {
     }
 }
 
-pub(crate) struct Vm<'a> {
-    pub(crate) input: &'a [u8],
-    pub(crate) pos: usize,
-    pub(crate) arena: Pickle<'a>,
-    pub(crate) stack: Vec<NodeId>,
-    pub(crate) marks: Vec<usize>,
-    pub(crate) memo: Memo,
+struct Vm<'a> {
+    input: &'a [u8],
+    pos: usize,
+    arena: Pickle<'a>,
+    stack: Vec<NodeId>,
+    marks: Vec<usize>,
+    memo: Memo,
     /// Nesting depth per node (0 for scalars), parallel to `arena.nodes`.
     /// Only needed while decoding, so it is not part of the result.
-    pub(crate) depths: Vec<u16>,
-    /// The record reader (record.rs); off while it has no keys.
-    pub(crate) reader: Reader,
+    depths: Vec<u16>,
 }
 
 /// How a container-building call treats its arguments.
@@ -158,7 +147,7 @@ enum Call {
 impl<'a> Vm<'a> {
     // ---- input ----
 
-    pub(crate) fn take(&mut self, n: usize) -> Res<&'a [u8]> {
+    fn take(&mut self, n: usize) -> Res<&'a [u8]> {
         let input: &'a [u8] = self.input;
         let end = self.pos.checked_add(n).ok_or(E::UnexpectedEof)?;
         let bytes = input.get(self.pos..end).ok_or(E::UnexpectedEof)?;
@@ -166,25 +155,25 @@ impl<'a> Vm<'a> {
         Ok(bytes)
     }
 
-    pub(crate) fn take_array<const N: usize>(&mut self) -> Res<[u8; N]> {
+    fn take_array<const N: usize>(&mut self) -> Res<[u8; N]> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
 
-    pub(crate) fn u8(&mut self) -> Res<u8> {
+    fn u8(&mut self) -> Res<u8> {
         Ok(self.take_array::<1>()?[0])
     }
 
-    pub(crate) fn u16(&mut self) -> Res<u16> {
+    fn u16(&mut self) -> Res<u16> {
         Ok(u16::from_le_bytes(self.take_array()?))
     }
 
-    pub(crate) fn u32(&mut self) -> Res<u32> {
+    fn u32(&mut self) -> Res<u32> {
         Ok(u32::from_le_bytes(self.take_array()?))
     }
 
-    pub(crate) fn i32(&mut self) -> Res<i32> {
+    fn i32(&mut self) -> Res<i32> {
         Ok(i32::from_le_bytes(self.take_array()?))
     }
 
@@ -194,7 +183,7 @@ impl<'a> Vm<'a> {
 
     /// Bytes whose length came from the input: refused before any use when
     /// longer than what is left.
-    pub(crate) fn take_len(&mut self, len: u64) -> Res<&'a [u8]> {
+    fn take_len(&mut self, len: u64) -> Res<&'a [u8]> {
         let len = usize::try_from(len).map_err(|_| E::UnexpectedEof)?;
         self.take(len)
     }
@@ -252,7 +241,7 @@ impl<'a> Vm<'a> {
 
     // ---- arena ----
 
-    pub(crate) fn node(&mut self, n: Node) -> NodeId {
+    fn node(&mut self, n: Node) -> NodeId {
         let id = self.arena.nodes.len() as NodeId;
         self.arena.nodes.push(n);
         self.depths.push(0);
@@ -285,7 +274,7 @@ impl<'a> Vm<'a> {
 
     /// A string value from raw bytes: borrowed when valid UTF-8, else
     /// repaired with U+FFFD and counted (never fails the file).
-    pub(crate) fn utf8_value(&mut self, bytes: &'a [u8]) -> NodeId {
+    fn utf8_value(&mut self, bytes: &'a [u8]) -> NodeId {
         let s = if let Ok(s) = std::str::from_utf8(bytes) {
             Cow::Borrowed(s)
         } else {
@@ -337,7 +326,7 @@ impl<'a> Vm<'a> {
         Ok(deepest + 1)
     }
 
-    pub(crate) fn new_seq(&mut self, items: &[NodeId], make: fn(u32) -> Node) -> Res<NodeId> {
+    fn new_seq(&mut self, items: &[NodeId], make: fn(u32) -> Node) -> Res<NodeId> {
         let depth = self.depth_over(items.iter().copied())?;
         let i = self.arena.seqs.len() as u32;
         self.arena.seqs.push(Seq::from_slice(items));
@@ -354,7 +343,7 @@ impl<'a> Vm<'a> {
         Ok(self.container(make(i), depth))
     }
 
-    pub(crate) fn new_dict(&mut self, pairs: Vec<(NodeId, NodeId)>) -> Res<NodeId> {
+    fn new_dict(&mut self, pairs: Vec<(NodeId, NodeId)>) -> Res<NodeId> {
         let depth = self.depth_over(pairs.iter().flat_map(|&(k, v)| [k, v]))?;
         let i = self.arena.dicts.len() as u32;
         self.arena.dicts.push(DictBody { pairs });
@@ -382,25 +371,13 @@ impl<'a> Vm<'a> {
     /// `stack[from..]` into `target`; the items stay on the stack (the caller
     /// truncates). Opaque targets (custom classes) silently drop the items.
     fn extend(&mut self, target: NodeId, from: usize, want_set: bool) -> Res<()> {
-        let items = std::mem::take(&mut self.stack);
-        let r = self.extend_with(target, &items[from..], want_set);
-        self.stack = items;
-        r
-    }
-
-    /// [`Vm::extend`] of `items`.
-    pub(crate) fn extend_with(
-        &mut self,
-        target: NodeId,
-        items: &[NodeId],
-        want_set: bool,
-    ) -> Res<()> {
         let seq = match (self.arena.nodes[target as usize], want_set) {
             (Node::List(i), false) | (Node::Set(i), true) => i as usize,
             (Node::Opaque(_), _) => return Ok(()),
             (_, false) => return Err(E::Malformed("APPEND target is not a list")),
             (_, true) => return Err(E::Malformed("ADDITEMS target is not a set")),
         };
+        let items = &self.stack[from..];
         let depth = self.depth_over(items.iter().copied())?;
         self.arena.seqs[seq].extend(items);
         let d = &mut self.depths[target as usize];
@@ -410,22 +387,12 @@ impl<'a> Vm<'a> {
 
     /// SETITEM/SETITEMS of the key/value pairs `stack[from..]` into `target`.
     fn set_items(&mut self, target: NodeId, from: usize) -> Res<()> {
-        let items = std::mem::take(&mut self.stack);
-        let r = self.set_items_with(target, &items[from..]);
-        self.stack = items;
-        r
-    }
-
-    /// [`Vm::set_items`] of the flat key/value list `flat`.
-    pub(crate) fn set_items_with(&mut self, target: NodeId, flat: &[NodeId]) -> Res<()> {
-        if let Node::Record(i) = self.arena.nodes[target as usize] {
-            self.unrecord(target, i as usize);
-        }
         let dict = match self.arena.nodes[target as usize] {
             Node::Dict(i) => i as usize,
             Node::Opaque(_) => return Ok(()),
             _ => return Err(E::Malformed("SETITEM target is not a dict")),
         };
+        let flat = &self.stack[from..];
         if !flat.len().is_multiple_of(2) {
             return Err(E::Malformed("odd number of items for SETITEMS"));
         }
@@ -434,31 +401,6 @@ impl<'a> Vm<'a> {
         let d = &mut self.depths[target as usize];
         *d = (*d).max(depth);
         Ok(())
-    }
-
-    /// A record changed after it was built (only a hand-made pickle reaches a finished dict
-    /// again, through the memo) becomes the dict it was read from: its pairs in key order
-    /// (a record has no repeated key, so only the order of `items` differs from `parse`).
-    fn unrecord(&mut self, target: NodeId, record: usize) {
-        let width = self.arena.record_width;
-        let mut pairs = Vec::new();
-        for slot in 0..width {
-            let value = self.arena.slots.get(record * width + slot).copied();
-            let Some(value) = value.filter(|v| !matches!(v, Slot::Absent)) else { continue };
-            let text = self.reader.keys.get(slot).map_or_else(String::new, |k| k.to_string());
-            let key = self.new_str(Cow::Owned(text));
-            let value = match value {
-                Slot::Node(id) => id,
-                Slot::Int(v) => self.node(Node::Int(v)),
-                Slot::Float(x) => self.node(Node::Float(x)),
-                Slot::Bool(b) => self.node(Node::Bool(b)),
-                Slot::None | Slot::Absent => self.node(Node::None),
-            };
-            pairs.push((key, value));
-        }
-        let i = self.arena.dicts.len() as u32;
-        self.arena.dicts.push(DictBody { pairs });
-        self.arena.nodes[target as usize] = Node::Dict(i);
     }
 
     fn memo_get(&mut self, idx: u64) -> Res<()> {
@@ -824,9 +766,6 @@ impl<'a> Vm<'a> {
             op::EMPTY_DICT => {
                 let id = self.new_dict(Vec::new())?;
                 self.push(id);
-                if !self.reader.keys.is_empty() && self.input.get(self.pos) == Some(&op::MARK) {
-                    self.read_record(id);
-                }
             }
             op::EMPTY_SET => {
                 let id = self.new_seq(&[], Node::Set)?;

@@ -148,7 +148,6 @@ fn canon(v: Value<'_>) -> String {
             format!("<{}>", items.join(","))
         }
         Kind::Opaque { module, name } => format!("?{module}.{name}"),
-        Kind::Record => unreachable!("`parse` makes no records"),
     }
 }
 

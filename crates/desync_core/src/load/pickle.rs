@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use desync_pickle::{Field, Kind, NodeId, Value};
+use desync_pickle::{Kind, NodeId, Value};
 use rustc_hash::FxHashMap;
 
 use super::intern::{EntryFields, Interner};
@@ -17,7 +17,7 @@ use crate::model::{
 };
 
 pub fn decode(bytes: &[u8], rank: u32, path: &Path, shared: &Shared) -> Result<Decoded, DumpError> {
-    let pickle = desync_pickle::parse_records(bytes, &ENTRY_KEYS)?;
+    let pickle = desync_pickle::parse(bytes)?;
     let root = pickle.root();
     let mut notes = Notes::default();
     let mut intern = Interner::new(&shared.streams);
@@ -229,50 +229,34 @@ impl NodeCache {
     }
 }
 
-/// The entry keys desync reads. The pickle comes back with every entry dict whose keys are
-/// all among these as a record (`desync_pickle::parse_records`: its values by key position,
-/// numbers read in place); an entry with any other key stays a dict and is walked by text.
-/// Same values either way: the walk below is the one reading of both.
-const ENTRY_KEYS: [&str; 20] = [
-    "record_id",
-    "pg_id",
-    "process_group",
-    "collective_seq_id",
-    "p2p_seq_id",
-    "op_id",
-    "profiling_name",
-    "time_created_ns",
-    "duration_ms",
-    "input_sizes",
-    "output_sizes",
-    "input_dtypes",
-    "output_dtypes",
-    "state",
-    "time_discovered_started_ns",
-    "time_discovered_completed_ns",
-    "retired",
-    "timeout_ms",
-    "is_p2p",
-    "frames",
-];
-
-/// One pass over the entry: a lookup per field would scan its ~25 keys each time (the
-/// profile's top cost at 4,096 ranks). A record is read by slot, a dict by key text; with a
-/// repeated key (a hand-made dict) the last value wins, as in Python.
+/// One pass over the entry dict: a lookup per field would scan its ~25 keys each time
+/// (the profile's top cost at 4,096 ranks).
 fn fields(v: Value<'_>) -> Fields<'_> {
     let mut f = Fields { pairs: v.len(), ..Fields::default() };
-    if v.kind() == Kind::Record {
-        for slot in 0..ENTRY_KEYS.len() {
-            if let Some(value) = v.field(slot) {
-                f.set(slot, value);
-            }
-        }
-        return f;
-    }
     for (key, value) in v.items() {
         let Some(key) = key.as_str() else { continue };
-        if let Some(slot) = ENTRY_KEYS.iter().position(|k| *k == key) {
-            f.set(slot, Field::Value(value));
+        match key {
+            "record_id" => f.record_id = value.as_i64(),
+            "pg_id" => f.pg_id = value.as_i64(),
+            "process_group" => f.process_group = Some(value),
+            "collective_seq_id" => f.collective_seq_id = value.as_i64(),
+            "p2p_seq_id" => f.p2p_seq_id = value.as_i64(),
+            "op_id" => f.op_id = value.as_i64(),
+            "profiling_name" => f.profiling_name = Some(value).filter(|v| v.as_str().is_some()),
+            "time_created_ns" => f.time_created_ns = value.as_i64(),
+            "duration_ms" => f.duration_ms = value.as_f64(),
+            "input_sizes" => f.input_sizes = Some(value),
+            "output_sizes" => f.output_sizes = Some(value),
+            "input_dtypes" => f.input_dtypes = Some(value),
+            "output_dtypes" => f.output_dtypes = Some(value),
+            "state" => f.state = value.as_str(),
+            "time_discovered_started_ns" => f.started = value.as_i64(),
+            "time_discovered_completed_ns" => f.completed = value.as_i64(),
+            "retired" => f.retired = value.as_bool(),
+            "timeout_ms" => f.timeout_ms = value.as_i64(),
+            "is_p2p" => f.is_p2p = value.as_bool(),
+            "frames" => f.frames = Some(value),
+            _ => {}
         }
     }
     f
@@ -351,36 +335,7 @@ struct Fields<'p> {
     frames: Option<Value<'p>>,
 }
 
-impl<'p> Fields<'p> {
-    /// The value of the key at `slot` of [`ENTRY_KEYS`]. A key whose value should be a list
-    /// or a string takes only a node (a number there reads as absent, as an empty list would).
-    fn set(&mut self, slot: usize, value: Field<'p>) {
-        let node = value.as_value();
-        match slot {
-            0 => self.record_id = value.as_i64(),
-            1 => self.pg_id = value.as_i64(),
-            2 => self.process_group = node,
-            3 => self.collective_seq_id = value.as_i64(),
-            4 => self.p2p_seq_id = value.as_i64(),
-            5 => self.op_id = value.as_i64(),
-            6 => self.profiling_name = node.filter(|v| v.as_str().is_some()),
-            7 => self.time_created_ns = value.as_i64(),
-            8 => self.duration_ms = value.as_f64(),
-            9 => self.input_sizes = node,
-            10 => self.output_sizes = node,
-            11 => self.input_dtypes = node,
-            12 => self.output_dtypes = node,
-            13 => self.state = value.as_str(),
-            14 => self.started = value.as_i64(),
-            15 => self.completed = value.as_i64(),
-            16 => self.retired = value.as_bool(),
-            17 => self.timeout_ms = value.as_i64(),
-            18 => self.is_p2p = value.as_bool(),
-            19 => self.frames = node,
-            _ => {}
-        }
-    }
-
+impl Fields<'_> {
     /// The values the entry expands to, its shared (memoized) parts counted at every use: its
     /// keys, frames, dtypes, shapes and their dimensions. Counting walks no more than it
     /// counts, so the walk over a file stops within [`limits::expansion_budget`]: a list
