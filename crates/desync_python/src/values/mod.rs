@@ -751,7 +751,10 @@ impl<'p> Analysis<'p> {
         let polls = |c: &ruff_python_ast::ExprCall| match &*c.func {
             Expr::Attribute(a) => crate::names::knowledge::knowledge().polls(
                 a.attr.as_str(),
-                c.arguments.keywords.iter().filter_map(|k| k.arg.as_ref().map(|a| a.as_str())),
+                c.arguments
+                    .keywords
+                    .iter()
+                    .filter_map(|k| k.arg.as_ref().map(ruff_python_ast::Identifier::as_str)),
             ),
             _ => false,
         };
