@@ -25,6 +25,9 @@ pub(super) fn check(ctx: &Context<'_>) -> Vec<Raw> {
             if after.is_none() && replaces_the_failed_collective(ctx, block, handler) {
                 continue;
             }
+            if retries_the_poll(ctx, block, handler) {
+                continue;
+            }
             let Some(site) = after.or(around) else { continue };
             if commands_of_own_receive_loop(ctx, block) {
                 continue;
@@ -128,6 +131,30 @@ fn replaces_the_failed_collective(ctx: &Context<'_>, block: &TryBlock, handler: 
     guarded.peek().is_some()
         && guarded.all(|s| s.line() == block.body.first)
         && ctx.sites_in(block.function, handler.body.first, handler.body.last).next().is_some()
+}
+
+/// `while running: try: item = q.get(timeout=1); ...; except queue.Empty: continue`: the
+/// handler catches only what a queue's poll raises when nothing came in time (the table's
+/// `poll_timeouts`), the `try` opens with its only poll, and the handler goes back to the top
+/// of a loop that issues no collective before the `try`: the rank that found nothing polls
+/// again and reaches the collectives after the poll once its item comes. They are deferred,
+/// not skipped (a rank whose poll never succeeds hangs its peers either way: that is a stuck
+/// producer, not a skipped collective).
+fn retries_the_poll(ctx: &Context<'_>, block: &TryBlock, handler: &Handler) -> bool {
+    let (Some(jump), Some(names)) = (handler.jump.as_ref(), handler.caught.as_ref()) else {
+        return false;
+    };
+    if !matches!(jump.construct, Construct::Continue) || names.is_empty() {
+        return false;
+    }
+    let Some(lp) = ctx.innermost_loop(block.function, block.line) else { return false };
+    let analysis = ctx.analysis();
+    names.iter().all(|name| {
+        analysis
+            .qualified_name(ctx.module, handler.line, name)
+            .is_some_and(|q| knowledge().is_poll_timeout(&q))
+    }) && ctx.sites_in(block.function, lp.line, block.line.saturating_sub(1)).next().is_none()
+        && analysis.opens_with_the_only_poll(ctx.module, block.line)
 }
 
 /// The first collective the handler's jump skips after the `try` statement.

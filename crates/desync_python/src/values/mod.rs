@@ -741,6 +741,46 @@ impl<'p> Analysis<'p> {
         value::Eval::new(self, module, Scope::at(module, line), 0).probes_environment(&t.body)
     }
 
+    /// Whether the `try` at `line` opens with a poll of a queue (`item = q.get(timeout=1)`,
+    /// the table's `poll_timeouts`) and polls nowhere else in its body: what a handler of the
+    /// poll's "nothing came" class catches was raised by that first statement, before anything
+    /// else in the `try` ran.
+    pub fn opens_with_the_only_poll(&self, module: &Module, line: u32) -> bool {
+        let Some(path) = module.path(line) else { return false };
+        let Stmt::Try(t) = path.leaf() else { return false };
+        let polls = |c: &ruff_python_ast::ExprCall| match &*c.func {
+            Expr::Attribute(a) => crate::names::knowledge::knowledge().polls(
+                a.attr.as_str(),
+                c.arguments
+                    .keywords
+                    .iter()
+                    .filter_map(|k| k.arg.as_ref().map(ruff_python_ast::Identifier::as_str)),
+            ),
+            _ => false,
+        };
+        let opens = match t.body.first() {
+            Some(Stmt::Assign(a)) => matches!(&*a.value, Expr::Call(c) if polls(c)),
+            Some(Stmt::AnnAssign(a)) => {
+                matches!(a.value.as_deref(), Some(Expr::Call(c)) if polls(c))
+            }
+            Some(Stmt::Expr(e)) => matches!(&*e.value, Expr::Call(c) if polls(c)),
+            _ => false,
+        };
+        let mut count = 0usize;
+        crate::syntax::tree::walk_scope(&t.body, &mut |stmt, _| {
+            for e in crate::syntax::tree::header_exprs(stmt) {
+                crate::syntax::expr::walk(e, &mut |x| {
+                    if let Expr::Call(c) = x
+                        && polls(c)
+                    {
+                        count += 1;
+                    }
+                });
+            }
+        });
+        opens && count == 1
+    }
+
     /// Whether the statement `stmt` of `module` is a call that leaves `name` identical on every
     /// rank in place (`dist.broadcast_object_list(name, src=0)`, a project helper that agrees
     /// its first argument): what `name` held before it no longer decides anything.

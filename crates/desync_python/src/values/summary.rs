@@ -87,7 +87,8 @@ fn summarize(
         }
     });
     summary.is_generator = exits.iter().any(|(_, _, y)| *y);
-    let keeps = source_keeps(&mut eval, module, def, &exits);
+    let keeps = source_keeps(&mut eval, module, def, &exits)
+        .or_else(|| mirrored_broadcast(&mut eval, module, &exits));
     let mut first = true;
     let mut first_length = true;
     for (stmt, value, is_yield) in &exits {
@@ -252,6 +253,67 @@ fn source_keeps(
     Some(keeps)
 }
 
+/// A helper whose source and receivers each issue their own broadcast from the same source:
+/// `if rank == src: broadcast_object_list([obj], src=src); return obj`, and on the others
+/// `recv = [None]; broadcast_object_list(recv, src=src); return recv[0]` (a process-group
+/// wrapper's `broadcast_object`). Both sides run the same broadcast, so what the receivers
+/// return is what the source sent and returns itself: the rank test between the two returns
+/// decides nothing. Other returns (a single-rank shortcut, another transport) keep their
+/// value and tests; a side whose broadcast names another source, or whose return is not what
+/// that broadcast carries (the receivers returning their own argument), leaves the helper as
+/// it was.
+fn mirrored_broadcast(
+    eval: &mut Eval<'_, '_>,
+    module: &Module,
+    exits: &[(&Stmt, Option<&Expr>, bool)],
+) -> Option<SourceKeeps> {
+    let mut keeps = SourceKeeps::default();
+    let mut source: Option<String> = None;
+    for (stmt, value, is_yield) in exits {
+        if *is_yield {
+            return None;
+        }
+        let Some(value) = value else { continue };
+        let Some(path) = module.path(module.line_of(stmt.start())) else { continue };
+        let Some(last) = path.scope_levels(module).last() else { continue };
+        if last.stmt().range() != stmt.range() {
+            continue;
+        }
+        // The last broadcast before the return, in the return's own block (so it ran).
+        let Some((sent, src, call)) =
+            last.suite[..last.index].iter().rev().find_map(|s| broadcast_of(eval, s))
+        else {
+            continue;
+        };
+        let carried = match (sent, value) {
+            // The source sends `[obj]` and returns `obj`, not rebound since.
+            (Expr::List(l), Expr::Name(n))
+                if matches!(&*l.elts, [Expr::Name(m)] if m.id == n.id)
+                    && !module
+                        .bound_in(module.line_of(call.start()), module.line_of(stmt.start()))
+                        .contains(&n.id.as_str()) =>
+            {
+                Side::Source
+            }
+            (Expr::Name(container), _) if reads_container(value, container.id.as_str()) => {
+                Side::Receiver
+            }
+            _ => continue,
+        };
+        match (carried, side_of(eval, module, stmt, src)) {
+            (Side::Source, Some(Side::Source)) => keeps.source_exits.push(stmt.start()),
+            (Side::Receiver, Some(Side::Receiver)) => keeps.receiver_exits.push(stmt.start()),
+            _ => continue,
+        }
+        let text = module.text(src.range());
+        if source.as_deref().is_some_and(|s| s != text) {
+            return None;
+        }
+        source = Some(text.to_string());
+    }
+    (!keeps.source_exits.is_empty() && !keeps.receiver_exits.is_empty()).then_some(keeps)
+}
+
 impl<'m> Eval<'_, 'm> {
     /// The receivers' side of a broadcast whose source keeps what it sent, written inline:
     /// `box = [stop if rank == 0 else None]`, `broadcast_object_list(box, 0)`, then `if rank !=
@@ -315,6 +377,17 @@ fn broadcast_into<'s>(
     eval: &mut Eval<'_, '_>,
     stmt: &'s Stmt,
 ) -> Option<(&'s str, &'s Expr, &'s ruff_python_ast::ExprCall)> {
+    let (sent, src, c) = broadcast_of(eval, stmt)?;
+    let Expr::Name(container) = sent else { return None };
+    Some((container.id.as_str(), src, c))
+}
+
+/// [`broadcast_into`] for any first argument (`[obj]` written out on the source): what is
+/// sent or filled, the source as written, and the call.
+fn broadcast_of<'s>(
+    eval: &mut Eval<'_, '_>,
+    stmt: &'s Stmt,
+) -> Option<(&'s Expr, &'s Expr, &'s ruff_python_ast::ExprCall)> {
     let Stmt::Expr(s) = stmt else { return None };
     let Expr::Call(c) = &*s.value else { return None };
     // A cheap test before resolving (every summary asks): the table's broadcasts all end so.
@@ -326,12 +399,12 @@ fn broadcast_into<'s>(
     if api.op.as_deref() != Some("broadcast") || api.agrees != Some(Agrees::Arg0) {
         return None;
     }
-    let Some(Expr::Name(container)) = c.arguments.args.first() else { return None };
+    let sent = c.arguments.args.first()?;
     let src = match c.arguments.find_keyword("group_src") {
         Some(k) => &k.value,
         None => c.arguments.find_argument_value("src", 1)?,
     };
-    Some((container.id.as_str(), src, c))
+    Some((sent, src, c))
 }
 
 /// Whether `stmt` returns on the broadcast source (`if rank == src:`) or on the others (no test
@@ -370,7 +443,12 @@ fn source_test(eval: &mut Eval<'_, '_>, module: &Module, test: &Expr, src: &Expr
         ruff_python_ast::CmpOp::NotEq => false,
         _ => return None,
     };
-    let same = |e: &Expr| module.text(e.range()) == module.text(src.range());
+    // The source as written, or the index of a group's member list it is taken from
+    // (`src=self.ranks[src]` beside `if self.rank_in_group == src`: the group's rank `src`).
+    let same = |e: &Expr| {
+        module.text(e.range()) == module.text(src.range())
+            || matches!(src, Expr::Subscript(s) if module.text(e.range()) == module.text(s.slice.range()))
+    };
     let rank = if same(right) {
         &*c.left
     } else if same(&c.left) {

@@ -336,6 +336,8 @@ struct Raw {
     #[serde(default)]
     one_collective_modules: Option<NameList>,
     #[serde(default)]
+    poll_timeouts: Option<PollTimeouts>,
+    #[serde(default)]
     group_sizes: Option<NameList>,
     #[serde(default)]
     source_collectives: Option<NameList>,
@@ -398,6 +400,25 @@ pub enum CopyKeeps {
 #[serde(deny_unknown_fields)]
 struct NameList {
     names: Vec<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
+/// The exception a queue's poll raises when nothing came in time (`queue.Empty`), and the
+/// calls that poll: methods that never wait (`get_nowait`), and methods that wait only when
+/// given one of the keywords (`get(timeout=1)`, `get(block=False)`; a plain `get()` waits
+/// until an item comes and raises nothing).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PollTimeouts {
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    never_wait: Vec<String>,
+    #[serde(default)]
+    wait_unless: Vec<String>,
+    #[serde(default)]
+    keywords: Vec<String>,
     #[allow(dead_code)]
     source: String,
 }
@@ -477,6 +498,8 @@ pub struct Knowledge {
     builds_from_arguments: HashSet<String>,
     /// Modules whose collective functions each issue one collective (`torch.distributed`).
     one_collective_modules: HashSet<String>,
+    /// What a queue's poll raises when nothing came, and the calls that poll.
+    poll_timeouts: PollTimeouts,
     group_sizes: HashSet<String>,
     source_collectives: HashSet<String>,
     /// Methods that register a callback the module runs on this rank's own activations
@@ -616,6 +639,7 @@ impl Knowledge {
                 .one_collective_modules
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
+            poll_timeouts: raw.poll_timeouts.unwrap_or_default(),
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
             source_collectives: raw
                 .source_collectives
@@ -823,6 +847,21 @@ impl Knowledge {
     pub fn issues_one_collective(&self, name: &str) -> bool {
         name.rsplit_once('.')
             .is_some_and(|(module, _)| self.one_collective_modules.contains(module))
+    }
+
+    /// Whether `name` (qualified) is what a queue's poll raises when nothing came in time
+    /// (`queue.Empty`).
+    pub fn is_poll_timeout(&self, name: &str) -> bool {
+        self.poll_timeouts.names.iter().any(|n| n == name)
+    }
+
+    /// Whether a call of `method` with these keyword names polls a queue, raising the
+    /// [`Self::is_poll_timeout`] class when nothing comes (`get_nowait()`, `get(timeout=1)`).
+    pub fn polls<'k>(&self, method: &str, mut keywords: impl Iterator<Item = &'k str>) -> bool {
+        let p = &self.poll_timeouts;
+        p.never_wait.iter().any(|m| m == method)
+            || (p.wait_unless.iter().any(|m| m == method)
+                && keywords.any(|k| p.keywords.iter().any(|w| w == k)))
     }
 
     /// Whether `name` (qualified) answers how many ranks a process group holds
