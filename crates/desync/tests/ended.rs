@@ -150,7 +150,7 @@ fn a_rank_that_ended_short_of_its_peers_is_a_divergence_at_its_jump() {
     assert_eq!(verdict["collective_seq_id"], Value::Null, "no seq shows where they parted");
     let headline = verdict["headline"].as_str().unwrap();
     assert!(headline.contains("ended their run having issued fewer collectives"), "{headline}");
-    let evidence = verdict["evidence"].to_string();
+    let evidence = report.to_string();
     assert!(
         evidence.contains("issued up to seq 3") && evidence.contains("up to seq 4"),
         "{evidence}"
