@@ -125,7 +125,8 @@ pub fn analyze_trace_with_log(
     let alignment = align::align(&trace);
     let mut diagnosis = diagnose::diagnose(&trace, &alignment);
     if let Some(log) = &mut log {
-        log.upgrade = logs::merge::upgrade(&trace, &mut diagnosis, log);
+        log.upgrade = logs::merge::upgrade(&trace, &mut diagnosis, log)
+            .or_else(|| logs::ended::ended_short(&trace, &mut diagnosis, log));
     }
     let places = bridge::places(&trace, &diagnosis, sources);
     // A healthy job has no branch point to find.

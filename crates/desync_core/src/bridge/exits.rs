@@ -87,3 +87,41 @@ pub(crate) fn before_waiting(
     }
     out
 }
+
+/// For ranks that ended having issued fewer collectives than their peers
+/// (`logs/ended.rs`): the guarded jumps (`continue`, `break`, `return`) that skip the lines of
+/// `waiting`'s user frames, innermost frame first and nearest first. A rank that takes one in
+/// the loop that issues the collectives issues fewer of them and leaves the loop early; its
+/// collectives pair with its peers' of a later pass until it runs out, so the line that
+/// decided is on no stack and the call the others wait at is only where it showed.
+pub(crate) fn skipping_jumps(ws: &Workspace<'_>, waiting: &Entry) -> Vec<Raw> {
+    use desync_python::Construct;
+    let stack = UserStack::of(waiting);
+    let mut out = Vec::new();
+    for (depth, frame) in stack.frames.iter().rev().enumerate() {
+        let Some((local, module)) = ws.module(frame) else { continue };
+        let jumps = module.guards_with(ws.cx, frame.line).into_iter().filter(|b| {
+            matches!(b.construct, Construct::Continue | Construct::Break | Construct::Return)
+        });
+        for (k, jump) in jumps.enumerate() {
+            let note = format!(
+                "a rank it lets through skips line {} (where the others wait) and what follows it in that pass: it issues fewer collectives than its peers, and ends short of them",
+                frame.line
+            );
+            out.push(Raw {
+                branch: jump,
+                file: frame.file.to_string(),
+                local: local.clone(),
+                origin: Origin::Parting,
+                distance: depth + k,
+                call: false,
+                note: Some(note),
+                decides_loop: false,
+                ends_rank: None,
+                against: Vec::new(),
+                leaves_early: true,
+            });
+        }
+    }
+    out
+}

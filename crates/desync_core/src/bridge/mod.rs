@@ -173,6 +173,14 @@ pub fn find_code(
     // A straggler's code is where it arrives late, not where everyone ends up waiting.
     let late = straggler_late_entry(trace, alignment, d);
     finding.candidates = match (d.category, departed, reference) {
+        // The culprits ended short of their peers (`logs/ended.rs`): what made them issue
+        // fewer collectives is a guarded jump that skips the line the others wait at, in the
+        // loop that issues them; the call itself comes after.
+        (Category::Divergence, _, Some(waiting)) if d.ended_short => {
+            let mut found = candidates::rank(exits::skipping_jumps(&ws, waiting), &counts);
+            found.extend(call_candidate(&ws, waiting));
+            found
+        }
         (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
             let mut raws = candidates::between(&ws, dep, reference);
             // The same user stacks on both sides: they part inside a framework, and what

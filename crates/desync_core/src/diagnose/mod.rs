@@ -96,6 +96,9 @@ pub struct Diagnosis {
     pub doubt: Option<DoubtKind>,
     /// For a stall in a send or recv: the op the culprit did not post ("recv", "send").
     pub missing_p2p: Option<&'static str>,
+    /// A divergence read from a stall whose culprits the log shows ended, not stuck
+    /// (`logs/ended.rs`): the bridge looks for the jump that made them issue fewer collectives.
+    pub ended_short: bool,
 }
 
 pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
@@ -139,6 +142,7 @@ pub fn diagnose(trace: &Trace, alignment: &Alignment) -> Diagnosis {
         straggler: None,
         doubt: None,
         missing_p2p: None,
+        ended_short: false,
     };
     classify(trace, alignment, &mut d);
     for g in &mut d.groups {

@@ -43,6 +43,9 @@ pub const MAX_BESIDE_BYTES: u64 = 32 << 20;
 pub struct Upgrade {
     /// The category the dumps alone gave.
     pub from: &'static str,
+    /// The category the log made it: `crash` (a culprit's own error), or `divergence` (the
+    /// culprits ended short of their peers, `logs/ended.rs`).
+    pub to: &'static str,
     /// The headline the dumps alone gave.
     pub from_headline: String,
     /// The culprit ranks the log shows raised (now the verdict's culprits).
@@ -251,6 +254,7 @@ pub fn upgrade(trace: &Trace, d: &mut Diagnosis, log: &LogAnalysis) -> Option<Up
     }
     let upgrade = Upgrade {
         from: d.category.as_str(),
+        to: Category::Crash.as_str(),
         from_headline: d.headline.clone(),
         culprit_ranks: ranks.as_slice().to_vec(),
         not_in_log,

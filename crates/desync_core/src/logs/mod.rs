@@ -11,6 +11,7 @@
 //!   missing); a rank that timed out, or was aborted, is a waiter;
 //! - a log is told from a dump by content ([`looks_like_log`]), never by name.
 
+pub mod ended;
 pub mod launcher;
 pub mod lines;
 pub mod logged;

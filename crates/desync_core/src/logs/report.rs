@@ -337,8 +337,9 @@ pub fn write_text_section(a: &LogAnalysis, out: &mut dyn Write) -> io::Result<()
     if let Some(u) = &a.upgrade {
         writeln!(
             out,
-            "  the log made the dumps' verdict ({}) a crash of rank(s) {}",
+            "  the log made the dumps' verdict ({}) a {} of rank(s) {}",
             u.from,
+            u.to,
             RankSet::new(u.culprit_ranks.clone()).brief()
         )?;
     }

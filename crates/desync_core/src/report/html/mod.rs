@@ -443,9 +443,10 @@ fn log_section(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     if let Some(u) = &log.upgrade {
         writeln!(
             out,
-            "<p id=\"log-upgrade\">The log made the dumps' verdict (<b>{}</b>: {}) a crash of rank(s) {}.</p>",
+            "<p id=\"log-upgrade\">The log made the dumps' verdict (<b>{}</b>: {}) a {} of rank(s) {}.</p>",
             u.from,
             Esc(&u.from_headline),
+            u.to,
             Esc(&crate::model::format_ranks(&u.culprit_ranks))
         )?;
     }
