@@ -336,6 +336,8 @@ struct Raw {
     #[serde(default)]
     one_collective_modules: Option<NameList>,
     #[serde(default)]
+    point_to_point_modules: Option<NameList>,
+    #[serde(default)]
     group_sizes: Option<NameList>,
     #[serde(default)]
     source_collectives: Option<NameList>,
@@ -477,6 +479,9 @@ pub struct Knowledge {
     builds_from_arguments: HashSet<String>,
     /// Modules whose collective functions each issue one collective (`torch.distributed`).
     one_collective_modules: HashSet<String>,
+    /// Modules whose objects exchange point-to-point messages when they run (pipelining
+    /// schedules): a job that uses them sends and receives, not only collectives.
+    point_to_point_modules: Vec<String>,
     group_sizes: HashSet<String>,
     source_collectives: HashSet<String>,
     /// Methods that register a callback the module runs on this rank's own activations
@@ -616,6 +621,7 @@ impl Knowledge {
                 .one_collective_modules
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
+            point_to_point_modules: raw.point_to_point_modules.map(|s| s.names).unwrap_or_default(),
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
             source_collectives: raw
                 .source_collectives
@@ -823,6 +829,17 @@ impl Knowledge {
     pub fn issues_one_collective(&self, name: &str) -> bool {
         name.rsplit_once('.')
             .is_some_and(|(module, _)| self.one_collective_modules.contains(module))
+    }
+
+    /// Whether `name` (qualified) exchanges point-to-point messages: a send/recv row of the
+    /// table (`op = "p2p"`), or anything of a module listed in `[point_to_point_modules]`
+    /// (`torch.distributed.pipelining.Schedule1F1B`).
+    pub fn is_point_to_point(&self, name: &str) -> bool {
+        self.api(name).is_some_and(Api::is_point_to_point)
+            || self.point_to_point_modules.iter().any(|m| {
+                name.strip_prefix(m.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            })
     }
 
     /// Whether `name` (qualified) answers how many ranks a process group holds
