@@ -238,7 +238,7 @@ mod tests {
         let v = verdict::decide(&parse(&texts));
         assert_eq!(v.category, crate::diagnose::Category::Crash, "{}", v.headline);
         assert_eq!(v.culprit_ranks, vec![2], "{}", v.headline);
-        assert!(v.headline.contains("1024 vs 512"), "{}", v.headline);
+        assert!(v.headline.contains("gloo::EnforceNotMet"), "{}", v.headline);
         assert!(
             !v.claims.iter().any(|c| c.kind == ClaimKind::FirstToTimeOut),
             "an abort's dump signal is no timeout: {:?}",
