@@ -135,6 +135,12 @@ pub fn analyze_trace_with_log(
         .is_problem()
         .then(|| bridge::find_code(&trace, &alignment, &diagnosis, sources, &places))
         .flatten();
+    // Sends and receives Gloo does not record: the seqs shown may not be where ranks parted.
+    if diagnosis.category.is_problem()
+        && let Some(note) = bridge::unrecorded_point_to_point(&trace, sources)
+    {
+        diagnosis.evidence.push(note);
+    }
     let probes = code.as_ref().map(|c| bridge::probes(c, sources)).unwrap_or_default();
     // No source root at all because the working directory is `/` or the home directory: say
     // so once, with what to pass, rather than only per frame.

@@ -106,5 +106,6 @@ pub use syntax::types::{
 pub use values::classify::{ClassifyOptions, classify_expression, classify_expression_with};
 pub use values::trace::{StepKind, ValueFeature, ValueStep};
 pub use values::{
-    Analysis, Carried, Finding, OriginFrame, ValueOrigin, grid_axes, grid_group, merge_groups,
+    Analysis, Carried, Finding, OriginFrame, PointToPointUse, ValueOrigin, grid_axes, grid_group,
+    merge_groups,
 };

@@ -14,6 +14,7 @@ mod candidates;
 mod distance;
 mod exits;
 mod place;
+mod point_to_point;
 mod probes;
 mod reducer;
 mod setup;
@@ -29,6 +30,7 @@ use crate::diagnose::{BehaviourGroup, Category, Diagnosis, Position, short_path}
 use crate::model::{Entry, RankSet, Trace};
 
 pub use place::{RankPlace, Within, places, wants_places};
+pub use point_to_point::unrecorded_note as unrecorded_point_to_point;
 pub use probes::{Probe, probes, probes_diff};
 pub use sources::{LocalSource, Resolved, Resolver, SourceOptions, SourceProblem};
 

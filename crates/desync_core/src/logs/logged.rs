@@ -24,6 +24,10 @@ pub struct LoggedError {
     pub rank: Option<u32>,
     /// The record's text, trimmed.
     pub message: String,
+    /// The record is the C++ runtime's `terminate called after throwing`: the process ended
+    /// there (std::terminate aborts it), so it is the rank's fatal end, not a line a job
+    /// may log and carry on after.
+    pub fatal: bool,
     pub cite: Cite,
 }
 
@@ -32,15 +36,15 @@ pub struct LoggedError {
 pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> Vec<LoggedError> {
     let mut found = Vec::new();
     for (i, r) in records.iter().enumerate() {
-        let message = if is_error_record(&r.body) {
-            r.body.trim().to_owned()
-        } else if let Some(ended) = terminated(records, i) {
-            ended
+        let (message, fatal) = if let Some(ended) = terminated(records, i) {
+            (ended, true)
+        } else if is_error_record(&r.body) {
+            (r.body.trim().to_owned(), false)
         } else {
             continue;
         };
         if symptom_of(&message).is_none() {
-            found.push(LoggedError { rank: r.rank, message, cite: cite(r) });
+            found.push(LoggedError { rank: r.rank, message, fatal, cite: cite(r) });
         }
     }
     found
@@ -107,6 +111,7 @@ mod tests {
         let found = read(&records, |_| Cite::default());
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].rank, Some(5));
+        assert!(found[0].fatal, "std::terminate ends the process");
         assert!(found[0].message.contains("Received data size"), "{}", found[0].message);
     }
 

@@ -152,6 +152,8 @@ impl LogEvidence {
             && self.nccl.watchdog_errors.is_empty()
             && self.tracebacks.is_empty()
             && self.failures.exits.is_empty()
+            // A plain error record is only a line; a rank's fatal end is evidence.
+            && !self.logged_errors.iter().any(|l| l.fatal)
     }
 }
 
@@ -215,6 +217,39 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(r, t)| (PathBuf::from(format!("logs/worker_rank{r}.log")), (*t).to_owned()))
+            .collect();
+        assert_ne!(verdict::decide(&parse(&texts)).category, crate::diagnose::Category::Crash);
+    }
+
+    /// A rank the C++ runtime ended on an exception of its own is a crash on that line alone,
+    /// even when its peers' logs show nothing (they were stopped before failing); a terminate
+    /// on a waiter's exception (a peer's closed socket) is a victim, and a harness's note of a
+    /// dump taken on another rank's abort is no timeout.
+    #[test]
+    fn a_terminate_on_an_own_exception_is_a_crash_of_that_rank_alone() {
+        let quiet =
+            "epoch 0 batch 12 ok\n[harness] dump written (dump signal from rank 2: SIGABRT)\n";
+        let victim = "epoch 0 batch 12 ok\nterminate called after throwing an instance of 'std::runtime_error'\n  what():  [gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.1.0.7]:51422\n";
+        let own = "epoch 0 batch 12 ok\nterminate called after throwing an instance of 'gloo::EnforceNotMet'\n  what():  [enforce fail at gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 1024 vs 512. Received data size doesn't match expected size.\n";
+        let texts: Vec<(PathBuf, String)> = [quiet, victim, own, quiet, victim]
+            .iter()
+            .enumerate()
+            .map(|(r, t)| (PathBuf::from(format!("out/worker-rank-{r}.log")), (*t).to_owned()))
+            .collect();
+        let v = verdict::decide(&parse(&texts));
+        assert_eq!(v.category, crate::diagnose::Category::Crash, "{}", v.headline);
+        assert_eq!(v.culprit_ranks, vec![2], "{}", v.headline);
+        assert!(v.headline.contains("gloo::EnforceNotMet"), "{}", v.headline);
+        assert!(
+            !v.claims.iter().any(|c| c.kind == ClaimKind::FirstToTimeOut),
+            "an abort's dump signal is no timeout: {:?}",
+            v.claims
+        );
+        // Only victims: no crash.
+        let texts: Vec<(PathBuf, String)> = [quiet, victim, victim]
+            .iter()
+            .enumerate()
+            .map(|(r, t)| (PathBuf::from(format!("out/worker-rank-{r}.log")), (*t).to_owned()))
             .collect();
         assert_ne!(verdict::decide(&parse(&texts)).category, crate::diagnose::Category::Crash);
     }

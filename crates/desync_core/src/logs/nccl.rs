@@ -101,7 +101,9 @@ pub fn read(records: &[Record], cite: impl Fn(&Record) -> Cite) -> NcclLines {
         if let Some(p) = progress(body) {
             out.progress.push(GroupProgress { rank: r.rank, cite: cite(r), ..p });
         }
-        if body.contains("dump signal") {
+        // Only torch's watchdog says a dump signal came from a *timeout*; a harness's line
+        // about a dump on another rank's abort names no rank that timed out.
+        if body.contains("dump signal") && body.contains("timeout") {
             let first = if body.contains("from this local rank") {
                 r.rank
             } else {

@@ -232,6 +232,7 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
             evidence: vec![t.cite.clone()],
         });
     }
+    terminated_claims(e, &mut ranks, claims);
     logged_exit_claims(e, &mut ranks, claims);
     for w in &e.nccl.watchdog_errors {
         let Some(rank) = w.rank else { continue };
@@ -274,6 +275,31 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
     ranks
 }
 
+/// A rank the C++ runtime ended on an uncaught exception of its own (`terminate called after
+/// throwing an instance of 'gloo::EnforceNotMet'`, what(): a size its peer disagrees on): the
+/// line is the process's end, whatever its peers show. A terminate whose exception is a
+/// waiter's (the watchdog's timeout, a peer's closed socket) was left out when it was read.
+fn terminated_claims(e: &LogEvidence, ranks: &mut Vec<u32>, claims: &mut Vec<Claim>) {
+    for l in e.logged_errors.iter().filter(|l| l.fatal) {
+        let Some(rank) = l.rank else { continue };
+        if ranks.contains(&rank) {
+            continue;
+        }
+        ranks.push(rank);
+        claims.push(Claim {
+            kind: ClaimKind::Raised,
+            ranks: vec![rank],
+            process_group: None,
+            collective_seq_id: None,
+            text: format!(
+                "rank {rank} was ended by the C++ runtime on an uncaught exception of its own: `{}`",
+                short(&l.message)
+            ),
+            evidence: vec![l.cite.clone()],
+        });
+    }
+}
+
 /// A rank that logged an error and ended leaves no traceback (`log.error(...)` then
 /// `sys.exit(2)`). Its last error record is its own error when its peers failed because a
 /// peer's process exited under them, and the rank itself neither failed on a peer nor timed
@@ -296,7 +322,7 @@ fn logged_exit_claims(e: &LogEvidence, ranks: &mut Vec<u32>, claims: &mut Vec<Cl
         .chain(e.nccl.timeouts.iter().filter_map(|t| t.rank))
         .collect();
     let mut logged: Vec<&super::logged::LoggedError> = Vec::new();
-    for l in e.logged_errors.iter().rev() {
+    for l in e.logged_errors.iter().rev().filter(|l| !l.fatal) {
         let Some(rank) = l.rank else { continue };
         if ranks.contains(&rank)
             || waiters.contains(&rank)

@@ -35,6 +35,7 @@ pub(crate) mod condition;
 pub(crate) mod length;
 pub(crate) mod origin;
 pub(crate) mod peers;
+pub(crate) mod point_to_point;
 pub(crate) mod property;
 pub(crate) mod resolve;
 pub(crate) mod standing;
@@ -58,6 +59,7 @@ use crate::syntax::module::Module;
 use crate::syntax::types::{Dependence, DependenceKind};
 
 pub use origin::{Carried, OriginFrame, ValueOrigin};
+pub use point_to_point::PointToPointUse;
 
 pub(crate) use resolve::Sym;
 pub(crate) use summary::Summary;

@@ -337,6 +337,7 @@ struct Raw {
     one_collective_modules: Option<NameList>,
     #[serde(default)]
     poll_timeouts: Option<PollTimeouts>,
+    point_to_point_modules: Option<NameList>,
     #[serde(default)]
     group_sizes: Option<NameList>,
     #[serde(default)]
@@ -500,6 +501,9 @@ pub struct Knowledge {
     one_collective_modules: HashSet<String>,
     /// What a queue's poll raises when nothing came, and the calls that poll.
     poll_timeouts: PollTimeouts,
+    /// Modules whose objects exchange point-to-point messages when they run (pipelining
+    /// schedules): a job that uses them sends and receives, not only collectives.
+    point_to_point_modules: Vec<String>,
     group_sizes: HashSet<String>,
     source_collectives: HashSet<String>,
     /// Methods that register a callback the module runs on this rank's own activations
@@ -640,6 +644,7 @@ impl Knowledge {
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             poll_timeouts: raw.poll_timeouts.unwrap_or_default(),
+            point_to_point_modules: raw.point_to_point_modules.map(|s| s.names).unwrap_or_default(),
             group_sizes: raw.group_sizes.map(|s| s.names.into_iter().collect()).unwrap_or_default(),
             source_collectives: raw
                 .source_collectives
@@ -862,6 +867,15 @@ impl Knowledge {
         p.never_wait.iter().any(|m| m == method)
             || (p.wait_unless.iter().any(|m| m == method)
                 && keywords.any(|k| p.keywords.iter().any(|w| w == k)))
+    /// Whether `name` (qualified) exchanges point-to-point messages: a send/recv row of the
+    /// table (`op = "p2p"`), or anything of a module listed in `[point_to_point_modules]`
+    /// (`torch.distributed.pipelining.Schedule1F1B`).
+    pub fn is_point_to_point(&self, name: &str) -> bool {
+        self.api(name).is_some_and(Api::is_point_to_point)
+            || self.point_to_point_modules.iter().any(|m| {
+                name.strip_prefix(m.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            })
     }
 
     /// Whether `name` (qualified) answers how many ranks a process group holds
