@@ -867,6 +867,8 @@ impl Knowledge {
         p.never_wait.iter().any(|m| m == method)
             || (p.wait_unless.iter().any(|m| m == method)
                 && keywords.any(|k| p.keywords.iter().any(|w| w == k)))
+    }
+
     /// Whether `name` (qualified) exchanges point-to-point messages: a send/recv row of the
     /// table (`op = "p2p"`), or anything of a module listed in `[point_to_point_modules]`
     /// (`torch.distributed.pipelining.Schedule1F1B`).
