@@ -215,42 +215,20 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
     let mut ranks = Vec::new();
     for t in e.tracebacks.iter().filter(|t| t.symptom.is_none()) {
         let Some(rank) = t.rank else { continue };
-        if ranks.contains(&rank) {
-            continue;
-        }
-        ranks.push(rank);
         let at = t.user_frame.as_ref().map_or_else(
             || " (every frame shown is library code)".to_owned(),
             |f| format!(" at {}:{} in {}", f.file, f.line, f.function),
         );
-        claims.push(Claim {
-            kind: ClaimKind::Raised,
-            ranks: vec![rank],
-            process_group: None,
-            collective_seq_id: None,
-            text: format!("rank {rank} raised `{}`{at}", short(&t.exception)),
-            evidence: vec![t.cite.clone()],
-        });
+        let text = format!("rank {rank} raised `{}`{at}", short(&t.exception));
+        own_end(&mut ranks, claims, rank, text, &t.cite);
     }
     terminated_claims(e, &mut ranks, claims);
     logged_exit_claims(e, &mut ranks, claims);
     for w in &e.nccl.watchdog_errors {
         let Some(rank) = w.rank else { continue };
-        if ranks.contains(&rank) {
-            continue;
-        }
-        ranks.push(rank);
-        claims.push(Claim {
-            kind: ClaimKind::Raised,
-            ranks: vec![rank],
-            process_group: None,
-            collective_seq_id: None,
-            text: format!(
-                "rank {rank}'s watchdog died of `{}`, not of a timeout",
-                short(&w.message)
-            ),
-            evidence: vec![w.cite.clone()],
-        });
+        let text =
+            format!("rank {rank}'s watchdog died of `{}`, not of a timeout", short(&w.message));
+        own_end(&mut ranks, claims, rank, text, &w.cite);
     }
     // A fault signal in torchrun's table is the rank's own end; SIGABRT is not (the watchdog
     // aborts every waiter), nor SIGTERM/SIGKILL (the agent stops the rest).
@@ -258,21 +236,31 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
         let Some(signal) = x.signal.as_deref().filter(|s| FAULT_SIGNALS.contains(s)) else {
             continue;
         };
-        if ranks.contains(&x.rank) {
-            continue;
-        }
-        ranks.push(x.rank);
-        claims.push(Claim {
-            kind: ClaimKind::Raised,
-            ranks: vec![x.rank],
-            process_group: None,
-            collective_seq_id: None,
-            text: format!("rank {} was killed by {signal} (torchrun's table): a fault of its own, not a timeout", x.rank),
-            evidence: vec![x.cite.clone()],
-        });
+        let text = format!(
+            "rank {} was killed by {signal} (torchrun's table): a fault of its own, not a timeout",
+            x.rank
+        );
+        own_end(&mut ranks, claims, x.rank, text, &x.cite);
     }
     ranks.sort_unstable();
     ranks
+}
+
+/// Claims `rank`'s own end once: the first source [`raised_claims`] reads for a rank (its
+/// traceback first, torchrun's table last) is the one cited.
+fn own_end(ranks: &mut Vec<u32>, claims: &mut Vec<Claim>, rank: u32, text: String, cite: &Cite) {
+    if ranks.contains(&rank) {
+        return;
+    }
+    ranks.push(rank);
+    claims.push(Claim {
+        kind: ClaimKind::Raised,
+        ranks: vec![rank],
+        process_group: None,
+        collective_seq_id: None,
+        text,
+        evidence: vec![cite.clone()],
+    });
 }
 
 /// A rank the C++ runtime ended on an uncaught exception of its own (`terminate called after
@@ -282,21 +270,11 @@ fn raised_claims(e: &LogEvidence, claims: &mut Vec<Claim>) -> Vec<u32> {
 fn terminated_claims(e: &LogEvidence, ranks: &mut Vec<u32>, claims: &mut Vec<Claim>) {
     for l in e.logged_errors.iter().filter(|l| l.fatal) {
         let Some(rank) = l.rank else { continue };
-        if ranks.contains(&rank) {
-            continue;
-        }
-        ranks.push(rank);
-        claims.push(Claim {
-            kind: ClaimKind::Raised,
-            ranks: vec![rank],
-            process_group: None,
-            collective_seq_id: None,
-            text: format!(
-                "rank {rank} was ended by the C++ runtime on an uncaught exception of its own: `{}`",
-                short(&l.message)
-            ),
-            evidence: vec![l.cite.clone()],
-        });
+        let text = format!(
+            "rank {rank} was ended by the C++ runtime on an uncaught exception of its own: `{}`",
+            short(&l.message)
+        );
+        own_end(ranks, claims, rank, text, &l.cite);
     }
 }
 
