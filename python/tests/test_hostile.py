@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import time
 import subprocess
 import sys
@@ -22,12 +23,18 @@ from conftest import REPO, desync_bin
 
 pytestmark = pytest.mark.desync
 
+# What "ends well" bounds is the work: CPU seconds (the kernel stops a run past them with
+# SIGXCPU, a signal check_ran_well reports). Wall time is only the backstop for a run that
+# blocks: on a 2-core machine shared with a build and another test shard, a run of 6 CPU
+# seconds took over 60 s of wall time.
 TIME_CAP_S = 60
+WALL_CAP_S = 300
 MEMORY_CAP = 4 << 30
 
 
 def _cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+    resource.setrlimit(resource.RLIMIT_CPU, (TIME_CAP_S, TIME_CAP_S))
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +50,15 @@ def hostile(tmp_path_factory) -> dict:
 
 
 def run_capped(args: list[str], cwd: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    """Runs desync under the caps; a run past the time cap comes back with exit code None."""
+    """Runs desync under the caps; a run blocked past the wall cap comes back with exit code None."""
     exe = desync_bin()
     assert exe.exists(), f"desync binary not found at {exe} (build it or set DESYNC_BIN)"
     try:
         # The cap comes from prlimit(1), not a preexec_fn: the main test runs these from two
         # threads, and a preexec_fn is not safe to run after fork in a threaded process.
-        return subprocess.run(["prlimit", f"--as={MEMORY_CAP}", "--", str(exe), *args], cwd=cwd,
-                              input=stdin, capture_output=True, timeout=TIME_CAP_S, check=False,
+        return subprocess.run(["prlimit", f"--as={MEMORY_CAP}", f"--cpu={TIME_CAP_S}", "--",
+                               str(exe), *args], cwd=cwd,
+                              input=stdin, capture_output=True, timeout=WALL_CAP_S, check=False,
                               env={**os.environ, "NO_COLOR": ""})
     except subprocess.TimeoutExpired as e:
         return subprocess.CompletedProcess(e.cmd, None, e.output or b"", e.stderr or b"")
@@ -65,7 +73,7 @@ def run_mcp_in_phases(cwd: str, phases: list[list[dict]], args: list[str] = (),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=_cap_memory,
                             env={**os.environ, "NO_COLOR": "", **(env or {})})
-    deadline = time.monotonic() + TIME_CAP_S
+    deadline = time.monotonic() + WALL_CAP_S
     answers: dict = {}
     out_lines: list[bytes] = []
     for phase in phases[:-1]:
@@ -99,7 +107,8 @@ def run_mcp_in_phases(cwd: str, phases: list[list[dict]], args: list[str] = (),
 def check_ran_well(proc: subprocess.CompletedProcess, what: str, forbidden: list[str],
                    files: list[Path] = ()) -> None:
     err = proc.stderr.decode(errors="replace")
-    assert proc.returncode is not None, f"{what}: ran past {TIME_CAP_S} s"
+    assert proc.returncode is not None, f"{what}: blocked past {WALL_CAP_S} s of wall time"
+    assert proc.returncode != -signal.SIGXCPU, f"{what}: ran past {TIME_CAP_S} CPU seconds"
     assert proc.returncode in (0, 1, 2), (
         f"{what}: exit {proc.returncode} (a negative code is a signal)\n{err[-3000:]}")
     assert "panicked" not in err, f"{what}: panic\n{err[-3000:]}"
@@ -356,7 +365,7 @@ def fake_home(tmp_path) -> dict:
 def _run_in(args: list[str], cwd: Path | str, env: dict) -> subprocess.CompletedProcess:
     exe = desync_bin()
     return subprocess.run([str(exe), *args], cwd=str(cwd), capture_output=True,
-                          timeout=TIME_CAP_S, preexec_fn=_cap_memory, check=False,
+                          timeout=WALL_CAP_S, preexec_fn=_cap_memory, check=False,
                           env={**os.environ, "NO_COLOR": "", **env})
 
 
