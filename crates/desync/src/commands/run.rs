@@ -404,8 +404,9 @@ impl Log {
             JobEvent::Watch(Event::Alert(a)) => {
                 format!("{}: {}", a.key.category.as_str(), a.analysis.diagnosis.headline)
             }
-            // Before the ranks' first dumps there is nothing to read; not worth a line.
-            JobEvent::Watch(Event::SourceDown(_)) => return,
+            // Before the ranks' first dumps there is nothing to read: not worth a line. The
+            // kept output is said with the report's paths.
+            JobEvent::Watch(Event::SourceDown(_)) | JobEvent::OutputKept(_) => return,
             JobEvent::Stopping(cause) => {
                 format!("{}: stopping the job and every process it started", cause_text(cause))
             }
@@ -425,8 +426,6 @@ impl Log {
             JobEvent::OutputNotKept(e) => {
                 format!("the job's output could not be kept ({e}); the report has no log")
             }
-            // Said with the report's paths.
-            JobEvent::OutputKept(_) => return,
             JobEvent::Unkillable(pids) => format!(
                 "{} still running after SIGKILL, stuck in the kernel ({})",
                 processes(pids.len()),

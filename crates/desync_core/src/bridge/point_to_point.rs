@@ -47,7 +47,7 @@ pub fn unrecorded_note(trace: &Trace, options: &SourceOptions) -> Option<String>
     let mut roots: Vec<std::path::PathBuf> = resolver.roots().to_vec();
     let mut locals = Vec::new();
     for file in &files {
-        let Ok(local) = resolver.locate(&**file) else { continue };
+        let Ok(local) = resolver.locate(file) else { continue };
         if let Ok(real) = resolver.contain(&local)
             && let Some(dir) = real.parent()
         {
@@ -63,10 +63,10 @@ pub fn unrecorded_note(trace: &Trace, options: &SourceOptions) -> Option<String>
         let module = queue[seen].clone();
         seen += 1;
         if let Some(found) = cx.point_to_point_use(&module) {
-            let at = module
-                .file_path()
-                .map(|p| format!("{}:{}", short_path(&p.display().to_string()), found.line))
-                .unwrap_or_else(|| format!("line {}", found.line));
+            let at = module.file_path().map_or_else(
+                || format!("line {}", found.line),
+                |p| format!("{}:{}", short_path(&p.display().to_string()), found.line),
+            );
             return Some(format!(
                 "the job exchanges point-to-point messages (`{}` at {at}), which Gloo's Flight Recorder does not record: the ranks may have parted in a send or receive the dumps do not show, before the seqs shown here",
                 found.name

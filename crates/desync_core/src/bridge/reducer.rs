@@ -1,10 +1,10 @@
 //! Collectives a gradient reducer issued from inside the backward pass (DDP's bucket
-//! all_reduces: the table's `[[reducer]]` rows). Their innermost user line is
+//! `all_reduce`s: the table's `[[reducer]]` rows). Their innermost user line is
 //! `loss.backward()`, on every rank alike; what decided whether a rank's backward issued a
 //! bucket is which parameters its *forward* used, and the forward returned long before. A rank
 //! whose forward skipped a submodule (`if has_meta.any(): h = h + self.meta(meta)`) leaves that
 //! bucket unready: its backward issues nothing while its peers wait in the bucket's
-//! all_reduce, and its next forward raises the reducer's error (a crash the job's log shows).
+//! `all_reduce`, and its next forward raises the reducer's error (a crash the job's log shows).
 //!
 //! So when a side's collective was issued by a reducer's backward (a table `backward_frames`
 //! frame on its stack), the candidates are the guards of the uses of the wrapped model's own

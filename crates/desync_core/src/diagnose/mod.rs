@@ -492,16 +492,13 @@ fn conflict(
     } else {
         d.headline = match e.departure {
             Departure::Inserted { count } => format!(
-                "rank(s) {departed} issued {count} extra collective(s) at {there}: {culprit_text}, where rank(s) {} issued {reference_text}",
-                reference_ranks
+                "rank(s) {departed} issued {count} extra collective(s) at {there}: {culprit_text}, where rank(s) {reference_ranks} issued {reference_text}"
             ),
             Departure::Skipped { count } => format!(
-                "rank(s) {departed} skipped {count} collective(s) at {there}: they issued {culprit_text} where rank(s) {} issued {reference_text}",
-                reference_ranks
+                "rank(s) {departed} skipped {count} collective(s) at {there}: they issued {culprit_text} where rank(s) {reference_ranks} issued {reference_text}"
             ),
             Departure::DifferentOp | Departure::DifferentCallSite => format!(
-                "rank(s) {departed} took a different path at {there}: they issued {culprit_text} while rank(s) {} issued {reference_text}",
-                reference_ranks
+                "rank(s) {departed} took a different path at {there}: they issued {culprit_text} while rank(s) {reference_ranks} issued {reference_text}"
             ),
             Departure::Substituted { difference } => format!(
                 "rank(s) {departed} called the same collective with a different {} at {there}: {culprit_text} vs {reference_text} on rank(s) {}",
@@ -518,8 +515,7 @@ fn conflict(
                 )
             }
             Departure::BrokePattern => format!(
-                "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)",
-                reference_ranks
+                "rank(s) {departed} issued a collective that breaks the pattern all ranks followed, at {there}: {culprit_text}, never issued before, where rank(s) {reference_ranks} continued with {reference_text} (an extra or missing call; the dumps carry no frames to show the line)"
             ),
         };
     }

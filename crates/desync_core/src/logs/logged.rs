@@ -25,7 +25,7 @@ pub struct LoggedError {
     /// The record's text, trimmed.
     pub message: String,
     /// The record is the C++ runtime's `terminate called after throwing`: the process ended
-    /// there (std::terminate aborts it), so it is the rank's fatal end, not a line a job
+    /// there (`std::terminate` aborts it), so it is the rank's fatal end, not a line a job
     /// may log and carry on after.
     pub fatal: bool,
     pub cite: Cite,

@@ -264,7 +264,7 @@ fn own_end(ranks: &mut Vec<u32>, claims: &mut Vec<Claim>, rank: u32, text: Strin
 }
 
 /// A rank the C++ runtime ended on an uncaught exception of its own (`terminate called after
-/// throwing an instance of 'gloo::EnforceNotMet'`, what(): a size its peer disagrees on): the
+/// throwing an instance of 'gloo::EnforceNotMet'`, `what()`: a size its peer disagrees on): the
 /// line is the process's end, whatever its peers show. A terminate whose exception is a
 /// waiter's (the watchdog's timeout, a peer's closed socket) was left out when it was read.
 fn terminated_claims(e: &LogEvidence, ranks: &mut Vec<u32>, claims: &mut Vec<Claim>) {

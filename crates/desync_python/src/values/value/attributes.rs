@@ -3,7 +3,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-impl<'a, 'm> Eval<'a, 'm> {
+impl Eval<'_, '_> {
     pub(crate) fn attribute(&mut self, e: &Expr, at: TextSize, depth: usize) -> Deps {
         let Expr::Attribute(a) = e else { return Deps::default() };
         match self.resolve(e, at) {

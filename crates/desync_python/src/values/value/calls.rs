@@ -4,7 +4,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-impl<'a, 'm> Eval<'a, 'm> {
+impl<'m> Eval<'_, 'm> {
     pub(crate) fn call(&mut self, e: &Expr, c: &ExprCall, at: TextSize, depth: usize) -> Value {
         let callee = self.resolve(&c.func, at);
         match &callee {

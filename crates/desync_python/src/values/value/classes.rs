@@ -3,7 +3,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-impl<'a, 'm> Eval<'a, 'm> {
+impl<'m> Eval<'_, 'm> {
     /// The class whose instance `name` is, when it is `self` of a method (or `cls`).
     pub(crate) fn self_class(
         &mut self,

@@ -4,7 +4,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-impl<'a, 'm> Eval<'a, 'm> {
+impl<'m> Eval<'_, 'm> {
     /// "`flag` agreed by `dist.all_reduce(flag, ...)` at line 14" when, between the binding
     /// and the use, a statement of the same scope passes `name` to a collective (or to a
     /// project function) that leaves it identical on every rank.

@@ -4,7 +4,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-impl<'a, 'm> Eval<'a, 'm> {
+impl<'m> Eval<'_, 'm> {
     /// What decides whether the statement at `at` runs at all: the tests of the `if`s and
     /// `while`s around it in its function, and the `except` it sits in.
     pub(crate) fn control_at(&mut self, at: TextSize) -> Deps {

@@ -4,7 +4,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-impl<'a, 'm> Eval<'a, 'm> {
+impl<'m> Eval<'_, 'm> {
     pub(crate) fn name(&mut self, name: &str, at: TextSize) -> Value {
         if let Some((_, v)) = self.shadow.iter().rev().find(|(n, _)| n == name) {
             return v.clone();
