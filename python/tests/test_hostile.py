@@ -14,6 +14,8 @@ import signal
 import time
 import subprocess
 import sys
+import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -67,16 +69,25 @@ def run_capped(args: list[str], cwd: str, stdin: bytes | None = None) -> subproc
 def run_mcp_in_phases(cwd: str, phases: list[list[dict]], args: list[str] = (),
                       env: dict | None = None):
     """`desync mcp ARGS` under the caps; each phase's requests are sent once every request of
-    the phase before has been answered. Returns (completed process, answers by id)."""
+    the phase before has been answered, and stdin is closed (MCP's shutdown) once the last
+    phase's are: like a real client, which does not shut the server down with calls in flight
+    (the server then drops them; on a loaded machine a queued load was still waiting for its
+    slot). Returns (completed process, answers by id)."""
     exe = desync_bin()
+    # stderr goes to a file: only stdout is read while calls are in flight, and a full stderr
+    # pipe would block the server.
+    errors = tempfile.TemporaryFile()
     proc = subprocess.Popen([str(exe), "mcp", *args], cwd=cwd, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=errors,
                             preexec_fn=_cap_memory,
                             env={**os.environ, "NO_COLOR": "", **(env or {})})
     deadline = time.monotonic() + WALL_CAP_S
+    # A server that blocks is killed at the deadline, which ends the reads below.
+    killer = threading.Timer(WALL_CAP_S, proc.kill)
+    killer.start()
     answers: dict = {}
     out_lines: list[bytes] = []
-    for phase in phases[:-1]:
+    for phase in phases:
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in phase).encode())
         proc.stdin.flush()
         wanted = {r["id"] for r in phase if "id" in r}
@@ -88,14 +99,18 @@ def run_mcp_in_phases(cwd: str, phases: list[list[dict]], args: list[str] = (),
             msg = json.loads(line)
             if "id" in msg:
                 answers[msg["id"]] = msg
-    last = "".join(json.dumps(r) + "\n" for r in phases[-1]).encode()
     try:
-        out, err = proc.communicate(last, timeout=max(1.0, deadline - time.monotonic()))
-        code = proc.returncode
+        out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        code = None if proc.returncode == -signal.SIGKILL else proc.returncode
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        out, _ = proc.communicate()
         code = None
+    finally:
+        killer.cancel()
+    errors.seek(0)
+    err = errors.read()
+    errors.close()
     for line in out.decode().splitlines():
         msg = json.loads(line)
         if "id" in msg:
