@@ -5,7 +5,6 @@
 
 mod all_clear;
 mod earliest;
-mod group_creation;
 mod position;
 mod timing;
 mod waits;
@@ -347,11 +346,6 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         );
         return;
     }
-    // Every recorded collective agrees; a group creation some ranks skipped is not recorded.
-    if let Some(uneven) = group_creation::uneven_creation(trace, trace.world_size) {
-        skipped_group_creation(trace, d, &uneven);
-        return;
-    }
     if let Some(doubt) = all_clear::doubt(trace, alignment, &d.groups) {
         d.category = Category::Inconclusive;
         d.culprit_ranks = doubt.ranks;
@@ -374,33 +368,6 @@ fn classify(trace: &Trace, alignment: &Alignment, d: &mut Diagnosis) {
         collectives,
         trace.process_groups.len()
     );
-}
-
-/// Ranks that created a sub-group their peers never did (`group_creation.rs`): they parted
-/// at the `new_group` call, which no record holds, so there is no collective seq. The
-/// behaviour groups of the creating ranks are the departed side; the bridge compares their
-/// latest collective with the others'.
-fn skipped_group_creation(trace: &Trace, d: &mut Diagnosis, u: &group_creation::UnevenCreation) {
-    d.category = Category::Divergence;
-    d.culprit_ranks = u.created.clone();
-    for g in &mut d.groups {
-        g.culprit = g.ranks.as_slice().iter().any(|&r| u.created.contains(r));
-    }
-    let names = u.names.iter().map(|n| format!("pg {n}")).collect::<Vec<_>>().join(", ");
-    d.headline = format!(
-        "rank(s) {} created {names} that rank(s) {} never created: every rank of the default group enters new_group, so the next group created on all ranks gets different names on the two sides and hangs in its rendezvous, which no dump records",
-        u.created.brief(),
-        u.never.brief()
-    );
-    d.evidence.push(format!(
-        "rank(s) {} issued collectives on {names}, a name from new_group's per-process counter (a group made with use_local_synchronization=True gets a hashed name instead)",
-        u.created.brief()
-    ));
-    d.evidence.push(format!(
-        "the pg_config of rank(s) {} lists the whole world ({} ranks) as its only group, as Gloo writes before a process creates any sub-group; the others' list ranks \"[]\", as it writes once one exists",
-        u.never.brief(),
-        trace.world_size
-    ));
 }
 
 /// Entries skipped while loading (unreadable, past a limit), with the ranks they belong to.
