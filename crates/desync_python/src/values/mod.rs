@@ -871,12 +871,6 @@ impl<'p> Analysis<'p> {
     /// a test (`if dp_group is not None:` before each reduction) then take the same clause on
     /// one path.
     pub fn steady_test(&self, module: &Module, line: u32, test_source: &str) -> bool {
-        let scope = Scope::at(module, line);
-        let Some(def) = scope.function else { return false };
-        let parsed = parse_unchecked(test_source.trim(), ParseOptions::from(Mode::Expression));
-        let Mod::Expression(expr) = parsed.into_syntax() else { return false };
-        let written = test_source.trim();
-        let mut attributes: Vec<&str> = Vec::new();
         fn steady<'e>(
             e: &Expr,
             written: &'e str,
@@ -904,6 +898,12 @@ impl<'p> Analysis<'p> {
                 _ => false,
             }
         }
+        let scope = Scope::at(module, line);
+        let Some(def) = scope.function else { return false };
+        let parsed = parse_unchecked(test_source.trim(), ParseOptions::from(Mode::Expression));
+        let Mod::Expression(expr) = parsed.into_syntax() else { return false };
+        let written = test_source.trim();
+        let mut attributes: Vec<&str> = Vec::new();
         let once = |name: &str| crate::names::bindings::bindings(module, scope, name).len() <= 1;
         if !steady(&expr.body, written, &mut attributes, &once) {
             return false;
