@@ -180,13 +180,25 @@ pub(crate) fn short(text: &str) -> String {
 /// test is not a conjunction with such a part beside a part that does differ. Such a part
 /// holds on every rank whenever the rest splits them (`not self.use_zero and dp_rank != 0`:
 /// `use_zero` is false everywhere once any replica takes the clause).
+///
+/// A test that is an `or` (written so, or a name bound once to one: `takes_part = is_main or
+/// self.spread_eval`) splits the ranks only where each of its uniform operands fails: were
+/// one true, the test would hold on every rank. Those operands are then known false
+/// (`if self.spread_eval: all_reduce(...)` inside is issued by no rank there).
 pub(crate) fn uniform_parts(
     ctx: &Context<'_>,
     clause: &desync_python::Clause,
 ) -> Option<Vec<(String, bool)>> {
     let test_line = clause.test_line?;
     if clause.conjuncts.len() < 2 {
-        return None;
+        let test = clause.test.as_deref()?;
+        let uniform: Vec<(String, bool)> = ctx
+            .analysis()
+            .disjuncts(ctx.module, test_line, test)
+            .into_iter()
+            .filter(|(text, _)| ctx.dependence(test_line, text).is_empty())
+            .collect();
+        return (!uniform.is_empty()).then_some(uniform);
     }
     let uniform: Vec<(String, bool)> = clause
         .conjuncts

@@ -51,13 +51,13 @@ pub(super) fn exit_is_balanced(
 ) -> bool {
     let Some((cond, clause)) = innermost_clause(ctx, function, jump_line) else { return false };
     let Some(end) = scope_end(ctx, function, jump_line, construct) else { return false };
-    let leaving = ops(ctx.sites_in(function, cond.clauses[clause].body.first, jump_line), deps);
+    let leaving = leaving_paths(ctx, function, cond.clauses[clause].body.first, jump_line, deps);
     // Leaving with nothing issued is balanced when the ranks that stay leave the same way
     // right after the `if`, issuing nothing first: `if max_n == 0: if rank != 0: return None`
     // then `return []`, before the gather below. (Only that straight form is looked at: an
     // exit issues nothing far more often than not, and following every path after each one
     // was quadratic on a file of thousands of them.)
-    if leaving.is_empty() {
+    if leaving.iter().all(|(l, _)| l.is_empty()) {
         let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
         return ctx
             .module
@@ -69,9 +69,36 @@ pub(super) fn exit_is_balanced(
     if construct == Construct::Return && ctx.innermost_loop(function, jump_line).is_some() {
         return false;
     }
-    staying_paths(ctx, cond, function, end, deps, |i| i != clause)
-        .iter()
-        .all(|p| same_issues(p, &leaving))
+    let staying = staying_paths(ctx, cond, function, end, deps, |i| i != clause);
+    leaving.iter().all(|l| staying.iter().all(|p| pair(p, l)))
+}
+
+/// Whether two paths that can run together (they decided no steady test two ways) issue the
+/// same collectives; paths that cannot are not compared.
+fn pair(a: &(Ops, Decided), b: &(Ops, Decided)) -> bool {
+    joined(&a.1, &b.1).is_none() || same_issues(&a.0, &b.0)
+}
+
+/// What the ranks that leave issue on lines `first..=last` (up to their exit): all of its
+/// collectives as one list, or, when an `if` of a steady test there decides which
+/// ([`Context::steady_tests`]), each path's, with what it decided.
+fn leaving_paths(
+    ctx: &Context<'_>,
+    function: Option<u32>,
+    first: u32,
+    last: u32,
+    deps: &[Dependence],
+) -> Vec<(Ops, Decided)> {
+    if !ctx.steady_tests(function).is_empty()
+        && let Some(paths) = paths_through(ctx, function, first, last, 0)
+        && paths.iter().any(|p| !p.2.is_empty())
+    {
+        return paths
+            .into_iter()
+            .map(|(sites, _, decided)| (ops(sites.into_iter(), deps), decided))
+            .collect();
+    }
+    vec![(ops(ctx.sites_in(function, first, last), deps), Vec::new())]
 }
 
 /// For an `if` one of whose clauses ends by leaving (its last line is a `return`, or a
@@ -96,17 +123,34 @@ pub(super) fn clauses_are_balanced(
     let (first_leaving, jump) = (0..cond.clauses.len()).find_map(|i| leaves(i).map(|j| (i, j)))?;
     let end = scope_end(ctx, function, jump.line, jump.construct)?;
     let reference =
-        ops(ctx.sites_in(function, cond.clauses[first_leaving].body.first, jump.line), deps);
+        leaving_paths(ctx, function, cond.clauses[first_leaving].body.first, jump.line, deps);
     let leaving_agree = (0..cond.clauses.len()).filter(|&i| leaves(i).is_some()).all(|i| {
         let body = &cond.clauses[i].body;
-        same_issues(&ops(ctx.sites_in(function, body.first, body.last), deps), &reference)
+        let paths = leaving_paths(ctx, function, body.first, body.last, deps);
+        paths.iter().all(|p| reference.iter().all(|r| pair(p, r)))
     });
     let staying = staying_paths(ctx, cond, function, end, deps, |i| leaves(i).is_none());
-    Some(leaving_agree && staying.iter().all(|p| same_issues(p, &reference)))
+    Some(leaving_agree && staying.iter().all(|p| reference.iter().all(|r| pair(p, r))))
 }
 
-/// A path's sites, and whether it ended (a `return` or `raise`) before the end of its region.
-type Path<'c, 'a> = (Vec<&'c Site<'a>>, bool);
+/// A path's sites, whether it ended (a `return` or `raise`) before the end of its region, and
+/// which way it went at each `if` of a steady test ([`Context::steady_tests`]).
+type Path<'c, 'a> = (Vec<&'c Site<'a>>, bool, Decided);
+
+/// The steady tests a path decided, each with whether it held there.
+type Decided = Vec<(String, bool)>;
+
+/// Whether two parts of a path decided no steady test two ways (`if dp_group is not None:`
+/// taken before the early return and not after it is no path any rank runs), and what they
+/// decided together.
+fn joined(a: &Decided, b: &Decided) -> Option<Decided> {
+    if a.iter().any(|(t, h)| b.iter().any(|(u, k)| t == u && h != k)) {
+        return None;
+    }
+    let mut out = a.clone();
+    out.extend(b.iter().filter(|d| !a.contains(d)).cloned());
+    Some(out)
+}
 
 /// What a path issues, by op and process group ([`ops`]).
 type Ops = Vec<(String, Option<String>)>;
@@ -120,7 +164,7 @@ fn staying_paths(
     end: u32,
     deps: &[Dependence],
     keep: impl Fn(usize) -> bool,
-) -> Vec<Ops> {
+) -> Vec<(Ops, Decided)> {
     let if_end = cond.clauses.iter().map(|c| c.body.last).max().unwrap_or(cond.line);
     let missing_else = !cond.has_else();
     if let Some(paths) = followed_paths(ctx, cond, function, end, deps, &keep, true) {
@@ -132,14 +176,15 @@ fn staying_paths(
         .map(|i| (cond.clauses[i].body.first, cond.clauses[i].body.last))
         .collect();
     let after: Vec<&Site<'_>> = ctx.sites_in(function, if_end + 1, end).collect();
-    let mut paths: Vec<Ops> = clauses
+    let mut paths: Vec<(Ops, Decided)> = clauses
         .iter()
         .map(|&(first, last)| {
-            ops(ctx.sites_in(function, first, last).chain(after.iter().copied()), deps)
+            let sites = ctx.sites_in(function, first, last).chain(after.iter().copied());
+            (ops(sites, deps), Vec::new())
         })
         .collect();
     if missing_else {
-        paths.push(ops(after.iter().copied(), deps));
+        paths.push((ops(after.iter().copied(), deps), Vec::new()));
     }
     paths
 }
@@ -156,7 +201,7 @@ fn followed_paths(
     deps: &[Dependence],
     keep: &impl Fn(usize) -> bool,
     sorted: bool,
-) -> Option<Vec<Ops>> {
+) -> Option<Vec<(Ops, Decided)>> {
     let listed = |sites: &mut dyn Iterator<Item = &Site<'_>>| {
         if sorted { ops(sites, deps) } else { ops_in_order(sites, deps) }
     };
@@ -168,15 +213,16 @@ fn followed_paths(
         starts.extend(paths_through(ctx, function, clause.body.first, clause.body.last, 0)?);
     }
     if !cond.has_else() {
-        starts.push((Vec::new(), false));
+        starts.push((Vec::new(), false, Vec::new()));
     }
-    for (start, ended) in starts {
+    for (start, ended, decided) in starts {
         if ended {
-            out.push(listed(&mut start.into_iter()));
+            out.push((listed(&mut start.into_iter()), decided));
             continue;
         }
-        for (rest, _) in &after {
-            out.push(listed(&mut start.iter().chain(rest.iter()).copied()));
+        for (rest, _, later) in &after {
+            let Some(both) = joined(&decided, later) else { continue };
+            out.push((listed(&mut start.iter().chain(rest.iter()).copied()), both));
         }
         if out.len() > MAX_PATHS {
             return None;
@@ -209,8 +255,9 @@ pub(super) fn if_is_balanced(ctx: &Context<'_>, cond: &Conditional, deps: &[Depe
         return false;
     };
     // The same collectives in the same order (another order is DSY004's).
-    followed_paths(ctx, cond, function, end, deps, &|_| true, false)
-        .is_some_and(|paths| paths.windows(2).all(|w| w[0] == w[1]))
+    followed_paths(ctx, cond, function, end, deps, &|_| true, false).is_some_and(|paths| {
+        paths.iter().all(|a| paths.iter().all(|b| joined(&a.1, &b.1).is_none() || a.0 == b.0))
+    })
 }
 
 /// Whether `line` of `function` sits in a clause of an `if` whose test depends on the rank id
@@ -247,7 +294,7 @@ fn paths_through<'c, 'a>(
         return None;
     }
     if first > last {
-        return Some(vec![(Vec::new(), false)]);
+        return Some(vec![(Vec::new(), false, Vec::new())]);
     }
     // Every `if` at least doubles the paths that go on, so a range with many is not followed:
     // asking is then bounded by the cap, not by the function's size.
@@ -296,7 +343,7 @@ fn paths_through<'c, 'a>(
             ifs.push(c);
         }
     }
-    let mut paths: Vec<Path<'c, 'a>> = vec![(Vec::new(), false)];
+    let mut paths: Vec<Path<'c, 'a>> = vec![(Vec::new(), false, Vec::new())];
     let mut line = first;
     let mut ifs = ifs.into_iter().peekable();
     while line <= last {
@@ -310,7 +357,7 @@ fn paths_through<'c, 'a>(
         let upto = stop.map_or(next_if.saturating_sub(1).min(last), |j| j.line);
         let straight: Vec<&Site<'_>> =
             ctx.sites_in(function, line, upto).filter(|s| !passed_on(s.line())).collect();
-        for (sites, ended) in &mut paths {
+        for (sites, ended, _) in &mut paths {
             if !*ended {
                 sites.extend(straight.iter().copied());
                 *ended = stop.is_some();
@@ -321,12 +368,30 @@ fn paths_through<'c, 'a>(
         }
         let Some(c) = ifs.next() else { break };
         let if_last = c.clauses.iter().map(|cl| cl.body.last).max().unwrap_or(c.line);
+        // An `if` of a steady test goes the same way on every path that meets it again.
+        let steady = c.clauses[0]
+            .test
+            .as_ref()
+            .filter(|t| ctx.steady_tests(function).contains(t))
+            .filter(|_| c.clauses.len() == 1 || (c.clauses.len() == 2 && c.has_else()));
         let mut branches: Vec<Path<'c, 'a>> = Vec::new();
-        for cl in &c.clauses {
-            branches.extend(paths_through(ctx, function, cl.body.first, cl.body.last, nest + 1)?);
+        for (i, cl) in c.clauses.iter().enumerate() {
+            for (sites, ended, mut decided) in
+                paths_through(ctx, function, cl.body.first, cl.body.last, nest + 1)?
+            {
+                if let Some(test) = steady {
+                    // A path that decided the test the other way inside is no path.
+                    let Some(both) = joined(&decided, &vec![(test.clone(), i == 0)]) else {
+                        continue;
+                    };
+                    decided = both;
+                }
+                branches.push((sites, ended, decided));
+            }
         }
         if !c.has_else() {
-            branches.push((Vec::new(), false));
+            let decided = steady.map(|t| vec![(t.clone(), false)]).unwrap_or_default();
+            branches.push((Vec::new(), false, decided));
         }
         // A test may call a helper that issues collectives: the `if` line's are on every
         // branch; an `elif`'s only on some, which is not followed.
@@ -339,16 +404,17 @@ fn paths_through<'c, 'a>(
             return None;
         }
         let mut next = Vec::new();
-        for (sites, ended) in paths {
+        for (sites, ended, decided) in paths {
             if ended {
-                next.push((sites, true));
+                next.push((sites, true, decided));
                 continue;
             }
-            for (branch, branch_ended) in &branches {
+            for (branch, branch_ended, also) in &branches {
+                let Some(both) = joined(&decided, also) else { continue };
                 let mut p = sites.clone();
                 p.extend(header.iter().copied());
                 p.extend(branch.iter().copied());
-                next.push((p, *branch_ended));
+                next.push((p, *branch_ended, both));
             }
         }
         if next.len() > MAX_PATHS {

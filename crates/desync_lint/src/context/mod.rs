@@ -76,6 +76,9 @@ pub(crate) struct Context<'a> {
     /// about the same parameters, and answering walks the file's calls.
     pub(crate) parameters:
         std::cell::RefCell<std::collections::HashMap<ParameterKey, Vec<desync_python::Dependence>>>,
+    /// For each function (`def` line; `None`: module level), the tests [`Context::steady_tests`]
+    /// gives, found once.
+    steady: std::cell::RefCell<std::collections::HashMap<Option<u32>, std::rc::Rc<Vec<String>>>>,
 }
 
 /// (function `def` line, parameter, caller depth, what is asked of it).
@@ -125,6 +128,7 @@ impl<'a> Context<'a> {
             dying,
             parents: parents_of(&outline.conditionals),
             parameters: std::cell::RefCell::default(),
+            steady: std::cell::RefCell::default(),
         }
     }
 
@@ -226,6 +230,39 @@ impl<'a> Context<'a> {
     /// Why the test `expr` at `line` can differ across ranks (a comparison of the rank with a
     /// value no rank has is the same everywhere), parameters followed into their callers;
     /// `Unknown` entries dropped.
+    /// The tests that two or more `if`s of `function` (each a plain `if`, or `if`/`else`)
+    /// repeat, that no rank decides differently, and that answer the same wherever the
+    /// function evaluates them ([`desync_python::Analysis::steady_test`]): every rank takes
+    /// the same clause of each such `if`, and one path takes the same clause of all of them.
+    pub fn steady_tests(&self, function: Option<u32>) -> std::rc::Rc<Vec<String>> {
+        if let Some(known) = self.steady.borrow().get(&function) {
+            return known.clone();
+        }
+        let mut seen: std::collections::HashMap<&str, (u32, usize)> =
+            std::collections::HashMap::new();
+        for c in self.outline.conditionals.iter().filter(|c| c.function == function) {
+            let plain = c.clauses.len() == 1 || (c.clauses.len() == 2 && c.has_else());
+            if let (true, Some(test), Some(line)) =
+                (plain, c.clauses[0].test.as_deref(), c.clauses[0].test_line)
+            {
+                seen.entry(test).or_insert((line, 0)).1 += 1;
+            }
+        }
+        let mut steady: Vec<String> = seen
+            .into_iter()
+            .filter(|&(test, (line, count))| {
+                count >= 2
+                    && self.analysis().steady_test(self.module, line, test)
+                    && self.dependence(line, test).is_empty()
+            })
+            .map(|(test, _)| test.to_owned())
+            .collect();
+        steady.sort();
+        let steady = std::rc::Rc::new(steady);
+        self.steady.borrow_mut().insert(function, steady.clone());
+        steady
+    }
+
     pub fn dependence(&self, line: u32, expr: &str) -> Vec<Dependence> {
         self.resolved(line, self.analysis().condition(self.module, line, expr))
     }

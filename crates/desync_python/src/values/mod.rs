@@ -811,6 +811,125 @@ impl<'p> Analysis<'p> {
             .nothing_raises_before(level.suite, line)
     }
 
+    /// The operands of the `or` that the test `test_source` at `line` of `module` is, or that
+    /// the name it is was bound to by its only binding in the function (`takes_part = is_main
+    /// or self.spread_eval` before `if takes_part:`), each as its source text without a
+    /// leading `not` and whether that `not` was written. Only operands that read the same
+    /// wherever they are written are given: names and attribute reads of names, which the
+    /// function never rebinds (a call or a name bound again between the two lines could
+    /// answer otherwise at the test). Empty when the test is no such `or`.
+    pub fn disjuncts(&self, module: &Module, line: u32, test_source: &str) -> Vec<(String, bool)> {
+        let scope = Scope::at(module, line);
+        let parsed = parse_unchecked(test_source.trim(), ParseOptions::from(Mode::Expression));
+        let Mod::Expression(expr) = parsed.into_syntax() else { return Vec::new() };
+        // Operands are quoted from the test as given, or from the module for a binding's.
+        let written = test_source.trim();
+        let (or, text): (_, &dyn Fn(TextRange) -> String) = match &*expr.body {
+            Expr::BoolOp(o) => (o, &|r: TextRange| written[r].to_owned()),
+            Expr::Name(n) if scope.function.is_some() => {
+                match &crate::names::bindings::bindings(module, scope, n.id.as_str())[..] {
+                    [b] => match b.source {
+                        crate::names::bindings::Source::Value(Expr::BoolOp(o))
+                            if module.line_of(b.at) < line =>
+                        {
+                            (o, &|r: TextRange| module.text(r).to_owned())
+                        }
+                        _ => return Vec::new(),
+                    },
+                    _ => return Vec::new(),
+                }
+            }
+            _ => return Vec::new(),
+        };
+        if or.op != ruff_python_ast::BoolOp::Or {
+            return Vec::new();
+        }
+        // A name the function binds once or never (a parameter, `self`, a global).
+        let fixed = |e: &Expr| {
+            let mut root = e;
+            while let Expr::Attribute(a) = root {
+                root = &a.value;
+            }
+            matches!(root, Expr::Name(n)
+                if crate::names::bindings::bindings(module, scope, n.id.as_str()).len() <= 1)
+        };
+        or.values
+            .iter()
+            .filter_map(|v| match v {
+                Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => {
+                    fixed(&u.operand).then(|| (text(u.operand.range()), true))
+                }
+                e => fixed(e).then(|| (text(e.range()), false)),
+            })
+            .collect()
+    }
+
+    /// Whether the test `test_source` at `line` of `module` answers the same wherever the
+    /// function around it evaluates it: it reads only literals, names the function binds at
+    /// most once (a parameter, `self`) and attribute reads of them that the function never
+    /// assigns, through comparisons, `not`, `and`/`or` — no call, no item. Two `if`s with such
+    /// a test (`if dp_group is not None:` before each reduction) then take the same clause on
+    /// one path.
+    pub fn steady_test(&self, module: &Module, line: u32, test_source: &str) -> bool {
+        fn steady<'e>(
+            e: &Expr,
+            written: &'e str,
+            attributes: &mut Vec<&'e str>,
+            once: &dyn Fn(&str) -> bool,
+        ) -> bool {
+            match e {
+                Expr::NumberLiteral(_)
+                | Expr::StringLiteral(_)
+                | Expr::BooleanLiteral(_)
+                | Expr::NoneLiteral(_) => true,
+                Expr::Name(n) => once(n.id.as_str()),
+                Expr::Attribute(a) => {
+                    attributes.push(&written[a.range()]);
+                    steady(&a.value, written, attributes, once)
+                }
+                Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => {
+                    steady(&u.operand, written, attributes, once)
+                }
+                Expr::BoolOp(b) => b.values.iter().all(|v| steady(v, written, attributes, once)),
+                Expr::Compare(c) => {
+                    steady(&c.left, written, attributes, once)
+                        && c.comparators.iter().all(|v| steady(v, written, attributes, once))
+                }
+                _ => false,
+            }
+        }
+        let scope = Scope::at(module, line);
+        let Some(def) = scope.function else { return false };
+        let parsed = parse_unchecked(test_source.trim(), ParseOptions::from(Mode::Expression));
+        let Mod::Expression(expr) = parsed.into_syntax() else { return false };
+        let written = test_source.trim();
+        let mut attributes: Vec<&str> = Vec::new();
+        let once = |name: &str| crate::names::bindings::bindings(module, scope, name).len() <= 1;
+        if !steady(&expr.body, written, &mut attributes, &once) {
+            return false;
+        }
+        // No `self.x = ...` (nor `+=`) of a field the test reads, anywhere in the function.
+        let mut assigned = false;
+        crate::syntax::tree::walk_scope(&def.body, &mut |stmt, _| {
+            let targets: Vec<&Expr> = match stmt {
+                Stmt::Assign(a) => a.targets.iter().collect(),
+                Stmt::AugAssign(a) => vec![&*a.target],
+                Stmt::AnnAssign(a) => vec![&*a.target],
+                _ => Vec::new(),
+            };
+            for t in targets {
+                crate::syntax::expr::walk(t, &mut |x| {
+                    if let Expr::Attribute(_) = x
+                        && attributes.contains(&module.text(x.range()))
+                    {
+                        assigned = true;
+                    }
+                });
+            }
+        });
+        !assigned
+    }
+
     /// Why the *structure* of `expr_source` at `line` (whether it is `None`, its type) can
     /// differ across ranks: only through a choice between assignments or returns, or the
     /// environment (see `condition::structure`). What a caller passes for a parameter tested

@@ -334,6 +334,10 @@ struct Raw {
     #[serde(default)]
     builds_from_arguments: Option<NameList>,
     #[serde(default)]
+    import_probes: Option<NameList>,
+    #[serde(default)]
+    one_collective_calls: Option<NameList>,
+    #[serde(default)]
     one_collective_modules: Option<NameList>,
     #[serde(default)]
     poll_timeouts: Option<PollTimeouts>,
@@ -497,6 +501,10 @@ pub struct Knowledge {
     value_errors: HashSet<String>,
     /// Library calls that build a value from their arguments alone (`torch.zeros`).
     builds_from_arguments: HashSet<String>,
+    /// Calls that import a module named at run time (`importlib.import_module`).
+    import_probes: HashSet<String>,
+    /// Framework calls that each issue one collective (`Accelerator.wait_for_everyone`).
+    one_collective_calls: HashSet<String>,
     /// Modules whose collective functions each issue one collective (`torch.distributed`).
     one_collective_modules: HashSet<String>,
     /// What a queue's poll raises when nothing came, and the calls that poll.
@@ -637,6 +645,14 @@ impl Knowledge {
                 .unwrap_or_default(),
             builds_from_arguments: raw
                 .builds_from_arguments
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            import_probes: raw
+                .import_probes
+                .map(|s| s.names.into_iter().collect())
+                .unwrap_or_default(),
+            one_collective_calls: raw
+                .one_collective_calls
                 .map(|s| s.names.into_iter().collect())
                 .unwrap_or_default(),
             one_collective_modules: raw
@@ -847,11 +863,21 @@ impl Knowledge {
         self.builds_from_arguments.contains(name)
     }
 
+    /// Whether `name` (qualified) imports a module named by its argument, as an `import`
+    /// statement does (`importlib.import_module("pkg.ext")`): it fails on every rank of one
+    /// software image or on none.
+    pub fn is_import_probe(&self, name: &str) -> bool {
+        self.import_probes.contains(name)
+    }
+
     /// Whether `name` (qualified) is a function of a module whose collectives each issue one
-    /// collective and raise only its failure (`torch.distributed.all_reduce`).
+    /// collective and raise only its failure (`torch.distributed.all_reduce`), or a framework
+    /// call the table says does the same (`accelerate.Accelerator.wait_for_everyone`).
     pub fn issues_one_collective(&self, name: &str) -> bool {
-        name.rsplit_once('.')
-            .is_some_and(|(module, _)| self.one_collective_modules.contains(module))
+        self.one_collective_calls.contains(name)
+            || name
+                .rsplit_once('.')
+                .is_some_and(|(module, _)| self.one_collective_modules.contains(module))
     }
 
     /// Whether `name` (qualified) is what a queue's poll raises when nothing came in time

@@ -114,7 +114,8 @@ impl<'m> Eval<'_, 'm> {
     /// and no other call. An error it raises says what the node type or the installed packages
     /// lack, alike on every rank: one job runs one software image on one node type
     /// (accelerate's `is_xpu_available`, mmengine's `try: import torch_mlu`, olmo-core's
-    /// `try: from olmo_core.nn.hf import ...` / `except ImportError`). At module level a body
+    /// `try: from olmo_core.nn.hf import ...` / `except ImportError`), or the table's
+    /// `import_probes` (`ext = importlib.import_module(name)`). At module level a body
     /// that starts with an import is such a probe whatever follows (mmengine's
     /// `import torch_npu; torch.npu.set_compile_mode(...)`): it runs once as the module is
     /// imported, before any rank has data of its own.
@@ -151,6 +152,8 @@ impl<'m> Eval<'_, 'm> {
                     .args
                     .first()
                     .is_some_and(|on| matches!(self.resolve(on, c.start()), Sym::Path(_))),
+                // `importlib.import_module(name)`: an import written as a call.
+                Sym::Path(p) if knowledge().is_import_probe(&p) => true,
                 Sym::Path(p) => knowledge().api(&p).is_some_and(|api| api.role == Role::Config),
                 _ => false,
             })
@@ -176,18 +179,24 @@ impl<'m> Eval<'_, 'm> {
                         a.targets.iter().all(Expr::is_name_expr)
                             && self.call_of_built_arguments(&a.value)
                     }
+                    // Only the clause holding the line ran, after the tests before it
+                    // (`if dist.is_initialized(): dist.barrier() else:
+                    // accelerator.wait_for_everyone()`: the `else` runs no barrier of the body).
                     Stmt::If(s) => {
-                        self.built_from_arguments(&s.test)
-                            && std::iter::once(&s.body[..])
-                                .chain(s.elif_else_clauses.iter().map(|c| &c.body[..]))
-                                .zip(
-                                    std::iter::once(None)
-                                        .chain(s.elif_else_clauses.iter().map(|c| c.test.as_ref())),
-                                )
-                                .all(|(suite, test)| {
-                                    test.is_none_or(|t| self.built_from_arguments(t))
-                                        && self.nothing_raises_before(suite, line)
-                                })
+                        let clauses = std::iter::once((None, &s.body[..])).chain(
+                            s.elif_else_clauses.iter().map(|c| (c.test.as_ref(), &c.body[..])),
+                        );
+                        let mut tests = vec![&*s.test];
+                        for (test, suite) in clauses {
+                            tests.extend(test);
+                            let first = suite.first().map(|x| self.line_of(x.start()));
+                            let last = suite.last().map(|x| self.line_of(x.end()));
+                            if first.is_some_and(|f| f <= line) && last.is_some_and(|l| line <= l) {
+                                return tests.into_iter().all(|t| self.built_from_arguments(t))
+                                    && self.nothing_raises_before(suite, line);
+                            }
+                        }
+                        false
                     }
                     _ => false,
                 };
