@@ -15,7 +15,10 @@ fn dump(created: i64, started: i64, completed: i64) -> String {
     )
 }
 
-fn clocks_of(dir: &Path) -> Vec<(i64, Option<i64>, Option<i64>, Option<f32>)> {
+/// Created, started, completed, duration: as `Entry` reads them back.
+type Readings = (i64, Option<i64>, Option<i64>, Option<f32>);
+
+fn clocks_of(dir: &Path) -> Vec<Readings> {
     let trace = load(dir, &LoadOptions::default(), &NoProgress).unwrap();
     trace
         .ranks

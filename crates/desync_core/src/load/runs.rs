@@ -105,7 +105,7 @@ pub(super) fn choose(dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> Vec<R
 
 /// The newest entry a dump holds (its process's latest recorded event), if any.
 fn newest(dump: &RankDump) -> Option<i64> {
-    dump.entries.iter().map(|e| e.created_ns()).max()
+    dump.entries.iter().map(crate::model::Entry::created_ns).max()
 }
 
 /// Folder and file-name prefix: the files one writer (torch's dump path) produced.

@@ -525,7 +525,7 @@ mod tests {
             clocks(now, Some(now + 1_000), Some(now + 2_000)),
             clocks(now, Some(now + 40_000_000_000), Some(now + hour)),
             clocks(now, Some(now - 5), None),
-            clocks(now, None, Some(now + u32::MAX as i64 + 1)),
+            clocks(now, None, Some(now + i64::from(u32::MAX) + 1)),
             clocks(0, None, None),
             clocks(-7, Some(i64::MAX), Some(i64::MIN)),
             clocks(i64::MAX, Some(i64::MIN + 1), Some(1)),

@@ -166,7 +166,7 @@ fn select(a: &Analysis, options: &PerfettoOptions) -> Result<Selection, Selectio
                     let first = window.next()?.created_ns();
                     let past = dump.entries.iter().filter(in_pg).any(|e| e.collective_seq_id > hi);
                     let last = if past {
-                        window.map(|e| e.created_ns()).max().unwrap_or(first)
+                        window.map(Entry::created_ns).max().unwrap_or(first)
                     } else {
                         i64::MAX
                     };
@@ -349,7 +349,7 @@ fn write_selected(
 ) -> io::Result<()> {
     let t = &a.trace;
     let all = || t.ranks.iter().flat_map(|r| &r.entries);
-    let base_ns = all().map(|e| e.created_ns()).filter(|&x| x > 0).min().unwrap_or(0);
+    let base_ns = all().map(Entry::created_ns).filter(|&x| x > 0).min().unwrap_or(0);
     let mut tid: FxHashMap<std::sync::Arc<str>, (u32, String)> = t
         .process_groups
         .iter()

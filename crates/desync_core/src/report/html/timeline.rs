@@ -158,7 +158,7 @@ pub(super) fn timeline(a: &Analysis, options: &HtmlOptions) -> Timeline {
         .ranks
         .iter()
         .flat_map(|r| &r.entries)
-        .map(|e| e.created_ns())
+        .map(Entry::created_ns)
         .filter(|&t| t > 0)
         .min()
         .unwrap_or(0);
