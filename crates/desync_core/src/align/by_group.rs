@@ -87,6 +87,12 @@ impl ByGroup {
                         .or_insert_with(|| Held { rank: dump.rank, ..Held::default() });
                     if e.is_p2p() { h.p2p.push(i as u32) } else { h.collectives.push(i as u32) }
                 }
+                // Pushed one by one, the indices' capacity ends up to twice their length; they
+                // live through the whole alignment (4 bytes an entry, every rank).
+                for h in held.values_mut() {
+                    h.collectives.shrink_to_fit();
+                    h.p2p.shrink_to_fit();
+                }
                 let mut held: Vec<(usize, Held)> = held.into_iter().collect();
                 held.sort_unstable_by_key(|(g, _)| *g);
                 let status =

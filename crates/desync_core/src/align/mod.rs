@@ -341,43 +341,35 @@ fn stream(
 }
 
 fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<StreamClass> {
-    // A lone entry's token depends on its call alone, and calls are shared by every rank of
-    // the load (load/intern.rs): each thread computes it once per call. Hashing every frame of
-    // every entry's call path was a fifth of the CPU at 2,048 ranks.
-    let tokens: Vec<Vec<(u64, Token)>> = streams
+    // Each rank's tokens are hashed where they are made, in a buffer per thread; only a
+    // class's first rank keeps its tokens (made again below). Keeping every rank's tokens
+    // until all were hashed held 32 bytes per collective of every rank at once, a fifth of
+    // the peak memory at 512 ranks.
+    let hashes: Vec<u64> = streams
         .par_iter()
-        .map_init(FxHashMap::<usize, Token>::default, |known, s| {
-            let Some(dump) = trace.rank(s.rank) else { return Vec::new() };
-            let entries: Vec<&Entry> =
-                s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
-            entries
-                .chunk_by(|a, b| a.collective_seq_id == b.collective_seq_id)
-                .filter(|run| run[0].collective_seq_id >= window_start)
-                .map(|run| {
-                    let token = match run {
-                        [one] => *known
-                            .entry(Arc::as_ptr(&one.call) as usize)
-                            .or_insert_with(|| signature::token(run)),
-                        _ => signature::token(run),
-                    };
-                    (run[0].collective_seq_id, token)
-                })
-                .collect()
-        })
+        .map_init(
+            || (FxHashMap::<usize, Token>::default(), Vec::new()),
+            |(known, tokens), s| {
+                stream_tokens(trace, s, window_start, known, tokens);
+                let mut h = FxHasher::default();
+                tokens.hash(&mut h);
+                h.finish()
+            },
+        )
         .collect();
     let mut by_key: FxHashMap<(u64, Progress), usize> = FxHashMap::default();
     let mut classes: Vec<StreamClass> = Vec::new();
     let mut members: Vec<Vec<u32>> = Vec::new();
-    for (i, (s, t)) in streams.iter().zip(tokens).enumerate() {
-        let mut h = FxHasher::default();
-        t.hash(&mut h);
-        let key = (h.finish(), s.progress);
+    for (i, (s, hash)) in streams.iter().zip(hashes).enumerate() {
+        let key = (hash, s.progress);
         let slot = *by_key.entry(key).or_insert_with(|| {
+            let mut tokens = Vec::new();
+            stream_tokens(trace, s, window_start, &mut FxHashMap::default(), &mut tokens);
             classes.push(StreamClass {
                 ranks: RankSet::default(),
                 progress: s.progress,
                 representative: i,
-                tokens: t,
+                tokens,
             });
             members.push(Vec::new());
             classes.len() - 1
@@ -389,6 +381,36 @@ fn classes(trace: &Trace, streams: &[RankStream], window_start: u64) -> Vec<Stre
     }
     classes.sort_by(|a, b| b.ranks.len().cmp(&a.ranks.len()).then(a.ranks.cmp(&b.ranks)));
     classes
+}
+
+/// A stream's tokens, one per collective seq from `window_start` on, into `tokens` (cleared
+/// first). A lone entry's token depends on its call alone, and calls are shared by every rank
+/// of the load (load/intern.rs): `known` keeps it per call for the thread. Hashing every frame
+/// of every entry's call path was a fifth of the CPU at 2,048 ranks.
+fn stream_tokens(
+    trace: &Trace,
+    s: &RankStream,
+    window_start: u64,
+    known: &mut FxHashMap<usize, Token>,
+    tokens: &mut Vec<(u64, Token)>,
+) {
+    tokens.clear();
+    let Some(dump) = trace.rank(s.rank) else { return };
+    let entries: Vec<&Entry> = s.entries.iter().map(|&i| &dump.entries[i as usize]).collect();
+    tokens.extend(
+        entries
+            .chunk_by(|a, b| a.collective_seq_id == b.collective_seq_id)
+            .filter(|run| run[0].collective_seq_id >= window_start)
+            .map(|run| {
+                let token = match run {
+                    [one] => *known
+                        .entry(Arc::as_ptr(&one.call) as usize)
+                        .or_insert_with(|| signature::token(run)),
+                    _ => signature::token(run),
+                };
+                (run[0].collective_seq_id, token)
+            }),
+    );
 }
 
 /// Every sequence id where classes disagree: different tokens, or some never issued it.

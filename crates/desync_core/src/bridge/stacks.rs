@@ -128,14 +128,9 @@ pub(crate) mod tests {
             call: Arc::new(call),
             state: crate::model::State::Scheduled,
             retired: false,
+            clock_high: crate::model::ClockHigh::default(),
         };
-        Entry {
-            head: Arc::new(head),
-            time_created_ns: 0,
-            time_started_ns: None,
-            time_completed_ns: None,
-            duration_ms: None,
-        }
+        Entry::new(head, crate::model::Clocks::default())
     }
 
     const LIB: &str = "/venv/lib/python3.11/site-packages/lightning/pytorch/trainer/call.py";

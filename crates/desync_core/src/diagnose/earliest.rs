@@ -106,7 +106,7 @@ fn creation_time(trace: &Trace, group: &GroupAlignment, m: &Mismatch) -> Option<
         .iter()
         .filter_map(|s| s.holder)
         .flat_map(|r| group.entries_at(trace, r, m.seq))
-        .map(|e| e.time_created_ns)
+        .map(Entry::created_ns)
         .filter(|&t| t > 0)
         .min()
 }

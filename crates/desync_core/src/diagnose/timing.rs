@@ -96,7 +96,7 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
     for &seq in &group.seqs {
         let times: Option<Vec<i64>> = ranks
             .iter()
-            .map(|&r| group.first_at(trace, r, seq).map(|e| e.time_created_ns).filter(|&t| t > 0))
+            .map(|&r| group.first_at(trace, r, seq).map(Entry::created_ns).filter(|&t| t > 0))
             .collect();
         let Some(mut times) = times.map(|t| t.into_iter().enumerate().collect::<Vec<_>>()) else {
             continue;
@@ -139,7 +139,7 @@ fn in_group(trace: &Trace, group: &crate::align::GroupAlignment) -> Option<Strag
 /// spends the most time beyond its peers, summed over the window.
 fn slow_interval(trace: &Trace, group: &GroupAlignment, rank: u32) -> Option<SlowInterval> {
     let peers: Vec<u32> = group.streams.iter().map(|s| s.rank).filter(|&r| r != rank).collect();
-    let time = |r: u32, seq: u64| group.first_at(trace, r, seq).map(|e| e.time_created_ns);
+    let time = |r: u32, seq: u64| group.first_at(trace, r, seq).map(Entry::created_ns);
     let key = |e: &Entry| match e.call_site() {
         Some(f) => (f.file.to_string(), f.line, e.op().name.to_string()),
         None => (String::new(), 0, e.op().name.to_string()),
@@ -154,7 +154,7 @@ fn slow_interval(trace: &Trace, group: &GroupAlignment, rank: u32) -> Option<Slo
         else {
             continue;
         };
-        if a.time_created_ns <= 0 || b.time_created_ns < a.time_created_ns {
+        if a.created_ns() <= 0 || b.created_ns() < a.created_ns() {
             continue;
         }
         let mut peer_gaps: Vec<i64> = peers
@@ -166,7 +166,7 @@ fn slow_interval(trace: &Trace, group: &GroupAlignment, rank: u32) -> Option<Slo
             continue;
         }
         peer_gaps.sort_unstable();
-        let extra = (b.time_created_ns - a.time_created_ns) - peer_gaps[peer_gaps.len() / 2];
+        let extra = (b.created_ns() - a.created_ns()) - peer_gaps[peer_gaps.len() / 2];
         if extra <= 0 {
             continue;
         }

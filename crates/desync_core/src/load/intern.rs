@@ -7,6 +7,8 @@
 //!   differ. Each file's distinct calls are looked up once in the load's set, and each entry's
 //!   head by its ids and its (now shared) call's address, so a head stored once serves every
 //!   rank whose entry says the same: memory grows with the distinct streams, not the ranks.
+//!   The head also holds the high halves of the clocks (`ClockHigh`: ranks of one stream
+//!   read their clocks within seconds of each other), so a rank keeps 16 bytes of clocks.
 //!
 //! Invariant: within one interner, equal values are the same `Arc`, so a [`Call`] made of
 //! interned parts can be keyed by their addresses (cheap) instead of their contents (a stack is
@@ -18,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
-use crate::model::{Call, Dtypes, Entry, Frame, Head, Op, Sizes, Stack, State};
+use crate::model::{Call, ClockHigh, Clocks, Dtypes, Entry, Frame, Head, Op, Sizes, Stack, State};
 
 /// The calls and heads shared by every file of one load (see the module comment). Locked per
 /// file for calls (a file has tens of distinct calls) and per entry for heads, in shards so
@@ -47,6 +49,7 @@ struct HeadKey {
     call: usize,
     state: State,
     retired: bool,
+    clock_high: ClockHigh,
 }
 
 impl Streams {
@@ -77,6 +80,7 @@ impl Streams {
                     call: call.clone(),
                     state: k.state,
                     retired: k.retired,
+                    clock_high: k.clock_high,
                 })
             })
             .clone()
@@ -234,6 +238,13 @@ impl<'s> Interner<'s> {
     pub fn entry(&mut self, call: Call, f: EntryFields) -> Entry {
         let streams = self.streams;
         let call = self.call_ref(call);
+        let (clock_high, low) = Clocks {
+            created_ns: f.time_created_ns,
+            started_ns: f.time_started_ns,
+            completed_ns: f.time_completed_ns,
+            duration_ms: f.duration_ms,
+        }
+        .split();
         let key = HeadKey {
             record_id: f.record_id,
             collective_seq_id: f.collective_seq_id,
@@ -242,13 +253,8 @@ impl<'s> Interner<'s> {
             call: Arc::as_ptr(call) as usize,
             state: f.state,
             retired: f.retired,
+            clock_high,
         };
-        Entry {
-            head: streams.head(key, call),
-            time_created_ns: f.time_created_ns,
-            time_started_ns: f.time_started_ns,
-            time_completed_ns: f.time_completed_ns,
-            duration_ms: f.duration_ms,
-        }
+        Entry::from_parts(streams.head(key, call), low)
     }
 }

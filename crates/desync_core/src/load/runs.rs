@@ -105,7 +105,7 @@ pub(super) fn choose(dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> Vec<R
 
 /// The newest entry a dump holds (its process's latest recorded event), if any.
 fn newest(dump: &RankDump) -> Option<i64> {
-    dump.entries.iter().map(|e| e.time_created_ns).max()
+    dump.entries.iter().map(crate::model::Entry::created_ns).max()
 }
 
 /// Folder and file-name prefix: the files one writer (torch's dump path) produced.
@@ -267,7 +267,7 @@ fn set_aside_stale_ranks(dumps: Vec<RankDump>, warnings: &mut Vec<Warning>) -> V
             && let Some(timeout) = e.timeout_ms()
         {
             last.entry((&**e.pg_name(), e.collective_seq_id)).or_default().push((
-                e.time_created_ns,
+                e.created_ns(),
                 timeout,
                 i,
             ));

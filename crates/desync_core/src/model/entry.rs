@@ -217,24 +217,93 @@ pub struct Head {
     pub call: Arc<Call>,
     pub state: State,
     pub retired: bool,
+    /// The high halves of the clocks of every rank sharing this head ([`ClockHigh`]).
+    pub clock_high: ClockHigh,
 }
 
-/// One rank's entry: its shared [`Head`] and the times only this rank measured. Reads of the
-/// head's fields go through `Deref` (`entry.record_id`, `entry.call`), so every stage reads an
-/// entry as one record whatever is shared underneath.
-///
-/// Field order is by alignment so the struct has no padding beyond its tail (see the size test).
-#[derive(Debug, Clone)]
-pub struct Entry {
-    pub head: Arc<Head>,
-    pub time_created_ns: i64,
+/// One entry's clock readings, whole, as the dump wrote them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Clocks {
+    pub created_ns: i64,
     /// `None` when never discovered: FR writes 0 (JSON) or nothing (pickle) then, and no real
-    /// clock reads 0, so the niche costs nothing.
-    pub time_started_ns: Option<NonZeroI64>,
-    pub time_completed_ns: Option<NonZeroI64>,
+    /// clock reads 0.
+    pub started_ns: Option<NonZeroI64>,
+    pub completed_ns: Option<NonZeroI64>,
     /// FR measures it as a C++ `float` (`std::optional<float> duration_`), so `f32` holds every
     /// value a real dump has exactly; the pickle's double is only that float widened.
     pub duration_ms: Option<f32>,
+}
+
+/// The part of an entry's clocks that ranks running the same stream share: which readings
+/// exist, and the high 32 bits of the creation time (a 4.3 s window) and of the gaps from
+/// creation to start and to completion. It lives in the shared [`Head`] (ranks whose high
+/// halves differ get heads of their own), so each rank keeps only four 32-bit low halves
+/// ([`Entry`]): 16 bytes of clocks instead of 32, every value exact, with no escape table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClockHigh {
+    created: i32,
+    started: Option<i32>,
+    completed: Option<i32>,
+    duration: bool,
+}
+
+/// The per-rank low halves of [`Clocks`] (see [`ClockHigh`]); the duration is the f32's bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClockLow {
+    created: u32,
+    started: u32,
+    completed: u32,
+    duration: u32,
+}
+
+impl Clocks {
+    /// Splits the readings into the shared and the per-rank halves; [`Clocks::join`] gives
+    /// back exactly these values (wrapping arithmetic is a bijection on `i64`).
+    pub(crate) fn split(self) -> (ClockHigh, ClockLow) {
+        let halves = |v: i64| ((v >> 32) as i32, v as u32);
+        let gap = |t: Option<NonZeroI64>| t.map(|t| halves(t.get().wrapping_sub(self.created_ns)));
+        let (created_hi, created_lo) = halves(self.created_ns);
+        let started = gap(self.started_ns);
+        let completed = gap(self.completed_ns);
+        let high = ClockHigh {
+            created: created_hi,
+            started: started.map(|(hi, _)| hi),
+            completed: completed.map(|(hi, _)| hi),
+            duration: self.duration_ms.is_some(),
+        };
+        let low = ClockLow {
+            created: created_lo,
+            started: started.map_or(0, |(_, lo)| lo),
+            completed: completed.map_or(0, |(_, lo)| lo),
+            duration: self.duration_ms.map_or(0, f32::to_bits),
+        };
+        (high, low)
+    }
+
+    fn join(high: ClockHigh, low: ClockLow) -> Self {
+        let whole = |hi: i32, lo: u32| (i64::from(hi) << 32) | i64::from(lo);
+        let created_ns = whole(high.created, low.created);
+        // A gap joined back gives the original nonzero reading, so `new` never fails here.
+        let at = |hi: Option<i32>, lo: u32| {
+            hi.and_then(|hi| NonZeroI64::new(created_ns.wrapping_add(whole(hi, lo))))
+        };
+        Self {
+            created_ns,
+            started_ns: at(high.started, low.started),
+            completed_ns: at(high.completed, low.completed),
+            duration_ms: high.duration.then(|| f32::from_bits(low.duration)),
+        }
+    }
+}
+
+/// One rank's entry: its shared [`Head`] and the low halves of the times only this rank
+/// measured ([`ClockHigh`]). Reads of the head's fields go through `Deref` (`entry.record_id`,
+/// `entry.call`), and every clock through [`Entry::clocks`] and its shorthands, so every stage
+/// reads an entry as one record whatever is shared underneath.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub head: Arc<Head>,
+    low: ClockLow,
 }
 
 impl std::ops::Deref for Entry {
@@ -246,6 +315,32 @@ impl std::ops::Deref for Entry {
 }
 
 impl Entry {
+    /// An entry of `head` (whose `clock_high` is replaced by `clocks`' own) read at `clocks`.
+    pub fn new(mut head: Head, clocks: Clocks) -> Self {
+        let (high, low) = clocks.split();
+        head.clock_high = high;
+        Self { head: Arc::new(head), low }
+    }
+
+    /// An entry of a shared head; `low` must come from the same [`Clocks::split`] as the
+    /// head's `clock_high`.
+    pub(crate) fn from_parts(head: Arc<Head>, low: ClockLow) -> Self {
+        Self { head, low }
+    }
+
+    /// The clock readings, whole: the head's high halves joined with this rank's low ones.
+    pub fn clocks(&self) -> Clocks {
+        Clocks::join(self.head.clock_high, self.low)
+    }
+
+    pub fn created_ns(&self) -> i64 {
+        self.clocks().created_ns
+    }
+
+    pub fn duration_ms(&self) -> Option<f32> {
+        self.clocks().duration_ms
+    }
+
     /// The same entry with another call (a stack attached or reclassified after loading); the
     /// head is copied, so the ranks sharing the old one keep it.
     pub fn set_call(&mut self, call: Arc<Call>) {
@@ -299,11 +394,11 @@ impl Entry {
     }
 
     pub fn started_ns(&self) -> Option<i64> {
-        self.time_started_ns.map(NonZeroI64::get)
+        self.clocks().started_ns.map(NonZeroI64::get)
     }
 
     pub fn completed_ns(&self) -> Option<i64> {
-        self.time_completed_ns.map(NonZeroI64::get)
+        self.clocks().completed_ns.map(NonZeroI64::get)
     }
 
     /// The innermost frame outside torch: where the user's code called the collective.
@@ -342,6 +437,8 @@ impl Entry {
 
 #[cfg(test)]
 mod tests {
+    use std::num::NonZeroI64;
+
     use super::{Frame, library_path};
 
     fn frame(file: &str, function: &str) -> Frame {
@@ -397,13 +494,62 @@ mod tests {
     }
 
     /// Entries dominate memory (93% of the peak at 4,096 ranks when they were 232 bytes,
-    /// BENCHMARKS.md): 16,384 ranks x 2,000 entries is 32M of them, and every 8 bytes here is
-    /// 260 MB there. 40 = the shared `Head` pointer, three times and the duration; the ids,
-    /// the call, the state and the retired flag live in the head, shared between ranks.
-    /// Growing this struct is a decision, not an accident.
+    /// BENCHMARKS.md): 100,000 ranks x 2,000 entries is 200M of them, and every 4 bytes here
+    /// is 800 MB there. 24 = the shared `Head` pointer and the four 32-bit low halves of the
+    /// clocks; the ids, the call, the state, the retired flag and the clocks' high halves
+    /// live in the head, shared between ranks. Growing this struct is a decision, not an
+    /// accident.
     #[test]
     fn entry_stays_small() {
         let size = std::mem::size_of::<super::Entry>();
-        assert!(size <= 40, "Entry grew to {size} bytes");
+        assert!(size <= 24, "Entry grew to {size} bytes");
+    }
+
+    fn clocks(created: i64, started: Option<i64>, completed: Option<i64>) -> super::Clocks {
+        super::Clocks {
+            created_ns: created,
+            started_ns: started.and_then(NonZeroI64::new),
+            completed_ns: completed.and_then(NonZeroI64::new),
+            duration_ms: None,
+        }
+    }
+
+    /// Every reading comes back exact, whether its gap fits the rank's 32 bits or needs the
+    /// head's high half: a 40 s queue before the start, a collective that ran an hour, a start
+    /// before creation (clocks stepped back), the extremes of `i64`.
+    #[test]
+    fn clocks_come_back_exact_across_32_bit_gaps() {
+        let now = 1_764_000_000_123_456_789_i64;
+        let hour = 3_600_000_000_000_i64;
+        let cases = [
+            clocks(now, Some(now + 1_000), Some(now + 2_000)),
+            clocks(now, Some(now + 40_000_000_000), Some(now + hour)),
+            clocks(now, Some(now - 5), None),
+            clocks(now, None, Some(now + i64::from(u32::MAX) + 1)),
+            clocks(0, None, None),
+            clocks(-7, Some(i64::MAX), Some(i64::MIN)),
+            clocks(i64::MAX, Some(i64::MIN + 1), Some(1)),
+            super::Clocks { duration_ms: Some(12.5), ..clocks(now, Some(now + 3), None) },
+            super::Clocks {
+                duration_ms: Some(f32::from_bits(0x7fc0_0001)),
+                ..clocks(now, None, None)
+            },
+        ];
+        for c in cases {
+            let (high, low) = c.split();
+            let back = super::Clocks::join(high, low);
+            assert_eq!(
+                (back.created_ns, back.started_ns, back.completed_ns),
+                (c.created_ns, c.started_ns, c.completed_ns),
+                "{c:?}"
+            );
+            assert_eq!(back.duration_ms.map(f32::to_bits), c.duration_ms.map(f32::to_bits));
+        }
+        // Gaps that fit 32 bits share the head's high half; a gap past 4.3 s does not.
+        let (short, _) = clocks(now, Some(now + 1_000), None).split();
+        let (other_rank, _) = clocks(now + 700, Some(now + 2_500), None).split();
+        let (long, _) = clocks(now, Some(now + 40_000_000_000), None).split();
+        assert_eq!(short, other_rank);
+        assert_ne!(short, long);
     }
 }

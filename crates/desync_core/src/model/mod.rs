@@ -15,7 +15,9 @@ mod stacks;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use entry::{Call, Dtypes, Entry, Frame, Head, Sizes, Stack, State, is_library_file};
+pub use entry::{
+    Call, ClockHigh, Clocks, Dtypes, Entry, Frame, Head, Sizes, Stack, State, is_library_file,
+};
 pub use op::{Op, OpKind, P2pDirection};
 pub use ranks::{RankSet, format_ranks};
 pub use stacks::{RankStacks, StacksOrigin, ThreadStack};

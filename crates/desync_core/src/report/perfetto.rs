@@ -93,7 +93,7 @@ impl Selection {
     fn entry(&self, index: usize, e: &Entry) -> bool {
         self.pg(e.pg_name())
             && self.window.as_ref().is_none_or(|w| {
-                w[index].is_some_and(|(lo, hi)| (lo..=hi).contains(&e.time_created_ns))
+                w[index].is_some_and(|(lo, hi)| (lo..=hi).contains(&e.created_ns()))
             })
     }
 }
@@ -163,10 +163,10 @@ fn select(a: &Analysis, options: &PerfettoOptions) -> Result<Selection, Selectio
                         .iter()
                         .filter(in_pg)
                         .filter(|e| (lo..=hi).contains(&e.collective_seq_id));
-                    let first = window.next()?.time_created_ns;
+                    let first = window.next()?.created_ns();
                     let past = dump.entries.iter().filter(in_pg).any(|e| e.collective_seq_id > hi);
                     let last = if past {
-                        window.map(|e| e.time_created_ns).max().unwrap_or(first)
+                        window.map(Entry::created_ns).max().unwrap_or(first)
                     } else {
                         i64::MAX
                     };
@@ -295,7 +295,7 @@ impl Tracks {
     /// Nanoseconds since the clock base; arithmetic stays in integers so `ts`/`dur` print
     /// as exact microseconds (no `57.26999999999998`).
     fn ts_ns(&self, e: &Entry) -> i64 {
-        e.time_created_ns.max(self.base_ns) - self.base_ns
+        e.created_ns().max(self.base_ns) - self.base_ns
     }
 
     fn tid(&self, e: &Entry) -> u32 {
@@ -349,7 +349,7 @@ fn write_selected(
 ) -> io::Result<()> {
     let t = &a.trace;
     let all = || t.ranks.iter().flat_map(|r| &r.entries);
-    let base_ns = all().map(|e| e.time_created_ns).filter(|&x| x > 0).min().unwrap_or(0);
+    let base_ns = all().map(Entry::created_ns).filter(|&x| x > 0).min().unwrap_or(0);
     let mut tid: FxHashMap<std::sync::Arc<str>, (u32, String)> = t
         .process_groups
         .iter()
@@ -469,7 +469,7 @@ fn rank_events(
     }
     // Per track in time order, so each slice can be cut at the next one's start.
     let mut order: Vec<(u32, i64, u64, &Entry)> =
-        kept.iter().map(|&e| (tracks.tid(e), e.time_created_ns, e.record_id, e)).collect();
+        kept.iter().map(|&e| (tracks.tid(e), e.created_ns(), e.record_id, e)).collect();
     order.sort_unstable_by_key(|&(tid, ts, record, _)| (tid, ts, record));
     for (i, &(tid, _, _, e)) in order.iter().enumerate() {
         let ts = tracks.ts_ns(e);
@@ -509,7 +509,7 @@ fn rank_events(
 /// the dump), else unknown.
 fn recorded_dur_ns(e: &Entry) -> Option<i64> {
     let end = e.completed_ns().or(e.started_ns())?;
-    (end >= e.time_created_ns && e.time_created_ns > 0).then(|| end - e.time_created_ns)
+    (end >= e.created_ns() && e.created_ns() > 0).then(|| end - e.created_ns())
 }
 
 #[derive(Serialize)]

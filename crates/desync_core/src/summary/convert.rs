@@ -162,10 +162,10 @@ impl TableBuilder {
             },
             retired: e.retired,
             is_p2p: e.is_p2p(),
-            time_created_ns: e.time_created_ns,
+            time_created_ns: e.created_ns(),
             time_started_ns: e.started_ns(),
             time_completed_ns: e.completed_ns(),
-            duration_ms: e.duration_ms.map(f64::from),
+            duration_ms: e.duration_ms().map(f64::from),
             timeout_ms: e.timeout_ms(),
             stack: e.stack().map(|s| self.stack(s)),
         }

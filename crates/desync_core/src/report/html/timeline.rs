@@ -158,7 +158,7 @@ pub(super) fn timeline(a: &Analysis, options: &HtmlOptions) -> Timeline {
         .ranks
         .iter()
         .flat_map(|r| &r.entries)
-        .map(|e| e.time_created_ns)
+        .map(Entry::created_ns)
         .filter(|&t| t > 0)
         .min()
         .unwrap_or(0);
@@ -379,11 +379,9 @@ impl Builder<'_> {
                     let e = run[0];
                     // Microsecond precision keeps the numbers short in the blob.
                     let ms = |ns: i64| ((ns - self.base_ns) / 1000) as f64 / 1e3;
-                    let created = if e.time_created_ns > 0 { ms(e.time_created_ns) } else { -1.0 };
-                    let end =
-                        e.completed_ns().or(e.started_ns()).filter(|&t| t >= e.time_created_ns);
-                    let duration =
-                        end.map_or(-1.0, |t| ((t - e.time_created_ns) / 1000) as f64 / 1e3);
+                    let created = if e.created_ns() > 0 { ms(e.created_ns()) } else { -1.0 };
+                    let end = e.completed_ns().or(e.started_ns()).filter(|&t| t >= e.created_ns());
+                    let duration = end.map_or(-1.0, |t| ((t - e.created_ns()) / 1000) as f64 / 1e3);
                     times.push(created);
                     times.push(duration);
                 }
