@@ -789,3 +789,90 @@ fn file_name(module: &Module) -> String {
         .and_then(|p| p.file_name())
         .map_or_else(|| "<module>".to_owned(), |n| n.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::project::{FileProject, Project};
+
+    fn project(tag: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("desync-count-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        dir
+    }
+
+    const SYNC: &str = "\
+import torch.distributed as dist
+
+def sync_all(rows, steps):
+    for row in rows:
+        dist.all_reduce(row)
+    for _ in range(steps):
+        dist.barrier()
+";
+
+    /// Gradient-accumulation shape: the rows a rank syncs are the ones its own `if` keeps,
+    /// in another module, passed through a helper; the `range(steps)` loop beside it has a
+    /// configured trip count and is not claimed.
+    #[test]
+    fn a_loop_count_is_followed_to_a_filtering_comprehension_two_modules_away() {
+        let data = "\
+def usable(batch):
+    kept = [r for r in batch if r.sum() > 0]
+    return kept
+";
+        let main = "\
+from data import usable
+from sync import sync_all
+
+STEPS = 3
+
+def run(batch):
+    rows = usable(batch)
+    sync_all(rows, STEPS)
+";
+        let dir = project("comp", &[("sync.py", SYNC), ("data.py", data), ("train.py", main)]);
+        let files = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&files));
+        let modules: Vec<Arc<Module>> = ["sync.py", "data.py", "train.py"]
+            .iter()
+            .map(|f| files.load(&dir.join(f)).unwrap())
+            .collect();
+        let found = cx.count_origins(&modules);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let origin = &found[0];
+        assert_eq!(origin.module.file_path(), Some(dir.join("data.py").as_path()));
+        assert_eq!(origin.line, 2);
+        assert!(origin.loop_count);
+        assert!(
+            origin.path.iter().any(|h| h.contains("`rows`, a parameter of `sync_all`")),
+            "{:?}",
+            origin.path
+        );
+        assert!(origin.path.iter().any(|h| h.contains("`usable` returns")), "{:?}", origin.path);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A filter over a constant list keeps as many items on every rank: nothing is claimed.
+    #[test]
+    fn a_filter_over_the_same_items_everywhere_is_not_claimed() {
+        let main = "\
+from sync import sync_all
+
+NAMES = [1, 2, 3]
+
+def run():
+    sync_all([n for n in NAMES if n > 1], 2)
+";
+        let dir = project("const", &[("sync.py", SYNC), ("train.py", main)]);
+        let files = FileProject::new([dir.clone()]);
+        let cx = Analysis::new(Some(&files));
+        let modules: Vec<Arc<Module>> =
+            ["sync.py", "train.py"].iter().map(|f| files.load(&dir.join(f)).unwrap()).collect();
+        assert!(cx.count_origins(&modules).is_empty());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
