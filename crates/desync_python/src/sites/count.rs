@@ -70,7 +70,7 @@ pub struct CountOrigin {
     /// The count is a loop's trip count (else an argument of the table's `[[count_argument]]`).
     pub loop_count: bool,
     /// "`n_microbatches` of `Schedule1F1B(...)`: one forward ... per microbatch", "the trip
-    /// count of `for chunk in chunks:`, whose body issues all_reduce".
+    /// count of `for chunk in chunks:`, whose body issues `all_reduce`".
     pub counted: String,
     /// The deciding line.
     pub module: Arc<Module>,
@@ -220,8 +220,12 @@ struct Walk<'c, 'p, 'm> {
     path: Vec<String>,
     /// Functions the walk entered through a call it followed: (module, `def` start) -> the
     /// caller's module and call start. A parameter there is what that call passed.
-    entered: Vec<(Arc<Module>, TextSize, Arc<Module>, TextSize, bool)>,
+    entered: Vec<Entered>,
 }
+
+/// A function the walk entered: its module and `def` start, the caller's module and call
+/// start, and whether the call went through an instance (the receiver is bound).
+type Entered = (Arc<Module>, TextSize, Arc<Module>, TextSize, bool);
 
 impl Walk<'_, '_, '_> {
     /// Where the size of `e` (after `select`) was decided by a rank-local filter.
@@ -268,7 +272,7 @@ impl Walk<'_, '_, '_> {
                 }
                 self.size(module, &generator.iter, &[])
             }
-            Expr::Starred(_) | Expr::Attribute(_) | Expr::NumberLiteral(_) => None,
+            // An attribute, a constant, anything else: nothing shown decides from values.
             _ => None,
         }
     }
@@ -503,10 +507,10 @@ impl Walk<'_, '_, '_> {
             && bindings::lookup(module, Scope::at(module, line), n.id.as_str(), at).is_none()
         {
             match (n.id.as_str(), select) {
-                ("len", []) => return self.size(module, args.first()?, &[]),
-                ("max" | "min", []) => return args.iter().find_map(|a| self.size(module, a, &[])),
-                ("range", []) => return args.iter().find_map(|a| self.size(module, a, &[])),
-                ("enumerate", []) => return self.size(module, args.first()?, &[]),
+                ("max" | "min" | "range", []) => {
+                    return args.iter().find_map(|a| self.size(module, a, &[]));
+                }
+                ("len" | "enumerate", []) => return self.size(module, args.first()?, &[]),
                 ("enumerate", [Select::Item, Select::Element(1), rest @ ..]) => {
                     let mut inner = vec![Select::Item];
                     inner.extend_from_slice(rest);
