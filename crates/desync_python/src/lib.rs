@@ -91,6 +91,7 @@ pub use control::placement::{DecisionSite, InsertionPoint, LoopSite};
 pub use control::reducer::{ForwardSkip, ReducerWrap};
 pub use names::knowledge;
 pub use names::project::{FileProject, MAX_FILE_BYTES, Project};
+pub use sites::count::CountOrigin;
 pub use sites::probe::{FileProbe, file_probe_spellings};
 pub use sites::{
     Argument, ArgumentElsewhere, CollectiveSite, Collectives, RankOnly, SetupBlock, SetupCall,

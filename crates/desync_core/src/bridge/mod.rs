@@ -11,6 +11,7 @@
 
 mod arms;
 mod candidates;
+mod counts;
 mod distance;
 mod exits;
 mod place;
@@ -181,6 +182,7 @@ pub fn find_code(
         (Category::Divergence, _, Some(waiting)) if d.ended_short => {
             let mut found = candidates::rank(exits::skipping_jumps(&ws, waiting), &counts);
             found.extend(call_candidate(&ws, waiting));
+            counts::place(&mut found, counts::candidates(&ws, &[waiting]), None);
             found
         }
         (Category::Divergence | Category::Deadlock, Some(dep), Some(reference)) => {
@@ -206,6 +208,9 @@ pub fn find_code(
             if d.category == Category::Deadlock && found.first().is_none_or(|c| c.score < 40) {
                 found.splice(0..0, order_branch(&ws, dep));
             }
+            // A loop on the stacks whose trip count a rank-local filter decided elsewhere:
+            // the filter comes first.
+            counts::place(&mut found, counts::candidates(&ws, &[dep, reference]), None);
             found
         }
         // An all_to_all whose totals do not add up has no departed side: every rank issued
@@ -258,7 +263,14 @@ pub fn find_code(
             } else {
                 Vec::new()
             };
+            let call_score = call.as_ref().map(|c| c.score);
             found.extend(call);
+            // How many messages or collectives a rank issued, decided at a distance (a
+            // schedule's microbatch count, a loop's trip count) by a rank-local filter.
+            if matches!(category, Category::Stall | Category::Crash) {
+                let entries: Vec<&Entry> = [reference, dep].into_iter().flatten().collect();
+                counts::place(&mut found, counts::candidates(&ws, &entries), call_score);
+            }
             found
         }
     };

@@ -22,6 +22,7 @@
 
 pub(crate) mod call;
 mod callers;
+pub(crate) mod count;
 mod facts;
 mod metadata;
 pub(crate) mod probe;

@@ -271,6 +271,22 @@ pub struct RankArgument {
     pub source: String,
 }
 
+/// Calls whose argument decides how many collectives or point-to-point messages they (or the
+/// object they build) issue: a pipelining schedule's microbatch count. A rank that passes
+/// another count than its peers exchanges another number of messages.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountArgument {
+    pub names: Vec<String>,
+    pub keyword: String,
+    /// Its position among the positional arguments, when it can be passed that way.
+    pub position: Option<usize>,
+    /// What one unit of the count issues, for the evidence ("one forward and one backward
+    /// exchange between stages").
+    pub issues: String,
+    pub source: String,
+}
+
 /// Context managers inside which ranks may run different numbers of iterations without a
 /// hang (`with model.join():`: joined ranks shadow the collectives of the others).
 #[derive(Debug, Clone, Deserialize)]
@@ -319,6 +335,8 @@ struct Raw {
     launcher: Vec<Launcher>,
     #[serde(default)]
     rank_argument: Vec<RankArgument>,
+    #[serde(default)]
+    count_argument: Vec<CountArgument>,
     #[serde(default)]
     join: Vec<Join>,
     #[serde(default)]
@@ -488,6 +506,7 @@ pub struct Knowledge {
     reducers: Vec<Reducer>,
     launchers: HashMap<String, Launcher>,
     rank_arguments: HashMap<String, RankArgument>,
+    count_arguments: HashMap<String, CountArgument>,
     joins: Vec<String>,
     dtypes: Vec<String>,
     /// Forwarder name → the position of its target.
@@ -611,6 +630,11 @@ impl Knowledge {
             .into_iter()
             .flat_map(|r| r.names.clone().into_iter().map(move |n| (n, r.clone())))
             .collect();
+        let count_arguments = raw
+            .count_argument
+            .into_iter()
+            .flat_map(|r| r.names.clone().into_iter().map(move |n| (n, r.clone())))
+            .collect();
         Ok(Knowledge {
             aliases,
             aliases_by_root,
@@ -627,6 +651,7 @@ impl Knowledge {
             reducers: raw.reducer,
             launchers,
             rank_arguments,
+            count_arguments,
             joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
             dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
             forwarders,
@@ -835,6 +860,17 @@ impl Knowledge {
     /// The row of `qualified` when it is told this process's rank.
     pub fn rank_argument(&self, qualified: &str) -> Option<&RankArgument> {
         self.rank_arguments.get(qualified)
+    }
+
+    /// The row of `qualified` when one of its arguments decides how many collectives or
+    /// messages it issues.
+    pub fn count_argument(&self, qualified: &str) -> Option<&CountArgument> {
+        self.count_arguments.get(qualified)
+    }
+
+    /// The last words of the count rows: a source that spells none of them calls none.
+    pub fn count_argument_words(&self) -> impl Iterator<Item = &str> {
+        self.count_arguments.keys().map(|n| n.rsplit('.').next().unwrap_or(n))
     }
 
     /// Whether the built-in exception class `name` signals the program's structure (a wrong
