@@ -796,6 +796,28 @@ impl<'p> Analysis<'p> {
         eval.call_agrees(c, name)
     }
 
+    /// Whether `value`, standing in `module`, is a progress wrapper the table knows
+    /// (`tqdm(xs, disable=not is_main, desc=...)`, role `progress`) around the name `name`
+    /// itself: it yields `name`'s items in their order, so rebinding `name` to it on some
+    /// ranks reorders nothing those ranks walk.
+    pub fn yields_items_of(&self, module: &Module, value: &Expr, name: &str) -> bool {
+        let Expr::Call(c) = value else { return false };
+        let iterable = c
+            .arguments
+            .args
+            .first()
+            .or_else(|| c.arguments.find_keyword("iterable").map(|k| &k.value));
+        if !matches!(iterable, Some(Expr::Name(n)) if n.id.as_str() == name) {
+            return false;
+        }
+        let line = module.line_of(c.start());
+        let mut eval = value::Eval::new(self, module, Scope::at(module, line), 0);
+        matches!(eval.resolve(&c.func, c.start()), Sym::Path(p)
+            if crate::names::knowledge::knowledge()
+                .api(&p)
+                .is_some_and(|api| api.role == crate::names::knowledge::Role::Progress))
+    }
+
     /// Whether, in the innermost `try` whose body holds `line` of `module` (a collective's
     /// line), nothing before that line can raise on some ranks only
     /// ([`value::Eval::nothing_raises_before`]): what its handlers catch there is the

@@ -40,6 +40,13 @@ const REORDERING_FUNCTIONS: &[&str] = &["shuffle"];
 /// Methods that return a reordered copy (`xs = xs.flip(0)`).
 const REORDERED_COPY_METHODS: &[&str] = &["flip", "roll", "permute", "sorted"];
 
+/// Where the statements asked about stand: [`keeps_order`] asks the analysis about calls.
+#[derive(Clone, Copy)]
+struct Place<'c, 'p> {
+    cx: &'c Analysis<'p>,
+    module: &'c Module,
+}
+
 /// What decides a reordering: one clause of an `if` statement, or a conditional expression.
 #[derive(Clone, Copy)]
 enum Decision<'a> {
@@ -65,6 +72,7 @@ pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Bran
         .collect();
     loops.sort_by_key(|lp| !binds_any(lp, &group_names));
 
+    let place = Place { cx, module };
     let mut decisions = Vec::new();
     for lp in &loops {
         let Stmt::For(f) = lp else { continue };
@@ -72,7 +80,7 @@ pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Bran
             decisions.push(Decision::Expression { test: &e.test, stmt: lp });
         }
         if let Some(name) = iterable_root(&f.iter) {
-            let found = reorderings(function, name, lp.range());
+            let found = reorderings(place, function, name, lp.range());
             decisions.extend(
                 found.into_iter().filter(|d| !reset_before(cx, module, scope, d, lp, name)),
             );
@@ -81,8 +89,8 @@ pub(crate) fn find(cx: &Analysis<'_>, module: &Module, line: u32) -> Option<Bran
     // No loop: names swapped together under a condition (`first, second = second, first`).
     if let Some(leaf) = path.levels.last().map(tree::Level::stmt) {
         for name in &group_names {
-            let swaps = reorderings(function, name, leaf.range());
-            decisions.extend(swaps.into_iter().filter(|d| is_multi_name_binding(d, name)));
+            let swaps = reorderings(place, function, name, leaf.range());
+            decisions.extend(swaps.into_iter().filter(|d| is_multi_name_binding(place, d, name)));
         }
     }
 
@@ -197,10 +205,15 @@ fn iterable_root(iter: &Expr) -> Option<&str> {
 
 /// Conditional reorderings of `name` in the function `suite` that can change the order seen
 /// at `target` (a loop, or the statement of the call): before it, or in a loop around both.
-fn reorderings<'a>(suite: &'a [Stmt], name: &str, target: TextRange) -> Vec<Decision<'a>> {
+fn reorderings<'a>(
+    place: Place<'_, '_>,
+    suite: &'a [Stmt],
+    name: &str,
+    target: TextRange,
+) -> Vec<Decision<'a>> {
     let mut out = Vec::new();
     tree::walk_scope(suite, &mut |stmt, frames| {
-        if target.contains_range(stmt.range()) || !reorders(stmt, name) {
+        if target.contains_range(stmt.range()) || !reorders(place, stmt, name) {
             return;
         }
         let shares_loop =
@@ -226,7 +239,7 @@ fn deciding_clause<'a>(frames: &[Frame<'a>], target: TextRange) -> Option<Decisi
 }
 
 /// True when `stmt` changes the order (or the contents) of the list bound to `name`.
-fn reorders(stmt: &Stmt, name: &str) -> bool {
+fn reorders(place: Place<'_, '_>, stmt: &Stmt, name: &str) -> bool {
     match stmt {
         Stmt::Expr(s) => {
             let Expr::Call(c) = &*s.value else { return false };
@@ -241,20 +254,23 @@ fn reorders(stmt: &Stmt, name: &str) -> bool {
             }
         }
         Stmt::Assign(s) => {
-            s.targets.iter().any(|t| binds_name(t, name)) && !keeps_order(&s.value, name)
+            s.targets.iter().any(|t| binds_name(t, name)) && !keeps_order(place, &s.value, name)
         }
         Stmt::AnnAssign(s) => {
-            s.value.as_deref().is_some_and(|v| !keeps_order(v, name)) && binds_name(&s.target, name)
+            s.value.as_deref().is_some_and(|v| !keeps_order(place, v, name))
+                && binds_name(&s.target, name)
         }
         _ => false,
     }
 }
 
 /// A new value for `name` that keeps the order of what it holds: one item wrapped
-/// ([`wraps`]), or a method of `name` itself that moves or converts the object without a
-/// reordering (`model = model.to(device)`, `model = model.to_empty(device=d)`, `xs = xs.copy()`).
-fn keeps_order(value: &Expr, name: &str) -> bool {
-    if wraps(value, name) {
+/// ([`wraps`]), a method of `name` itself that moves or converts the object without a
+/// reordering (`model = model.to(device)`, `model = model.to_empty(device=d)`, `xs = xs.copy()`),
+/// or a progress bar around `name` (`xs = tqdm(xs, desc=...)` on the first rank only: it
+/// yields the same items in the same order).
+fn keeps_order(place: Place<'_, '_>, value: &Expr, name: &str) -> bool {
+    if wraps(value, name) || place.cx.yields_items_of(place.module, value, name) {
         return true;
     }
     let Expr::Call(c) = value else { return false };
@@ -290,7 +306,7 @@ fn binds_name(target: &Expr, name: &str) -> bool {
 
 /// For the no-loop case: only tuple assignments that bind `name` with other names move an
 /// order; `group = tp_group` under `if rank in ranks:` is how every rank picks its own group.
-fn is_multi_name_binding(decision: &Decision<'_>, name: &str) -> bool {
+fn is_multi_name_binding(place: Place<'_, '_>, decision: &Decision<'_>, name: &str) -> bool {
     let stmt = match decision {
         Decision::Expression { stmt, .. } => *stmt,
         Decision::Clause { stmt, slot } => {
@@ -298,7 +314,8 @@ fn is_multi_name_binding(decision: &Decision<'_>, name: &str) -> bool {
                 Slot::Clause(i) => stmt.elif_else_clauses.get(*i).map(|c| &c.body[..]),
                 _ => Some(&stmt.body[..]),
             };
-            let Some(found) = suite.and_then(|s| s.iter().find(|s| reorders(s, name))) else {
+            let Some(found) = suite.and_then(|s| s.iter().find(|s| reorders(place, s, name)))
+            else {
                 return false;
             };
             found
