@@ -82,8 +82,10 @@ _ALL = [
              # Known gap (issue 43): Gloo's pg_status counts a collective that failed because a
              # peer vanished as completed. A fresh run's dump may catch rank 1 after it recorded
              # the failure; then nothing in the dumps says a rank is missing, and desync reads
-             # healthy: a wrong all-clear that no record can refute.
-             fresh_run_may_read=("healthy",)),
+             # healthy: a wrong all-clear that no record can refute. On a loaded machine the
+             # same set can read `straggler` instead (the same "no hang", with a late rank's
+             # enqueue times on top: a CI run showed rank 0 82 ms late in 2 of 6 collectives).
+             fresh_run_may_read=("healthy", "straggler")),
     Scenario("reinit_restart", "reinit_restart.py"),
 ]
 
