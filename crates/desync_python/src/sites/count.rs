@@ -33,29 +33,9 @@ use crate::values::value::{Eval, argument_for};
 
 /// Steps followed at most from one count.
 const MAX_STEPS: usize = 80;
-/// Torch functions (2.11) whose result's size is decided by its input's values.
-const VALUE_SIZED: &[&str] = &[
-    "torch.nonzero",
-    "torch.argwhere",
-    "torch.unique",
-    "torch.unique_consecutive",
-    "torch.masked_select",
-];
-/// Tensor methods with the same property.
-const VALUE_SIZED_METHODS: &[&str] =
-    &["nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"];
-/// Torch functions (2.11) that cut their first argument into pieces: how many is decided by
-/// its size (and the piece size).
-const SPLITS: &[&str] = &["torch.split", "torch.tensor_split", "torch.chunk"];
-/// Methods that cut their receiver into pieces (`x.split(24)`; a string's `split` too).
-const SPLIT_METHODS: &[&str] = &["split", "tensor_split", "chunk"];
-/// Calls whose result has as many items as their argument (or the item selection carries on).
+/// Python builtins whose result has as many items as their argument (or the item selection
+/// carries on). Torch's calls of this kind are the knowledge table's `[count_steps]`.
 const SAME_ITEMS: &[&str] = &["list", "tuple", "sorted", "reversed", "iter"];
-/// Methods whose result keeps the receiver's items and sizes.
-const KEEPS_ITEMS: &[&str] =
-    &["tolist", "contiguous", "clone", "detach", "cpu", "cuda", "to", "float", "long", "copy"];
-/// Methods and builtins that read a size: the count is the receiver's (argument's) size.
-const SIZE_READS: &[&str] = &["numel", "size", "__len__"];
 
 /// A count that decides how many collectives or messages a rank issues, and the line of the
 /// user's code where the value was decided from the rank's own data.
@@ -522,13 +502,14 @@ impl Walk<'_, '_, '_> {
                 _ => {}
             }
         }
+        let steps = &knowledge().count_steps;
         let scope = Scope::at(module, line);
         match Eval::new(self.cx, module, scope, 0).resolve(&c.func, at) {
             Sym::Function(f) => {
                 let home = f.module.clone().unwrap_or_else(|| module.clone());
                 return self.project_call(module, c, &home, f.def, f.is_method, select);
             }
-            Sym::Path(p) if select.is_empty() && VALUE_SIZED.contains(&p.as_str()) => {
+            Sym::Path(p) if select.is_empty() && steps.value_sized.contains(&p) => {
                 return self.filter(
                     module,
                     &Expr::Call(c.clone()),
@@ -537,7 +518,7 @@ impl Walk<'_, '_, '_> {
                 );
             }
             Sym::Path(p)
-                if SPLITS.contains(&p.as_str())
+                if steps.splits.contains(&p)
                     && select.first().is_none_or(|s| *s == Select::Item) =>
             {
                 return self.size(module, args.first()?, &[]);
@@ -547,7 +528,7 @@ impl Walk<'_, '_, '_> {
         }
         let Expr::Attribute(m) = &*c.func else { return None };
         let method = m.attr.id.as_str();
-        if select.is_empty() && VALUE_SIZED_METHODS.contains(&method) {
+        if select.is_empty() && steps.value_sized_methods.contains(method) {
             return self.filter(
                 module,
                 &Expr::Call(c.clone()),
@@ -555,13 +536,13 @@ impl Walk<'_, '_, '_> {
                 "keeps the values its input holds",
             );
         }
-        if select.is_empty() && SIZE_READS.contains(&method) {
+        if select.is_empty() && steps.size_reads_methods.contains(method) {
             return self.size(module, &m.value, &[]);
         }
-        if select.is_empty() && SPLIT_METHODS.contains(&method) {
+        if select.is_empty() && steps.split_methods.contains(method) {
             return self.size(module, &m.value, &[]);
         }
-        if KEEPS_ITEMS.contains(&method) {
+        if steps.keeps_items_methods.contains(method) {
             return self.size(module, &m.value, select);
         }
         // A method of an object nothing in view types (`pool.microbatches(n)`, `pool` a

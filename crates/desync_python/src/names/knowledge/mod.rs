@@ -287,6 +287,26 @@ pub struct CountArgument {
     pub source: String,
 }
 
+/// The steps a count is followed through (`[count_steps]`, read by `sites/count.rs`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountSteps {
+    /// Torch functions whose result's size is set by the input's values (a filter).
+    pub value_sized: HashSet<String>,
+    /// Tensor methods with the same property.
+    pub value_sized_methods: HashSet<String>,
+    /// Torch functions that cut their first argument into pieces.
+    pub splits: HashSet<String>,
+    /// Methods that cut their receiver into pieces.
+    pub split_methods: HashSet<String>,
+    /// Methods whose result keeps the receiver's items and sizes.
+    pub keeps_items_methods: HashSet<String>,
+    /// Methods that read the receiver's size.
+    pub size_reads_methods: HashSet<String>,
+    #[allow(dead_code)]
+    source: String,
+}
+
 /// Context managers inside which ranks may run different numbers of iterations without a
 /// hang (`with model.join():`: joined ranks shadow the collectives of the others).
 #[derive(Debug, Clone, Deserialize)]
@@ -337,6 +357,8 @@ struct Raw {
     rank_argument: Vec<RankArgument>,
     #[serde(default)]
     count_argument: Vec<CountArgument>,
+    #[serde(default)]
+    count_steps: Option<CountSteps>,
     #[serde(default)]
     join: Vec<Join>,
     #[serde(default)]
@@ -507,6 +529,8 @@ pub struct Knowledge {
     launchers: HashMap<String, Launcher>,
     rank_arguments: HashMap<String, RankArgument>,
     count_arguments: HashMap<String, CountArgument>,
+    /// How a count is carried back to where it was decided.
+    pub count_steps: CountSteps,
     joins: Vec<String>,
     dtypes: Vec<String>,
     /// Forwarder name → the position of its target.
@@ -652,6 +676,7 @@ impl Knowledge {
             launchers,
             rank_arguments,
             count_arguments,
+            count_steps: raw.count_steps.unwrap_or_default(),
             joins: raw.join.into_iter().flat_map(|j| j.names).collect(),
             dtypes: raw.dtypes.into_iter().flat_map(|d| d.names).collect(),
             forwarders,
